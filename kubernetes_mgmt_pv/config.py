@@ -1,0 +1,101 @@
+"""oslo.config options of the driver, in the ``[kubernetes_mgmt_pv]`` group.
+
+They are read from Tacker's own configuration file (tacker.conf); every
+option has a default that works for a cluster built from the sample VNF
+package, so none has to be set.
+"""
+
+from oslo_config import cfg
+
+GROUP_NAME = 'kubernetes_mgmt_pv'
+
+group = cfg.OptGroup(
+    GROUP_NAME,
+    title='Kubernetes management driver with persistent volumes',
+    help='Options of the mgmt-drivers-kubernetes Tacker management driver.')
+
+HOST_KEY_POLICIES = ('reject', 'known_hosts', 'warn')
+
+ssh_opts = [
+    cfg.StrOpt(
+        'host_key_policy', default='warn', choices=HOST_KEY_POLICIES,
+        help='What to do with the SSH host key of a VM. "reject": accept only '
+             'keys already listed in known_hosts_file (and the system and '
+             'user known_hosts files); "known_hosts": trust on first use, '
+             'recording new keys in known_hosts_file and refusing a host whose '
+             'key changed; "warn": accept any key and log a warning. The '
+             'default is "warn" because the VMs are created by Heat just '
+             'before the driver logs in, with fresh keys that cannot be known '
+             'in advance, and heal recreates a VM with a new key at the same '
+             'address.'),
+    cfg.StrOpt(
+        'known_hosts_file',
+        default='/var/lib/tacker/kubernetes_mgmt_pv_known_hosts',
+        help='known_hosts file used by the "reject" and "known_hosts" host '
+             'key policies.'),
+    cfg.FloatOpt(
+        'ssh_connect_timeout', default=30.0, min=1.0,
+        help='Seconds to wait for one SSH connection attempt (TCP, banner '
+             'and authentication).'),
+    cfg.IntOpt(
+        'ssh_connect_retries', default=10, min=0,
+        help='How many times a failed SSH connection is retried. A VM that '
+             'Heat has just created may still be booting.'),
+    cfg.FloatOpt(
+        'ssh_retry_backoff', default=2.0, min=0.0,
+        help='Seconds before the first SSH connection retry; the delay '
+             'doubles after each failure, up to ssh_retry_max_delay.'),
+    cfg.FloatOpt(
+        'ssh_retry_max_delay', default=30.0, min=0.0,
+        help='Upper bound of the delay between two SSH connection retries.'),
+    cfg.FloatOpt(
+        'command_timeout', default=300.0, min=1.0,
+        help='Seconds a short remote command (check, mount, exportfs, '
+             'kubectl) may run before it is abandoned. Abandoned commands '
+             'are never re-run automatically.'),
+    cfg.FloatOpt(
+        'package_install_timeout', default=1800.0, min=1.0,
+        help='Seconds an apt-get update or install may run.'),
+]
+
+step_opts = [
+    cfg.IntOpt(
+        'max_concurrent_nodes', default=16, min=1,
+        help='How many Master/Worker nodes are configured at the same time '
+             '(for example when the NFS client is installed on every node).'),
+    cfg.ListOpt(
+        'supported_os', default=['ubuntu:20.04', 'ubuntu:22.04',
+                                 'ubuntu:24.04', 'debian:11', 'debian:12'],
+        help='Operating systems (os-release ID:VERSION_ID) on which the '
+             'driver configures NFS. Other systems are refused before any '
+             'change is made.'),
+    cfg.FloatOpt(
+        'pv_available_timeout', default=300.0, min=1.0,
+        help='Seconds to wait for a registered PersistentVolume to become '
+             'Available before it is rolled back.'),
+    cfg.FloatOpt(
+        'pv_delete_timeout', default=300.0, min=1.0,
+        help='Seconds to wait for the PersistentVolumes to disappear when '
+             'they are deleted before the storage server is healed.'),
+]
+
+ALL_OPTS = ssh_opts + step_opts
+
+
+def register_opts(conf):
+    """Register the driver's options on ``conf`` (idempotent)."""
+    conf.register_group(group)
+    conf.register_opts(ALL_OPTS, group=group)
+
+
+def list_opts():
+    """Options for oslo-config-generator (entry point ``oslo.config.opts``)."""
+    return [(group, ALL_OPTS)]
+
+
+def options(conf=None):
+    """The driver's option group of ``conf`` (default: the global CONF)."""
+    return (conf or cfg.CONF)[GROUP_NAME]
+
+
+register_opts(cfg.CONF)

@@ -1,0 +1,110 @@
+"""Errors raised by the driver.
+
+Every error carries a message meant for the operator reading Tacker's LCM
+operation error: it says what failed, where, and why. None of them ever
+contains a password, token or proxy credential (see ``redact``).
+"""
+
+
+class MgmtDriverError(Exception):
+    """Base class of every error the driver raises."""
+
+
+class ParameterError(MgmtDriverError):
+    """An additionalParams value is missing or invalid.
+
+    ``path`` is the JSON path of the offending value, for example
+    ``k8s_cluster_installation_param.storage_server.nfs_server_setup_params[1].export_to``.
+    """
+
+    def __init__(self, path, reason):
+        self.path = path
+        self.reason = reason
+        super().__init__('%s: %s' % (path, reason))
+
+
+class ParameterErrors(MgmtDriverError):
+    """Several parameter problems, reported together so one fix round suffices."""
+
+    def __init__(self, errors):
+        self.errors = list(errors)
+        lines = ['invalid additionalParams (%d problem%s):' % (
+            len(self.errors), '' if len(self.errors) == 1 else 's')]
+        lines += ['  - %s' % error for error in self.errors]
+        super().__init__('\n'.join(lines))
+
+
+class HeatLookupError(MgmtDriverError):
+    """A Heat resource or one of its attributes needed by the driver is missing."""
+
+
+class RemoteConnectError(MgmtDriverError):
+    """An SSH connection to a VM could not be established."""
+
+
+class RemoteCommandError(MgmtDriverError):
+    """A remote command exited non-zero or timed out.
+
+    ``description`` is a human summary of the command (already redacted);
+    stdout/stderr are kept (truncated, redacted) to explain the failure.
+    """
+
+    def __init__(self, host, description, exit_status, stdout='', stderr='',
+                 timed_out=False):
+        self.host = host
+        self.description = description
+        self.exit_status = exit_status
+        self.stdout = stdout
+        self.stderr = stderr
+        self.timed_out = timed_out
+        if timed_out:
+            what = 'timed out'
+        else:
+            what = 'failed with exit status %s' % exit_status
+        message = '%s: `%s` %s' % (host, description, what)
+        detail = (stderr or stdout or '').strip()
+        if detail:
+            message += ': %s' % _tail(detail)
+        super().__init__(message)
+
+
+class UnsupportedOSError(MgmtDriverError):
+    """The VM runs an operating system the driver does not support."""
+
+
+class StorageSetupError(MgmtDriverError):
+    """The storage server could not be brought to the requested state."""
+
+
+class NodeStepError(MgmtDriverError):
+    """A step failed on some of the nodes it ran on; ``failures`` maps host to error."""
+
+    def __init__(self, step, failures):
+        self.step = step
+        self.failures = dict(failures)
+        parts = ['%s: %s' % (host, error)
+                 for host, error in sorted(self.failures.items())]
+        super().__init__('%s failed on %d node(s): %s' % (
+            step, len(self.failures), '; '.join(parts)))
+
+
+class PersistentVolumeError(MgmtDriverError):
+    """A PersistentVolume could not be registered or removed."""
+
+
+class PersistentVolumeInUseError(PersistentVolumeError):
+    """A PersistentVolume of the VNF package is Bound to a claim."""
+
+    def __init__(self, names):
+        self.names = sorted(names)
+        super().__init__(
+            'PersistentVolume(s) %s are Bound to a PersistentVolumeClaim; '
+            'delete the claims (and the Pods using them) before healing the '
+            'storage server. Nothing was deleted.' % ', '.join(self.names))
+
+
+def _tail(text, limit=2000):
+    """Keep the end of long command output: that is where the error usually is."""
+    if len(text) <= limit:
+        return text
+    return '...' + text[-limit:]

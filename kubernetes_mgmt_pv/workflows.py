@@ -1,0 +1,140 @@
+"""The persistent-volume step sequence of each LCM hook, free of Tacker.
+
+Every flow first resolves all it needs from Heat (addresses, devices) so a
+bad stack fails before any host is touched; then it opens one SSH session
+per host for the whole flow and runs the idempotent steps.
+"""
+
+from oslo_log import log as logging
+
+from kubernetes_mgmt_pv import config
+from kubernetes_mgmt_pv import exceptions
+from kubernetes_mgmt_pv import nfs_client
+from kubernetes_mgmt_pv import pv
+from kubernetes_mgmt_pv import remote
+from kubernetes_mgmt_pv import report as report_mod
+from kubernetes_mgmt_pv import storage as storage_mod
+
+LOG = logging.getLogger(__name__)
+
+
+class PvWorkflow(object):
+    """Storage server, NFS clients and PersistentVolumes of one VNF."""
+
+    def __init__(self, params, manifests, heat, conf=None):
+        self.params = params
+        self.manifests = manifests
+        self.heat = heat
+        self.conf = conf or config.options()
+        self.report = report_mod.Report()
+
+    # -- lookups (no host touched) -----------------------------------------
+
+    def storage_address(self):
+        return self.heat.cp_address(self.params.storage.ssh_cp_name).ssh_host
+
+    def _volume_devices(self):
+        return {volume.volume_resource_id:
+                self.heat.volume_device(volume.volume_resource_id)
+                for volume in self.params.storage.volumes}
+
+    def _nfs_servers(self):
+        """NFS server address per nfs_server_cp: the CP's fixed IP, which
+        the cluster nodes reach on the internal network."""
+        cps = {manifest.nfs_server_cp for manifest in self.manifests}
+        return {cp: self.heat.cp_address(cp).fixed_ip for cp in sorted(cps)}
+
+    def _nodes(self, access):
+        if access is None:
+            return []
+        return [(cp.ssh_host, access) for cp in
+                self.heat.node_addresses(access.ssh_cp_name, access.aspect_id)]
+
+    def masters(self):
+        return self._nodes(self.params.master)
+
+    def all_nodes(self):
+        return self.masters() + self._nodes(self.params.worker)
+
+    def member_nodes(self, access, member_stack_ids):
+        """Nodes of the given scaling-group members (new VMs of a scale-out)."""
+        return [(self.heat.cp_address(access.ssh_cp_name,
+                                      stack_id=member).ssh_host, access)
+                for member in member_stack_ids]
+
+    # -- flows --------------------------------------------------------------
+
+    def _sessions(self):
+        params = self.params
+        secrets = [params.storage.password] + list(params.proxy.secrets())
+        secrets += [n.password for n in (params.master, params.worker) if n]
+        return remote.SessionPool(conf=self.conf, secrets=secrets)
+
+    def _kubectl_session(self, sessions, masters):
+        """An SSH session on the first Master that accepts one."""
+        errors = []
+        for address, access in masters:
+            try:
+                return sessions.get(address, access.username, access.password)
+            except exceptions.RemoteConnectError as error:
+                LOG.warning('Master %s unreachable: %s', address, error)
+                errors.append(str(error))
+        raise exceptions.RemoteConnectError(
+            'no Master node reachable for kubectl: %s'
+            % ('; '.join(errors) or 'the stack has no Master node'))
+
+    def _setup_storage(self, sessions, address, devices):
+        storage = self.params.storage
+        executor = sessions.get(address, storage.username, storage.password)
+        storage_mod.setup_storage_server(executor, storage, devices,
+                                         self.params.proxy, self.conf,
+                                         self.report)
+
+    def _register(self, sessions, masters, servers):
+        if not self.manifests:
+            return
+        executor = self._kubectl_session(sessions, masters)
+        pv.register_volumes(executor, self.manifests, servers,
+                            self.conf.pv_available_timeout, self.report)
+
+    def deploy(self):
+        """instantiate_end and entire-cluster heal: storage, clients, PVs."""
+        address, devices = self.storage_address(), self._volume_devices()
+        servers, nodes = self._nfs_servers(), self.all_nodes()
+        masters = self.masters()
+        with self._sessions() as sessions:
+            self._setup_storage(sessions, address, devices)
+            nfs_client.install_nfs_clients(sessions, nodes, self.params.proxy,
+                                           self.conf, self.report)
+            self._register(sessions, masters, servers)
+        return self.report
+
+    def release_storage(self):
+        """heal_start of the storage server: refuse if a PV is Bound, else
+        delete the package's PVs and wait until they are gone."""
+        names = [manifest.name for manifest in self.manifests]
+        masters = self.masters()
+        if not names:
+            return self.report
+        with self._sessions() as sessions:
+            executor = self._kubectl_session(sessions, masters)
+            pv.ensure_not_bound(executor, names)
+            pv.delete_volumes(executor, names, self.conf.pv_delete_timeout,
+                              self.report)
+        return self.report
+
+    def rebuild_storage(self):
+        """heal_end of the storage server: set up the new VM, PVs again."""
+        address, devices = self.storage_address(), self._volume_devices()
+        servers, masters = self._nfs_servers(), self.masters()
+        with self._sessions() as sessions:
+            self._setup_storage(sessions, address, devices)
+            self._register(sessions, masters, servers)
+        return self.report
+
+    def install_clients(self, nodes):
+        """NFS client on new or healed nodes, given as (address, access)."""
+        with self._sessions() as sessions:
+            nfs_client.install_nfs_clients(sessions, nodes, self.params.proxy,
+                                           self.conf, self.report)
+        return self.report

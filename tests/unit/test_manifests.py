@@ -1,0 +1,102 @@
+import os
+
+import pytest
+import yaml
+
+from kubernetes_mgmt_pv import exceptions
+from kubernetes_mgmt_pv import manifests
+from kubernetes_mgmt_pv import params
+
+PV = """apiVersion: v1
+kind: PersistentVolume
+metadata:
+  name: {name}
+spec:
+  capacity:
+    storage: 1Gi
+  persistentVolumeReclaimPolicy: Retain
+  accessModes:
+    - ReadWriteOnce
+  nfs:
+    server: {server}
+    path: "/volume/nfs/{name}"
+"""
+
+
+def registration(path, index=0):
+    return params.PvRegistration(
+        manifest_path=path, nfs_server_cp='storage_server_CP',
+        json_path='%s.pv_registration_params[%d]' % (params.ROOT, index))
+
+
+@pytest.fixture
+def package(tmp_path):
+    files = tmp_path / 'Files' / 'kubernetes'
+    files.mkdir(parents=True)
+    (files / 'nfs-pv1.yaml').write_text(PV.format(name='nfs-pv1',
+                                                  server='0.0.0.0'))
+    (files / 'nfs-pv2.yaml').write_text(PV.format(name='nfs-pv2',
+                                                  server='nfs.example.com'))
+    (files / 'nfs-pv3.yaml').write_text(PV.format(name='nfs-pv3',
+                                                  server='"fd00::5"'))
+    return tmp_path
+
+
+def load_errors(package, *paths):
+    with pytest.raises(exceptions.ParameterErrors) as caught:
+        manifests.load(str(package), [registration(p, i)
+                                      for i, p in enumerate(paths)])
+    return {e.path: e.reason for e in caught.value.errors}
+
+
+@pytest.mark.parametrize('server', ['10.0.0.7', 'fd00::7'])
+def test_render_replaces_any_previous_server(package, server):
+    loaded = manifests.load(str(package), [
+        registration('Files/kubernetes/nfs-pv%d.yaml' % n, n)
+        for n in (1, 2, 3)])
+    assert [m.name for m in loaded] == ['nfs-pv1', 'nfs-pv2', 'nfs-pv3']
+    for manifest in loaded:
+        rendered = yaml.safe_load(manifest.render(server))
+        assert rendered['spec']['nfs'] == {
+            'server': server, 'path': '/volume/nfs/%s' % manifest.name}
+        assert rendered['spec']['capacity'] == {'storage': '1Gi'}
+    # rendering does not modify the loaded document
+    assert loaded[0].document['spec']['nfs']['server'] == '0.0.0.0'
+
+
+def test_missing_manifest_is_named_by_json_path(package):
+    found = load_errors(package, 'Files/kubernetes/nope.yaml')
+    path = params.ROOT + '.pv_registration_params[0].pv_manifest_file_path'
+    assert 'does not exist' in found[path]
+
+
+def test_symlink_out_of_the_package_is_refused(package, tmp_path_factory):
+    outside = tmp_path_factory.mktemp('outside') / 'secret.yaml'
+    outside.write_text(PV.format(name='x', server='1.1.1.1'))
+    os.symlink(str(outside), str(package / 'Files' / 'link.yaml'))
+    found = load_errors(package, 'Files/link.yaml')
+    assert 'outside the VNF package' in list(found.values())[0]
+
+
+@pytest.mark.parametrize('content, message', [
+    ('kind: Pod\napiVersion: v1\nmetadata: {name: p}\n', 'v1 PersistentVolume'),
+    (PV.format(name='Bad_Name', server='x'), 'DNS subdomain'),
+    (PV.replace('  nfs:', '  hostPath:').format(name='a', server='x'),
+     'no spec.nfs'),
+    (PV.format(name='a', server='x').replace('"/volume/nfs/a"', 'rel'),
+     'absolute path'),
+    (PV.format(name='a', server='x') + '---\n' + PV.format(name='b',
+                                                             server='x'),
+     'exactly one YAML document'),
+    ('a: [unclosed\n', 'not valid YAML'),
+])
+def test_invalid_manifests_are_refused(package, content, message):
+    (package / 'bad.yaml').write_text(content)
+    assert message in list(load_errors(package, 'bad.yaml').values())[0]
+
+
+def test_duplicate_pv_names_are_refused(package):
+    (package / 'copy.yaml').write_text(PV.format(name='nfs-pv1', server='x'))
+    found = load_errors(package, 'Files/kubernetes/nfs-pv1.yaml', 'copy.yaml')
+    path = params.ROOT + '.pv_registration_params[1].pv_manifest_file_path'
+    assert 'already defined' in found[path]

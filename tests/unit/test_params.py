@@ -1,0 +1,199 @@
+import copy
+
+import pytest
+
+from kubernetes_mgmt_pv import exceptions
+from kubernetes_mgmt_pv import params
+
+ROOT = params.ROOT
+
+
+def sample():
+    """The user guide's instantiate parameters (PV part)."""
+    return {ROOT: {
+        'master_node': {'aspect_id': 'master_instance',
+                        'ssh_cp_name': 'masterNode_CP1',
+                        'nic_cp_name': 'masterNode_CP1',
+                        'username': 'ubuntu', 'password': 'ubuntu',
+                        'pod_cidr': '192.168.3.0/16'},
+        'worker_node': {'aspect_id': 'worker_instance',
+                        'ssh_cp_name': 'workerNode_CP2',
+                        'nic_cp_name': 'workerNode_CP2',
+                        'username': 'ubuntu', 'password': 'ubuntu'},
+        'proxy': {'http_proxy': 'http://user1:password1@host1:3128',
+                  'https_proxy': 'https://user2:password2@host2:3128',
+                  'no_proxy': '192.168.246.0/24,10.0.0.1,.example.com',
+                  'k8s_node_cidr': '10.10.0.0/24'},
+        'storage_server': {
+            'ssh_cp_name': 'storage_server_CP',
+            'nic_cp_name': 'storage_server_CP',
+            'username': 'ubuntu', 'password': 'ubuntu',
+            'cinder_volume_setup_params': [
+                {'volume_resource_id': 'storage_server_volume',
+                 'mount_to': '/volume'}],
+            'nfs_server_setup_params': [
+                {'export_dir': '/volume/nfs/pv1', 'export_to': '10.10.0.0/24'},
+                {'export_dir': '/volume/nfs/pv2', 'export_to': '10.10.0.0/24'},
+            ]},
+        'pv_registration_params': [
+            {'pv_manifest_file_path': 'Files/kubernetes/nfs-pv1.yaml',
+             'nfs_server_cp': 'storage_server_CP'},
+            {'pv_manifest_file_path': 'Files/kubernetes/nfs-pv2.yaml',
+             'nfs_server_cp': 'storage_server_CP'}],
+    }}
+
+
+def errors_of(value):
+    with pytest.raises(exceptions.ParameterErrors) as caught:
+        params.parse(value)
+    return {error.path: error.reason for error in caught.value.errors}
+
+
+def test_user_guide_parameters_parse():
+    parsed = params.parse(sample())
+    assert parsed.pv_enabled
+    assert parsed.storage.volumes == (
+        params.VolumeSetup('storage_server_volume', '/volume'),)
+    assert [e.export_dir for e in parsed.storage.exports] == [
+        '/volume/nfs/pv1', '/volume/nfs/pv2']
+    assert parsed.master.aspect_id == 'master_instance'
+    assert parsed.worker.ssh_cp_name == 'workerNode_CP2'
+    assert [r.manifest_path for r in parsed.pv_registrations] == [
+        'Files/kubernetes/nfs-pv1.yaml', 'Files/kubernetes/nfs-pv2.yaml']
+    assert parsed.pv_registrations[1].json_path == \
+        ROOT + '.pv_registration_params[1]'
+
+
+def test_without_storage_server_the_feature_is_off():
+    value = sample()
+    del value[ROOT]['storage_server']
+    del value[ROOT]['pv_registration_params']
+    assert not params.parse(value).pv_enabled
+
+
+def test_pv_registration_without_storage_server_is_an_error():
+    value = sample()
+    del value[ROOT]['storage_server']
+    assert ROOT + '.pv_registration_params' in errors_of(value)
+
+
+def test_nic_cp_name_defaults_to_ssh_cp_name():
+    value = sample()
+    del value[ROOT]['storage_server']['nic_cp_name']
+    assert params.parse(value).storage.nic_cp_name == 'storage_server_CP'
+
+
+@pytest.mark.parametrize('bad', [
+    '/volume/nfs/pv1;rm -rf /', '/volume/$(reboot)', 'volume/rel',
+    '/volume/../etc', '/volume//x', '/volume/', '/etc/nfs', '/', '/a b',
+    '/volume/`id`',
+])
+def test_export_dir_must_be_a_safe_absolute_path(bad):
+    value = sample()
+    value[ROOT]['storage_server']['nfs_server_setup_params'][1][
+        'export_dir'] = bad
+    path = (ROOT + '.storage_server.nfs_server_setup_params[1].export_dir')
+    assert path in errors_of(value)
+
+
+@pytest.mark.parametrize('good', [
+    '10.10.0.0/24', '10.10.0.5', 'fd00:1::/64', 'nfs-client.example.com',
+])
+def test_export_to_accepts_hosts_and_networks(good):
+    value = sample()
+    value[ROOT]['storage_server']['nfs_server_setup_params'][0][
+        'export_to'] = good
+    assert params.parse(value).storage.exports[0].export_to == good
+
+
+@pytest.mark.parametrize('bad', [
+    '10.10.0.0/24(rw,no_root_squash)', '*', '10.0.0.0/33', 'a b', '',
+    'host;reboot',
+])
+def test_export_to_rejects_anything_else(bad):
+    value = sample()
+    value[ROOT]['storage_server']['nfs_server_setup_params'][1][
+        'export_to'] = bad
+    path = ROOT + '.storage_server.nfs_server_setup_params[1].export_to'
+    assert path in errors_of(value)
+
+
+@pytest.mark.parametrize('bad', [
+    '/etc/passwd', '../../etc/passwd', 'Files/../../x.yaml', 'Files\\x.yaml',
+])
+def test_manifest_path_must_stay_inside_the_package(bad):
+    value = sample()
+    value[ROOT]['pv_registration_params'][0]['pv_manifest_file_path'] = bad
+    path = ROOT + '.pv_registration_params[0].pv_manifest_file_path'
+    assert path in errors_of(value)
+
+
+def test_all_problems_are_reported_at_once():
+    value = sample()
+    storage = value[ROOT]['storage_server']
+    del storage['password']
+    storage['cinder_volume_setup_params'] = []
+    storage['nfs_server_setup_params'][0]['export_to'] = 'bad net'
+    storage['nfs_server_setup_paramz'] = []
+    found = errors_of(value)
+    assert set(found) == {
+        ROOT + '.storage_server.password',
+        ROOT + '.storage_server.cinder_volume_setup_params',
+        ROOT + '.storage_server.nfs_server_setup_params[0].export_to',
+        ROOT + '.storage_server.nfs_server_setup_paramz',
+    }
+
+
+def test_wrong_types_are_named():
+    value = sample()
+    value[ROOT]['storage_server']['cinder_volume_setup_params'] = {
+        'volume_resource_id': 'v'}
+    value[ROOT]['pv_registration_params'][1] = 'Files/x.yaml'
+    found = errors_of(value)
+    assert found[ROOT + '.storage_server.cinder_volume_setup_params'] == \
+        'must be a list'
+    assert 'must be an object' in found[ROOT + '.pv_registration_params[1]']
+
+
+def test_duplicate_volumes_and_mount_points_are_rejected():
+    value = sample()
+    volumes = value[ROOT]['storage_server']['cinder_volume_setup_params']
+    volumes.append(copy.deepcopy(volumes[0]))
+    found = errors_of(value)
+    base = ROOT + '.storage_server.cinder_volume_setup_params[1]'
+    assert base + '.volume_resource_id' in found
+    assert base + '.mount_to' in found
+
+
+def test_master_node_is_required_with_storage_server():
+    value = sample()
+    del value[ROOT]['master_node']
+    assert errors_of(value) == {ROOT + '.master_node': 'is required'}
+
+
+def test_proxy_errors_do_not_echo_credentials():
+    value = sample()
+    value[ROOT]['proxy']['http_proxy'] = 'ftp://user:s3cret@proxy:21'
+    with pytest.raises(exceptions.ParameterErrors) as caught:
+        params.parse(value)
+    assert ROOT + '.proxy.http_proxy' in str(caught.value)
+    assert 's3cret' not in str(caught.value)
+
+
+def test_proxy_environment_and_secrets():
+    proxy = params.parse(sample()).proxy
+    assert proxy.environment() == {
+        'http_proxy': 'http://user1:password1@host1:3128',
+        'https_proxy': 'https://user2:password2@host2:3128',
+        'no_proxy': '192.168.246.0/24,10.0.0.1,.example.com'}
+    assert 'http://user1:password1@host1:3128' in proxy.secrets()
+
+
+def test_passwords_are_not_in_the_model_repr():
+    parsed = params.parse(sample())
+    assert 'password' not in repr(parsed.storage)
+    assert 'password' not in repr(parsed.master)
+
+
+def test_missing_root_is_named():
+    assert errors_of({}) == {ROOT: 'is required'}
