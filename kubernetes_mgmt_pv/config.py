@@ -99,3 +99,4 @@ def options(conf=None):
 
 
 register_opts(cfg.CONF)
+CONF = cfg.CONF

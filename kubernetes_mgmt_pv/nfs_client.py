@@ -15,7 +15,6 @@ def install_nfs_clients(sessions, nodes, proxy, conf, report):
     def install(node):
         address, access = node
         executor = sessions.get(address, access.username, access.password)
-        packages.check_supported_os(executor, conf.supported_os)
         packages.ensure_installed(executor, CLIENT_PACKAGES, proxy,
                                   conf.package_install_timeout, report)
 

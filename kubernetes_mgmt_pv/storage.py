@@ -170,7 +170,6 @@ def setup_storage_server(executor, storage, devices, proxy, conf, report):
 
     ``devices`` maps each volume_resource_id to its device path on the VM.
     """
-    packages.check_supported_os(executor, conf.supported_os)
     fstab = []
     for volume in storage.volumes:
         device = devices[volume.volume_resource_id]

@@ -10,6 +10,8 @@ from oslo_log import log as logging
 from kubernetes_mgmt_pv import config
 from kubernetes_mgmt_pv import exceptions
 from kubernetes_mgmt_pv import nfs_client
+from kubernetes_mgmt_pv import packages
+from kubernetes_mgmt_pv import parallel
 from kubernetes_mgmt_pv import pv
 from kubernetes_mgmt_pv import remote
 from kubernetes_mgmt_pv import report as report_mod
@@ -70,6 +72,19 @@ class PvWorkflow(object):
         secrets += [n.password for n in (params.master, params.worker) if n]
         return remote.SessionPool(conf=self.conf, secrets=secrets)
 
+    def _preflight(self, sessions, targets):
+        """Log in to every host of the flow and check its OS, concurrently,
+        before anything is changed: an unreachable host, a wrong password
+        or an unsupported OS leaves every host as it was."""
+        def check(target):
+            address, access = target
+            executor = sessions.get(address, access.username, access.password)
+            packages.check_supported_os(executor, self.conf.supported_os)
+
+        parallel.run_on_nodes('pre-flight check', check,
+                              dict((t[0], t) for t in targets),
+                              self.conf.max_concurrent_nodes)
+
     def _kubectl_session(self, sessions, masters):
         """An SSH session on the first Master that accepts one."""
         errors = []
@@ -90,12 +105,10 @@ class PvWorkflow(object):
                                          self.params.proxy, self.conf,
                                          self.report)
 
-    def _register(self, sessions, masters, servers):
-        if not self.manifests:
-            return
-        executor = self._kubectl_session(sessions, masters)
-        pv.register_volumes(executor, self.manifests, servers,
-                            self.conf.pv_available_timeout, self.report)
+    def _register(self, executor, servers):
+        if self.manifests:
+            pv.register_volumes(executor, self.manifests, servers,
+                                self.conf.pv_available_timeout, self.report)
 
     def deploy(self):
         """instantiate_end and entire-cluster heal: storage, clients, PVs."""
@@ -103,19 +116,21 @@ class PvWorkflow(object):
         servers, nodes = self._nfs_servers(), self.all_nodes()
         masters = self.masters()
         with self._sessions() as sessions:
+            self._preflight(sessions,
+                            [(address, self.params.storage)] + nodes)
             self._setup_storage(sessions, address, devices)
             nfs_client.install_nfs_clients(sessions, nodes, self.params.proxy,
                                            self.conf, self.report)
-            self._register(sessions, masters, servers)
+            self._register(self._kubectl_session(sessions, masters), servers)
         return self.report
 
     def release_storage(self):
         """heal_start of the storage server: refuse if a PV is Bound, else
         delete the package's PVs and wait until they are gone."""
         names = [manifest.name for manifest in self.manifests]
-        masters = self.masters()
         if not names:
             return self.report
+        masters = self.masters()
         with self._sessions() as sessions:
             executor = self._kubectl_session(sessions, masters)
             pv.ensure_not_bound(executor, names)
@@ -128,13 +143,16 @@ class PvWorkflow(object):
         address, devices = self.storage_address(), self._volume_devices()
         servers, masters = self._nfs_servers(), self.masters()
         with self._sessions() as sessions:
+            kubectl = self._kubectl_session(sessions, masters)
+            self._preflight(sessions, [(address, self.params.storage)])
             self._setup_storage(sessions, address, devices)
-            self._register(sessions, masters, servers)
+            self._register(kubectl, servers)
         return self.report
 
     def install_clients(self, nodes):
         """NFS client on new or healed nodes, given as (address, access)."""
         with self._sessions() as sessions:
+            self._preflight(sessions, nodes)
             nfs_client.install_nfs_clients(sessions, nodes, self.params.proxy,
                                            self.conf, self.report)
         return self.report

@@ -1,0 +1,599 @@
+"""An HTTP fake of Keystone v3 and Heat v1 for tests.
+
+The driver talks to Heat through the real python-heatclient on a real
+keystoneauth1 session, so the fake speaks their wire protocol instead of
+being a mock: password authentication at ``POST /v3/auth/tokens`` with a
+service catalog, then the Heat calls heatclient makes, including the stack
+lookup that answers ``302`` with the canonical ``stacks/<name>/<id>`` URL
+(heatclient's ``_resolve_stack_id`` reads that ``Location``; keystoneauth
+follows it for ``resources.list`` and ``stacks.get``).
+
+Resource attributes follow real Heat: for OpenStack resources Heat returns
+the ``show`` attribute, i.e. the Neutron/Cinder/Nova API representation of
+the resource, so a port carries ``fixed_ips``, a floating IP carries
+``floating_ip_address`` and ``fixed_ip_address``, and a volume carries the
+Cinder ``attachments`` list.
+
+Tests build the model with the ``add_*`` helpers, mutate it between calls
+(``remove_*``, or ``resource(...).attributes``) and assert on ``requests``.
+"""
+
+import dataclasses
+import datetime
+import http.server
+import json
+import re
+import socket
+import threading
+import urllib.parse
+import uuid
+
+HEAT_PREFIX = '/heat/v1'
+# Heat answers these sub-paths of /stacks/<name or id> with a redirect to the
+# canonical stacks/<name>/<id>/<sub-path> URL (heat/api/openstack/v1).
+LOOKUP_SUBPATHS = ('resources', 'events', 'template', 'actions',
+                   'environment', 'files', 'outputs')
+INTERFACES = ('public', 'internal', 'admin')
+
+
+@dataclasses.dataclass
+class FakeResource:
+    name: str
+    resource_type: str
+    physical_resource_id: str
+    attributes: dict
+    nested_stack_id: str = None
+
+
+@dataclasses.dataclass
+class FakeStack:
+    id: str
+    name: str
+    parent_id: str = None
+    resources: dict = dataclasses.field(default_factory=dict)
+
+
+@dataclasses.dataclass(frozen=True)
+class RequestRecord:
+    method: str
+    path: str
+    had_token: bool
+    status: int
+
+
+class FakeOpenStack:
+    """Keystone v3 + Heat v1 on a local HTTP server, with an in-memory model.
+
+    Use as a context manager (or start()/stop()). ``host`` and ``port`` are
+    the bind address (port 0 picks a free port); ``advertise_host`` is the
+    host written into the catalog and redirects when clients reach the fake
+    through another address than the bind one (e.g. binding 0.0.0.0).
+    """
+
+    def __init__(self, host='127.0.0.1', port=0, advertise_host=None,
+                 username='admin', password='fake-password',
+                 project_name='admin', project_id=None,
+                 user_domain_name='Default', project_domain_name='Default',
+                 regions=('RegionOne',)):
+        self.host = host
+        self.port = port
+        self.advertise_host = advertise_host or host
+        self.username = username
+        self.password = password
+        self.project_name = project_name
+        self.project_id = project_id or uuid.uuid4().hex
+        self.user_id = uuid.uuid4().hex
+        self.user_domain_name = user_domain_name
+        self.project_domain_name = project_domain_name
+        self.regions = tuple(regions)
+        self._lock = threading.RLock()
+        self._stacks = {}
+        self._tokens = set()
+        self._requests = []
+        self._server = None
+        self._thread = None
+
+    # -- lifecycle ---------------------------------------------------------
+
+    def start(self):
+        server_class = _IPv6Server if ':' in self.host else _IPv4Server
+        self._server = server_class((self.host, self.port),
+                                    _handler_class(self))
+        self.port = self._server.server_address[1]
+        # A short poll interval keeps stop(), hence each test, fast.
+        self._thread = threading.Thread(target=self._server.serve_forever,
+                                        kwargs={'poll_interval': 0.02},
+                                        name='fake-openstack', daemon=True)
+        self._thread.start()
+        return self
+
+    def stop(self):
+        self._server.shutdown()
+        self._server.server_close()
+        self._thread.join()
+
+    def __enter__(self):
+        return self.start()
+
+    def __exit__(self, *exc_info):
+        self.stop()
+
+    # -- addresses and credentials ----------------------------------------
+
+    @property
+    def base_url(self):
+        host = self.advertise_host
+        if ':' in host:
+            host = '[%s]' % host
+        return 'http://%s:%d' % (host, self.port)
+
+    @property
+    def auth_url(self):
+        return self.base_url + '/v3'
+
+    @property
+    def heat_url(self):
+        return '%s%s/%s' % (self.base_url, HEAT_PREFIX, self.project_id)
+
+    def access_info(self, **overrides):
+        """VIM access_info as Tacker hands it to a management driver."""
+        info = {
+            'auth_url': self.auth_url,
+            'username': self.username,
+            'password': self.password,
+            'project_name': self.project_name,
+            'user_domain_name': self.user_domain_name,
+            'project_domain_name': self.project_domain_name,
+            'cert_verify': 'False',
+        }
+        info.update(overrides)
+        return info
+
+    # -- request log -------------------------------------------------------
+
+    @property
+    def requests(self):
+        with self._lock:
+            return list(self._requests)
+
+    def heat_requests(self):
+        return [record for record in self.requests
+                if record.path.startswith(HEAT_PREFIX + '/')]
+
+    def clear_requests(self):
+        with self._lock:
+            self._requests.clear()
+
+    # -- model: stacks and generic resources -------------------------------
+
+    def add_stack(self, name, parent_id=None):
+        """Add a stack and return its id."""
+        stack = FakeStack(id=str(uuid.uuid4()), name=name, parent_id=parent_id)
+        with self._lock:
+            self._stacks[stack.id] = stack
+        return stack.id
+
+    def stack(self, stack_id):
+        with self._lock:
+            return self._stacks[stack_id]
+
+    def resource(self, stack_id, name):
+        with self._lock:
+            return self._stacks[stack_id].resources[name]
+
+    def add_resource(self, stack_id, name, resource_type,
+                     physical_resource_id=None, attributes=None,
+                     nested_stack_id=None):
+        """Add a resource to a stack and return its physical_resource_id."""
+        resource = FakeResource(
+            name=name, resource_type=resource_type,
+            physical_resource_id=(physical_resource_id or nested_stack_id
+                                  or str(uuid.uuid4())),
+            attributes=dict(attributes or {}),
+            nested_stack_id=nested_stack_id)
+        with self._lock:
+            self._stacks[stack_id].resources[name] = resource
+        return resource.physical_resource_id
+
+    def remove_resource(self, stack_id, name):
+        """Remove a resource; like Heat, its nested stack goes with it."""
+        with self._lock:
+            resource = self._stacks[stack_id].resources.pop(name)
+            if resource.nested_stack_id:
+                self.remove_stack(resource.nested_stack_id)
+
+    def remove_stack(self, stack_id):
+        """Remove a stack and, recursively, its nested stacks."""
+        with self._lock:
+            stack = self._stacks.pop(stack_id)
+            for resource in stack.resources.values():
+                if resource.nested_stack_id in self._stacks:
+                    self.remove_stack(resource.nested_stack_id)
+
+    # -- model: typed resources -------------------------------------------
+
+    def add_port(self, stack_id, name, fixed_ips, port_id=None):
+        """Add an OS::Neutron::Port; fixed_ips are IP strings or dicts.
+
+        A port never has floating_ip_address: model a CP reached through a
+        floating IP with add_floating_ip.
+        """
+        port_id = port_id or str(uuid.uuid4())
+        attributes = {
+            'id': port_id,
+            'name': name,
+            'status': 'ACTIVE',
+            'network_id': str(uuid.uuid4()),
+            'mac_address': 'fa:16:3e:00:00:01',
+            'fixed_ips': [_fixed_ip_entry(entry) for entry in fixed_ips],
+        }
+        return self.add_resource(stack_id, name, 'OS::Neutron::Port',
+                                 port_id, attributes)
+
+    def add_floating_ip(self, stack_id, name, floating_ip, port_name=None):
+        """Add an OS::Neutron::FloatingIP, associated to port_name if given."""
+        fip_id = str(uuid.uuid4())
+        attributes = {
+            'id': fip_id,
+            'status': 'ACTIVE' if port_name else 'DOWN',
+            'floating_ip_address': floating_ip,
+            'floating_network_id': str(uuid.uuid4()),
+            'fixed_ip_address': None,
+            'port_id': None,
+        }
+        if port_name:
+            port = self.resource(stack_id, port_name)
+            attributes['port_id'] = port.physical_resource_id
+            attributes['fixed_ip_address'] = (
+                port.attributes['fixed_ips'][0]['ip_address'])
+        return self.add_resource(stack_id, name, 'OS::Neutron::FloatingIP',
+                                 fip_id, attributes)
+
+    def add_volume(self, stack_id, name, device='/dev/vdb', server_id=None):
+        """Add an OS::Cinder::Volume, attached at device unless it is None."""
+        volume_id = str(uuid.uuid4())
+        attachments = []
+        if device is not None:
+            attachments.append({
+                'id': volume_id,
+                'volume_id': volume_id,
+                'attachment_id': str(uuid.uuid4()),
+                'server_id': server_id or str(uuid.uuid4()),
+                'host_name': None,
+                'device': device,
+                'attached_at': _now().isoformat(),
+            })
+        attributes = {
+            'id': volume_id,
+            'name': name,
+            'size': 1,
+            'status': 'in-use' if attachments else 'available',
+            'attachments': attachments,
+        }
+        return self.add_resource(stack_id, name, 'OS::Cinder::Volume',
+                                 volume_id, attributes)
+
+    def add_server(self, stack_id, name, server_id=None):
+        """Add an OS::Nova::Server whose physical_resource_id is server_id."""
+        server_id = server_id or str(uuid.uuid4())
+        attributes = {'id': server_id, 'name': name, 'status': 'ACTIVE',
+                      'addresses': {}}
+        return self.add_resource(stack_id, name, 'OS::Nova::Server',
+                                 server_id, attributes)
+
+    def add_scaling_group(self, stack_id, aspect_id):
+        """Add an OS::Heat::AutoScalingGroup and return its nested stack id."""
+        group_stack_id = self.add_stack(
+            '%s-%s-%s' % (self.stack(stack_id).name, aspect_id, _short_id()),
+            parent_id=stack_id)
+        self.add_resource(stack_id, aspect_id, 'OS::Heat::AutoScalingGroup',
+                          attributes={'current_size': 0},
+                          nested_stack_id=group_stack_id)
+        return group_stack_id
+
+    def add_group_member(self, group_stack_id, name=None,
+                         template='member.hot.yaml'):
+        """Add a member (a nested template resource) and return its stack id.
+
+        Heat names members with random short ids; pass name to pin one.
+        """
+        name = name or _short_id()
+        member_stack_id = self.add_stack(
+            '%s-%s-%s' % (self.stack(group_stack_id).name, name, _short_id()),
+            parent_id=group_stack_id)
+        self.add_resource(group_stack_id, name, template,
+                          nested_stack_id=member_stack_id)
+        self._update_group_size(group_stack_id)
+        return member_stack_id
+
+    def remove_group_member(self, group_stack_id, member_stack_id):
+        """Scale in: drop the member whose nested stack is member_stack_id."""
+        with self._lock:
+            group = self._stacks[group_stack_id]
+            name = next(resource.name for resource in group.resources.values()
+                        if resource.nested_stack_id == member_stack_id)
+            self.remove_resource(group_stack_id, name)
+            self._update_group_size(group_stack_id)
+
+    def _update_group_size(self, group_stack_id):
+        with self._lock:
+            group_stack = self._stacks[group_stack_id]
+            parent = self._stacks[group_stack.parent_id]
+            for resource in parent.resources.values():
+                if resource.nested_stack_id == group_stack_id:
+                    resource.attributes['current_size'] = len(
+                        group_stack.resources)
+
+    # -- HTTP: Keystone ----------------------------------------------------
+
+    def _issue_token(self, body):
+        """Check a v3 password auth body; return (status, headers, body)."""
+        if not self._credentials_match(body):
+            return 401, {}, _keystone_error(
+                401, 'Unauthorized',
+                'The request you have made requires authentication.')
+        token = uuid.uuid4().hex
+        with self._lock:
+            self._tokens.add(token)
+        return 201, {'X-Subject-Token': token}, {'token': self._token_body()}
+
+    def _credentials_match(self, body):
+        try:
+            identity = body['auth']['identity']
+            user = identity['password']['user']
+            project = body['auth']['scope']['project']
+        except (KeyError, TypeError):
+            return False
+        if 'password' not in identity.get('methods', []):
+            return False
+        user_ok = (user.get('id') == self.user_id or (
+            user.get('name') == self.username
+            and _domain_matches(user.get('domain'), self.user_domain_name)))
+        project_ok = (project.get('id') == self.project_id or (
+            project.get('name') == self.project_name
+            and _domain_matches(project.get('domain'),
+                                self.project_domain_name)))
+        return user_ok and project_ok and user.get('password') == self.password
+
+    def _token_body(self):
+        now = _now()
+        return {
+            'methods': ['password'],
+            'issued_at': _iso(now),
+            'expires_at': _iso(now + datetime.timedelta(hours=1)),
+            'audit_ids': [uuid.uuid4().hex[:22]],
+            'user': {'id': self.user_id, 'name': self.username,
+                     'domain': _domain(self.user_domain_name)},
+            'project': {'id': self.project_id, 'name': self.project_name,
+                        'domain': _domain(self.project_domain_name)},
+            'roles': [{'id': uuid.uuid4().hex, 'name': 'admin'}],
+            'catalog': [
+                _catalog_entry('identity', 'keystone', self.auth_url,
+                               self.regions),
+                _catalog_entry('orchestration', 'heat', self.heat_url,
+                               self.regions),
+            ],
+        }
+
+    def _token_is_valid(self, token):
+        with self._lock:
+            return token in self._tokens
+
+    # -- HTTP: Heat --------------------------------------------------------
+
+    def _heat_get(self, path):
+        """Route a Heat GET below /heat/v1/<project_id>."""
+        match = re.fullmatch(r'/([^/]+)(/stacks/.*)', path)
+        if not match or match.group(1) != self.project_id:
+            return _heat_error(404, 'NotFound', 'Unknown project path.')
+        parts = [urllib.parse.unquote(part)
+                 for part in match.group(2).split('/')[2:]]
+        with self._lock:
+            if len(parts) == 1 or (len(parts) == 2
+                                   and parts[1] in LOOKUP_SUBPATHS):
+                return self._lookup_redirect(parts[0], parts[1:])
+            stack = self._find_canonical(parts[0], parts[1])
+            if stack is None:
+                return _stack_not_found(parts[1])
+            if len(parts) == 2:
+                return 200, {}, {'stack': self._stack_body(stack)}
+            if parts[2:] == ['resources']:
+                return 200, {}, {'resources': [
+                    self._resource_body(stack, resource, detail=False)
+                    for resource in stack.resources.values()]}
+            if len(parts) == 4 and parts[2] == 'resources':
+                resource = stack.resources.get(parts[3])
+                if resource is None:
+                    return _heat_error(
+                        404, 'ResourceNotFound',
+                        'The Resource (%s) could not be found.' % parts[3])
+                return 200, {}, {'resource': self._resource_body(
+                    stack, resource, detail=True)}
+        return _heat_error(404, 'NotFound', 'Unknown Heat path.')
+
+    def _lookup_redirect(self, name_or_id, subpath):
+        """Heat's stacks:lookup: 302 to stacks/<name>/<id>[/<subpath>]."""
+        stack = self._stacks.get(name_or_id) or next(
+            (stack for stack in self._stacks.values()
+             if stack.name == name_or_id), None)
+        if stack is None:
+            return _stack_not_found(name_or_id)
+        location = '/'.join([self._stack_url(stack)] + subpath)
+        return 302, {'Location': location}, {
+            'code': 302, 'title': 'Found',
+            'explanation': 'The resource was found at %s' % location}
+
+    def _find_canonical(self, name, stack_id):
+        stack = self._stacks.get(stack_id)
+        if stack is None or stack.name != name:
+            return None
+        return stack
+
+    def _stack_url(self, stack):
+        return '%s/stacks/%s/%s' % (
+            self.heat_url, urllib.parse.quote(stack.name, safe=''), stack.id)
+
+    def _stack_body(self, stack):
+        return {
+            'id': stack.id,
+            'stack_name': stack.name,
+            'description': '',
+            'parent': stack.parent_id,
+            'stack_status': 'CREATE_COMPLETE',
+            'stack_status_reason': 'Stack CREATE completed successfully',
+            'creation_time': _iso(_now()),
+            'updated_time': None,
+            'parameters': {},
+            'outputs': [],
+            'links': [{'href': self._stack_url(stack), 'rel': 'self'}],
+        }
+
+    def _resource_body(self, stack, resource, detail):
+        stack_url = self._stack_url(stack)
+        links = [
+            {'href': '%s/resources/%s' % (
+                stack_url, urllib.parse.quote(resource.name, safe='')),
+             'rel': 'self'},
+            {'href': stack_url, 'rel': 'stack'},
+        ]
+        nested = self._stacks.get(resource.nested_stack_id)
+        if nested is not None:
+            links.append({'href': self._stack_url(nested), 'rel': 'nested'})
+        body = {
+            'resource_name': resource.name,
+            'logical_resource_id': resource.name,
+            'physical_resource_id': resource.physical_resource_id,
+            'resource_type': resource.resource_type,
+            'resource_status': 'CREATE_COMPLETE',
+            'resource_status_reason': 'state changed',
+            'creation_time': _iso(_now()),
+            'updated_time': _iso(_now()),
+            'required_by': [],
+            'links': links,
+        }
+        if detail:
+            body['attributes'] = resource.attributes
+            body['description'] = ''
+        return body
+
+    def _record(self, method, path, had_token, status):
+        with self._lock:
+            self._requests.append(
+                RequestRecord(method, path, had_token, status))
+
+
+class _IPv4Server(http.server.ThreadingHTTPServer):
+    daemon_threads = True
+
+
+class _IPv6Server(_IPv4Server):
+    address_family = socket.AF_INET6
+
+
+def _handler_class(fake):
+    """A request handler class bound to one FakeOpenStack."""
+
+    class Handler(http.server.BaseHTTPRequestHandler):
+
+        def do_POST(self):
+            path = urllib.parse.urlsplit(self.path).path
+            if path != '/v3/auth/tokens':
+                return self._answer('POST', path, False, *_heat_error(
+                    404, 'NotFound', 'Unknown path.'))
+            length = int(self.headers.get('Content-Length') or 0)
+            try:
+                body = json.loads(self.rfile.read(length) or b'{}')
+            except ValueError:
+                body = None
+            return self._answer('POST', path, False, *fake._issue_token(body))
+
+        def do_GET(self):
+            path = urllib.parse.urlsplit(self.path).path
+            if not path.startswith(HEAT_PREFIX + '/'):
+                return self._answer('GET', path, False, *_heat_error(
+                    404, 'NotFound', 'Unknown path.'))
+            had_token = fake._token_is_valid(self.headers.get('X-Auth-Token'))
+            if not had_token:
+                return self._answer('GET', path, False, *_keystone_error(
+                    401, 'Unauthorized',
+                    'The request you have made requires authentication.'))
+            return self._answer('GET', path, True,
+                                *fake._heat_get(path[len(HEAT_PREFIX):]))
+
+        def _answer(self, method, path, had_token, status, headers, body):
+            fake._record(method, path, had_token, status)
+            payload = json.dumps(body).encode()
+            self.send_response(status)
+            self.send_header('Content-Type', 'application/json')
+            self.send_header('Content-Length', str(len(payload)))
+            for name, value in headers.items():
+                self.send_header(name, value)
+            self.end_headers()
+            self.wfile.write(payload)
+
+        def log_message(self, format, *args):
+            """Keep test output clean; fake.requests is the request log."""
+
+    return Handler
+
+
+def _keystone_error(code, title, message):
+    return code, {}, {'error': {'code': code, 'title': title,
+                                'message': message}}
+
+
+def _heat_error(code, error_type, message):
+    return code, {}, {
+        'code': code,
+        'title': 'Not Found' if code == 404 else 'Error',
+        'explanation': message,
+        'error': {'type': error_type, 'message': message, 'traceback': None},
+    }
+
+
+def _stack_not_found(name_or_id):
+    return _heat_error(404, 'EntityNotFound',
+                       'The Stack (%s) could not be found.' % name_or_id)
+
+
+def _catalog_entry(service_type, name, url, regions):
+    return {
+        'id': uuid.uuid4().hex,
+        'type': service_type,
+        'name': name,
+        'endpoints': [{'id': uuid.uuid4().hex, 'interface': interface,
+                       'region': region, 'region_id': region, 'url': url}
+                      for region in regions for interface in INTERFACES],
+    }
+
+
+def _domain(name):
+    return {'id': _domain_id(name), 'name': name}
+
+
+def _domain_id(name):
+    """Keystone's built-in 'Default' domain has the id 'default'."""
+    return 'default' if name == 'Default' else name
+
+
+def _domain_matches(spec, name):
+    spec = spec or {}
+    return spec.get('name') == name or spec.get('id') == _domain_id(name)
+
+
+def _fixed_ip_entry(entry):
+    if isinstance(entry, dict):
+        return dict(entry)
+    return {'subnet_id': str(uuid.uuid4()), 'ip_address': entry}
+
+
+def _short_id():
+    return uuid.uuid4().hex[:12]
+
+
+def _now():
+    return datetime.datetime.now(datetime.timezone.utc)
+
+
+def _iso(moment):
+    return moment.strftime('%Y-%m-%dT%H:%M:%S.%fZ')
