@@ -100,23 +100,29 @@ def register_volumes(executor, manifests, servers, timeout, report):
 
 
 def _apply(executor, manifests, servers, report):
-    """kubectl apply each manifest; return the names it created."""
-    created = []
+    """kubectl apply all manifests in one call; return the names it created.
+
+    The rendered manifests go to a private temporary directory on the
+    Master, which is removed whatever happens.
+    """
     staging = executor.make_private_dir()
     try:
         for manifest in manifests:
-            path = '%s/%s.yaml' % (staging, manifest.name)
             rendered = manifest.render(servers[manifest.nfs_server_cp])
-            executor.upload(rendered.encode('utf-8'), path)
-            output = executor.run(['kubectl', 'apply', '-f', path]).stdout
-            action = output.split()[-1] if output.split() else ''
-            if action == 'created':
-                created.append(manifest.name)
-            report.record(executor.host, 'PersistentVolume %s' % manifest.name,
-                          action != 'unchanged', action)
+            executor.upload(rendered.encode('utf-8'),
+                            '%s/%s.yaml' % (staging, manifest.name))
+        output = executor.run(['kubectl', 'apply', '-f', staging]).stdout
     finally:
         executor.run(['rm', '-rf', '--', staging], check=False)
-    return created
+    actions = {}
+    for line in output.splitlines():  # "persistentvolume/<name> <action>"
+        resource, _, action = line.strip().partition(' ')
+        actions[resource.rpartition('/')[2]] = action.strip()
+    for manifest in manifests:
+        action = actions.get(manifest.name, '')
+        report.record(executor.host, 'PersistentVolume %s' % manifest.name,
+                      action != 'unchanged', action)
+    return [name for name, action in actions.items() if action == 'created']
 
 
 def _wait_available(executor, names, created, timeout):

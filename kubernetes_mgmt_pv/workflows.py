@@ -5,6 +5,8 @@ bad stack fails before any host is touched; then it opens one SSH session
 per host for the whole flow and runs the idempotent steps.
 """
 
+import functools
+
 from oslo_log import log as logging
 
 from kubernetes_mgmt_pv import config
@@ -76,14 +78,13 @@ class PvWorkflow(object):
         """Log in to every host of the flow and check its OS, concurrently,
         before anything is changed: an unreachable host, a wrong password
         or an unsupported OS leaves every host as it was."""
-        def check(target):
-            address, access = target
+        def check(address, access):
             executor = sessions.get(address, access.username, access.password)
             packages.check_supported_os(executor, self.conf.supported_os)
 
-        parallel.run_on_nodes('pre-flight check', check,
-                              dict((t[0], t) for t in targets),
-                              self.conf.max_concurrent_nodes)
+        self._on_hosts('pre-flight check', {
+            address: functools.partial(check, address, access)
+            for address, access in targets})
 
     def _kubectl_session(self, sessions, masters):
         """An SSH session on the first Master that accepts one."""
@@ -105,6 +106,17 @@ class PvWorkflow(object):
                                          self.params.proxy, self.conf,
                                          self.report)
 
+    def _install_client(self, sessions, node):
+        address, access = node
+        executor = sessions.get(address, access.username, access.password)
+        nfs_client.install_nfs_client(executor, self.params.proxy, self.conf,
+                                      self.report)
+
+    def _on_hosts(self, step, tasks):
+        """Run independent per-host tasks ({address: callable}) at once."""
+        parallel.run_on_nodes(step, lambda task: task(), tasks,
+                              self.conf.max_concurrent_nodes)
+
     def _register(self, executor, servers):
         if self.manifests:
             pv.register_volumes(executor, self.manifests, servers,
@@ -118,9 +130,14 @@ class PvWorkflow(object):
         with self._sessions() as sessions:
             self._preflight(sessions,
                             [(address, self.params.storage)] + nodes)
-            self._setup_storage(sessions, address, devices)
-            nfs_client.install_nfs_clients(sessions, nodes, self.params.proxy,
-                                           self.conf, self.report)
+            # The storage server and the clients do not depend on each
+            # other: set them up at the same time.
+            tasks = {node[0]: functools.partial(self._install_client,
+                                                sessions, node)
+                     for node in nodes}
+            tasks[address] = functools.partial(self._setup_storage, sessions,
+                                               address, devices)
+            self._on_hosts('storage server and NFS client setup', tasks)
             self._register(self._kubectl_session(sessions, masters), servers)
         return self.report
 
@@ -153,6 +170,7 @@ class PvWorkflow(object):
         """NFS client on new or healed nodes, given as (address, access)."""
         with self._sessions() as sessions:
             self._preflight(sessions, nodes)
-            nfs_client.install_nfs_clients(sessions, nodes, self.params.proxy,
-                                           self.conf, self.report)
+            self._on_hosts('NFS client installation', {
+                node[0]: functools.partial(self._install_client, sessions,
+                                           node) for node in nodes})
         return self.report

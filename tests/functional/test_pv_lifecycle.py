@@ -1,0 +1,241 @@
+"""Every PV hook end to end: real sshd hosts, ext4 loop volumes, exportfs,
+apt from the local cache, the real kubectl, and the real heatclient."""
+
+import logging
+
+import pytest
+
+from kubernetes_mgmt_pv import exceptions
+from kubernetes_mgmt_pv import managed_block
+from kubernetes_mgmt_pv import remote
+from tests.testbed.cluster import dpkg_log_size
+from tests.testbed.cluster import installed
+from tests.testbed.cluster import kubectl
+from tests.testbed.cluster import persistent_volumes
+from tests.testbed import nfs
+
+PV_NAMES = ['nfs-pv1', 'nfs-pv2', 'nfs-pv3']
+
+
+def assert_storage_ready(cluster):
+    """The checks the user guide tells operators to make after a hook."""
+    storage = cluster.host('storage')
+    df = storage.run('df -h').stdout
+    for device, mount in zip(storage.volumes, cluster.mount_points()):
+        assert any(line.split()[0] == device and line.split()[-1] == mount
+                   for line in df.splitlines()[1:]), df
+    active = {(e.path, e.client)
+              for e in nfs.parse_exportfs(storage.run('exportfs -v').stdout)}
+    assert active == {(d, cluster.testbed.subnet)
+                      for d in cluster.export_dirs()}
+    fstab = storage.read_file('/etc/fstab')
+    assert fstab.count(managed_block.BEGIN) == 1
+    for mount in cluster.mount_points():
+        assert ' %s ext4 defaults,nofail' % mount in fstab
+
+
+def assert_pvs_available(cluster):
+    storage_ip = cluster.host('storage').ip
+    volumes = persistent_volumes(cluster.nodes('master')[0])
+    assert sorted(volumes) == PV_NAMES
+    for name, volume in volumes.items():
+        assert volume['status']['phase'] == 'Available', name
+        assert volume['spec']['nfs']['server'] == storage_ip
+    table = kubectl(cluster.nodes('master')[0], 'get', 'pv')
+    assert table.count('Available') == 3, table
+
+
+def test_instantiate_end_sets_up_storage_clients_and_pvs(instantiated):
+    cluster = instantiated
+    assert_storage_ready(cluster)
+    assert_pvs_available(cluster)
+    for node in cluster.nodes():
+        assert installed(node, 'nfs-common'), node.name
+    assert installed(cluster.host('storage'), 'nfs-kernel-server')
+    # The data path: a worker writes through NFS, the file is on the volume.
+    storage, worker = cluster.host('storage'), cluster.nodes('worker')[0]
+    nfs.start_ganesha(storage)
+    export = cluster.export_dirs()[1]
+    nfs.nfs_write(worker, storage.ip, export, 'hello.txt', 'written by NFS')
+    assert storage.read_file(export + '/hello.txt') == 'written by NFS'
+    assert storage.run('stat -c %U ' + export + '/hello.txt').stdout.strip() \
+        == 'nobody'
+
+
+def test_instantiate_end_again_changes_nothing(instantiated, caplog):
+    cluster = instantiated
+    storage = cluster.host('storage')
+    storage.write_file(cluster.export_dirs()[0] + '/keep.txt', 'precious')
+    uuids = storage.run('blkid -s UUID -o value ' +
+                        ' '.join(storage.volumes)).stdout
+    exports = storage.read_file('/etc/exports')
+    dpkg_logs = {h.name: dpkg_log_size(h) for h in cluster.testbed.hosts
+                 .values()}
+    versions = {n: v['metadata']['resourceVersion'] for n, v in
+                persistent_volumes(cluster.nodes('master')[0]).items()}
+    caplog.set_level(logging.INFO, logger='kubernetes_mgmt_pv.report')
+
+    cluster.instantiate_end()
+
+    outcomes = [r.getMessage() for r in caplog.records
+                if r.name == 'kubernetes_mgmt_pv.report']
+    assert outcomes and not [o for o in outcomes if ' changed' in o], outcomes
+    assert storage.read_file(cluster.export_dirs()[0] + '/keep.txt') == \
+        'precious'
+    assert storage.run('blkid -s UUID -o value ' +
+                       ' '.join(storage.volumes)).stdout == uuids
+    assert storage.read_file('/etc/exports') == exports
+    assert {h.name: dpkg_log_size(h)
+            for h in cluster.testbed.hosts.values()} == dpkg_logs
+    assert {n: v['metadata']['resourceVersion'] for n, v in
+            persistent_volumes(cluster.nodes('master')[0]).items()} == versions
+    assert_storage_ready(cluster)
+
+
+def test_heal_storage_server_refuses_while_bound_then_rebuilds(instantiated):
+    cluster = instantiated
+    master = cluster.nodes('master')[0]
+    master.write_file('/tmp/claim.yaml', CLAIM)
+    kubectl(master, 'apply', '-f', '/tmp/claim.yaml')
+    kubectl(master, 'wait', '--for=jsonpath={.status.phase}=Bound',
+            'pvc/claim1', '--timeout=20s')
+    storage_vnfc = cluster.vnfcs['storage'].vnfc_id
+
+    with pytest.raises(exceptions.PersistentVolumeInUseError) as caught:
+        cluster.heal_start([storage_vnfc])
+    assert caught.value.names == ['nfs-pv1']
+    assert 'nfs-pv1' in str(caught.value)
+    assert sorted(persistent_volumes(master)) == PV_NAMES  # nothing deleted
+
+    kubectl(master, 'delete', 'pvc', 'claim1', '--wait=true')
+    cluster.heal_start([storage_vnfc])
+    assert persistent_volumes(master) == {}
+
+    old_ip = cluster.host('storage').ip
+    cluster.replace_host('storage', same_ip=False)
+    assert cluster.host('storage').ip != old_ip
+    cluster.heal_end([storage_vnfc])
+    assert_storage_ready(cluster)
+    assert_pvs_available(cluster)
+
+
+def test_scale_out_installs_nfs_client_only_on_new_workers(instantiated):
+    cluster = instantiated
+    existing = {h.name: dpkg_log_size(h) for h in cluster.nodes()}
+    new = [cluster.add_node('worker') for _ in range(2)]
+    for host in new:
+        assert not installed(host, 'nfs-common')
+
+    cluster.scale_end(new)
+
+    for host in new:
+        assert installed(host, 'nfs-common'), host.name
+    assert {name: dpkg_log_size(cluster.host(name))
+            for name in existing} == existing
+
+
+@pytest.mark.parametrize('node', ['worker1', 'master1'])
+def test_heal_of_a_node_installs_nfs_client_on_the_new_vm(instantiated, node):
+    cluster = instantiated
+    vnfc_id = cluster.replace_host(node)
+    assert not installed(cluster.host(node), 'nfs-common')
+    cluster.heal_start([vnfc_id])
+    cluster.heal_end([vnfc_id])
+    assert installed(cluster.host(node), 'nfs-common')
+    assert_pvs_available(cluster)
+
+
+def test_entire_cluster_heal_rebuilds_storage_clients_and_pvs(instantiated):
+    cluster = instantiated
+    cluster.heal_start()
+    for name in list(cluster.testbed.hosts):
+        cluster.replace_host(name, same_ip=(name != 'storage'))
+    cluster.heal_end()
+    assert_storage_ready(cluster)
+    assert_pvs_available(cluster)
+    for node in cluster.nodes():
+        assert installed(node, 'nfs-common'), node.name
+
+
+# -- bad input: a clear error, and the hosts exactly as they were ------------
+
+def untouched(cluster):
+    storage = cluster.host('storage')
+    return (storage.run('blkid -p %s' % storage.volumes[0],
+                        check=False).returncode == 2 and
+            'kubernetes-mgmt-pv' not in storage.run(
+                'cat /etc/exports', check=False).stdout and
+            not any(installed(h, 'nfs-common') for h in cluster.nodes()) and
+            persistent_volumes(cluster.nodes('master')[0]) == {})
+
+
+def test_shell_metacharacters_in_export_path_are_refused(cluster):
+    params = cluster.additional_params()
+    storage = params['k8s_cluster_installation_param']['storage_server']
+    storage['nfs_server_setup_params'][0]['export_dir'] = '/volume1/$(reboot)'
+    before = remote.RemoteCommandExecutor.connections_opened
+    with pytest.raises(exceptions.ParameterErrors) as caught:
+        cluster.driver().instantiate_end(
+            None, cluster.vnf_instance(), _request(params), None, None)
+    assert ('storage_server.nfs_server_setup_params[0].export_dir'
+            in str(caught.value))
+    assert remote.RemoteCommandExecutor.connections_opened == before
+    assert untouched(cluster)
+
+
+def test_missing_manifest_is_refused(cluster):
+    params = cluster.additional_params()
+    params['k8s_cluster_installation_param']['pv_registration_params'][2][
+        'pv_manifest_file_path'] = 'Files/kubernetes/missing.yaml'
+    with pytest.raises(exceptions.ParameterErrors) as caught:
+        cluster.driver().instantiate_end(
+            None, cluster.vnf_instance(), _request(params), None, None)
+    assert 'pv_registration_params[2].pv_manifest_file_path' in \
+        str(caught.value)
+    assert 'missing.yaml' in str(caught.value)
+    assert untouched(cluster)
+
+
+def test_unreachable_worker_stops_before_any_change(cluster):
+    worker = cluster.vnfcs['worker2']
+    cluster.openstack.remove_resource(worker.member_stack_id, worker.cp_name)
+    unused_ip = cluster.testbed.subnet.rsplit('.', 1)[0] + '.250'
+    cluster.openstack.add_port(worker.member_stack_id, worker.cp_name,
+                               fixed_ips=[unused_ip])
+    with pytest.raises(exceptions.NodeStepError) as caught:
+        cluster.instantiate_end()
+    assert list(caught.value.failures) == [unused_ip]
+    assert 'cannot connect' in str(caught.value)
+    assert untouched(cluster)
+
+
+def test_wrong_password_stops_before_any_change(cluster):
+    params = cluster.additional_params()
+    params['k8s_cluster_installation_param']['master_node'][
+        'password'] = 'not-the-password'
+    with pytest.raises(exceptions.NodeStepError) as caught:
+        cluster.driver().instantiate_end(
+            None, cluster.vnf_instance(), _request(params), None, None)
+    assert 'authentication failed' in str(caught.value)
+    assert 'not-the-password' not in str(caught.value)
+    assert untouched(cluster)
+
+
+def _request(params):
+    import types
+    return types.SimpleNamespace(additional_params=params)
+
+
+CLAIM = """apiVersion: v1
+kind: PersistentVolumeClaim
+metadata:
+  name: claim1
+  namespace: default
+spec:
+  accessModes: [ReadWriteOnce]
+  resources:
+    requests:
+      storage: 1Gi
+  volumeName: nfs-pv1
+  storageClassName: ""
+"""
