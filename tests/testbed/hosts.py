@@ -1,0 +1,578 @@
+"""Throwaway "VMs" for driver tests: real OpenSSH hosts in Linux namespaces.
+
+Each host is a network namespace on a private bridge plus mount/PID/UTS/IPC
+namespaces whose PID 1 is a chrooted ``sshd``.  Its root file system is an
+overlay over the runner's ``/``, so the hosts see the runner's installed
+packages while every write lands in a per-host upper directory.  Cinder
+volumes are sparse files on loop devices that appear in the host as
+``/dev/vdb``, ``/dev/vdc``, ...  Killing a host's PID 1 makes its processes
+and mounts vanish, which is how a VM lost to a heal is simulated.
+
+See /work/shared/reference/test-hosts.md for the recipe this follows.
+"""
+
+import contextlib
+import ipaddress
+import os
+import secrets
+import shlex
+import shutil
+import signal
+import socket
+import subprocess
+import tempfile
+import time
+
+import paramiko
+
+ROLES = ('storage', 'master', 'worker')
+HOST_PATH = '/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin'
+FIRST_HOST_OCTET = 11
+MAX_PREFIX_LEN = 10  # leaves room for 'v<seq>' in 15-char interface names
+
+# Runs inside fresh mount/PID/UTS/IPC namespaces.
+# Usage: boot.sh ROOT UPPER WORK HOSTNAME [vdX=MAJOR:MINOR ...] -- COMMAND...
+BOOT_SCRIPT = r'''set -e
+R=$1 UPPER=$2 WORK=$3 NAME=$4
+shift 4
+mount -t overlay overlay -o "lowerdir=/,upperdir=$UPPER,workdir=$WORK" "$R"
+mount -t proc proc "$R/proc"
+mount --rbind /sys "$R/sys"
+mount -t tmpfs -o mode=755,size=16m dev "$R/dev"
+chardev() { mknod -m 666 "$R/dev/$1" c "$2" "$3"; }
+chardev null 1 3; chardev zero 1 5; chardev full 1 7
+chardev random 1 8; chardev urandom 1 9; chardev tty 5 0
+mkdir "$R/dev/pts" "$R/dev/shm"
+chmod 1777 "$R/dev/shm"
+mount -t devpts -o newinstance,ptmxmode=0666,mode=0620,gid=5 \
+    devpts "$R/dev/pts"
+ln -s pts/ptmx "$R/dev/ptmx"
+ln -s /proc/self/fd "$R/dev/fd"
+ln -s /proc/self/fd/0 "$R/dev/stdin"
+ln -s /proc/self/fd/1 "$R/dev/stdout"
+ln -s /proc/self/fd/2 "$R/dev/stderr"
+while [ "$1" != -- ]; do
+    dev=${1%%=*} num=${1#*=}
+    mknod -m 660 "$R/dev/$dev" b "${num%:*}" "${num#*:}"
+    chgrp disk "$R/dev/$dev"
+    shift
+done
+shift
+mount -t tmpfs -o mode=755 run "$R/run"
+mkdir -p "$R/run/sshd" "$R/run/lock"
+chmod 1777 "$R/run/lock"
+mount -t tmpfs -o mode=1777 tmp "$R/tmp"
+hostname "$NAME"
+exec chroot "$R" "$@"
+'''
+
+# Runs chrooted in the base layer; $1 = packages to purge (may be empty).
+BASE_SCRIPT = r'''set -e
+useradd -m -s /bin/bash -G sudo ubuntu
+echo ubuntu:ubuntu | chpasswd
+echo "ubuntu ALL=(ALL) NOPASSWD:ALL" > /etc/sudoers.d/90-ubuntu
+chmod 440 /etc/sudoers.d/90-ubuntu
+printf 'PasswordAuthentication yes\nUseDNS no\n' \
+    > /etc/ssh/sshd_config.d/50-testbed.conf
+[ -e /etc/ssh/ssh_host_ed25519_key ] || ssh-keygen -A
+rm -f /etc/resolv.conf
+echo "nameserver 127.0.0.1" > /etc/resolv.conf
+echo 'Acquire::Retries "0";' > /etc/apt/apt.conf.d/99testbed-offline
+# Debian's user PATH lacks sbin (Ubuntu's has it); pam_env reads this.
+echo 'PATH="/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"' \
+    > /etc/environment
+# No man-db index rebuild after package changes: saves ~2 s per apt run.
+rm -f /var/lib/man-db/auto-update
+if [ -n "$1" ]; then
+    DEBIAN_FRONTEND=noninteractive apt-get purge -y -q $1
+fi
+'''
+
+
+class CommandError(subprocess.CalledProcessError):
+    """A failed command whose message shows its output."""
+
+    def __str__(self):
+        return (f'{super().__str__()}\nstdout: {self.stdout}\n'
+                f'stderr: {self.stderr}')
+
+
+def require_testbed():
+    """Why this machine cannot run a Testbed (a skip reason), or None."""
+    if os.geteuid() != 0:
+        return 'testbed needs root (network namespaces, loop devices, mounts)'
+    for tool in ('ip', 'unshare', 'nsenter', 'losetup'):
+        if shutil.which(tool) is None:
+            return f'testbed needs {tool}'
+    if subprocess.run(['ip', 'netns', 'list'], capture_output=True).returncode:
+        return 'testbed needs `ip netns`'
+    if not os.path.exists('/usr/sbin/sshd'):
+        return ('testbed needs /usr/sbin/sshd '
+                '(run tests/testbed/install-deps.sh)')
+    return None
+
+
+def _run(args, timeout=120):
+    """Run a command on the runner; return stdout or raise CommandError."""
+    result = subprocess.run(args, capture_output=True, text=True,
+                            timeout=timeout)
+    if result.returncode:
+        raise CommandError(result.returncode, args, result.stdout,
+                           result.stderr)
+    return result.stdout
+
+
+def wait_for(predicate, what, timeout=10.0):
+    """Poll predicate with a short growing back-off until it returns truthy.
+
+    Hosts come up in milliseconds, so fixed sleeps would only waste time or
+    be flaky; the timeout only bounds a broken setup.
+    """
+    delay = 0.002
+    deadline = time.monotonic() + timeout
+    while True:
+        result = predicate()
+        if result:
+            return result
+        if time.monotonic() > deadline:
+            raise TimeoutError(
+                f'timed out after {timeout}s waiting for {what}')
+        time.sleep(delay)
+        delay = min(delay * 2, 0.1)
+
+
+def tcp_banner(ip, port, timeout=1.0):
+    """The first bytes a TCP server sends, or b'' while it is unreachable."""
+    try:
+        with socket.create_connection((ip, port), timeout=timeout) as sock:
+            return sock.recv(64)
+    except OSError:
+        return b''
+
+
+def _used_networks():
+    """IPv4 networks already on this machine, from addresses and routes."""
+    networks = []
+    for line in _run(['ip', '-4', '-o', 'addr', 'show']).splitlines():
+        fields = line.split()
+        networks.append(ipaddress.ip_interface(
+            fields[fields.index('inet') + 1]).network)
+    for line in _run(['ip', '-4', 'route', 'show']).splitlines():
+        destination = line.split()[0]
+        if destination != 'default':
+            networks.append(ipaddress.ip_network(destination, strict=False))
+    return networks
+
+
+def _free_subnet():
+    """Pick a random 10.x.y.0/24 that overlaps nothing on this machine.
+
+    secrets (not random) so that pytest plugins reseeding `random` cannot
+    make parallel workers pick the same subnet.
+    """
+    used = _used_networks()
+    for _ in range(100):
+        net = ipaddress.ip_network(
+            f'10.{1 + secrets.randbelow(254)}.{secrets.randbelow(256)}.0/24')
+        if not any(net.overlaps(u) for u in used):
+            return net
+    raise RuntimeError('no free 10.x.y.0/24 subnet found')
+
+
+def _mac_for(ip):
+    """A stable locally administered MAC per IP.
+
+    A host replaced with the same IP keeps its MAC, so neighbour caches of
+    the runner and the other hosts stay valid, like a kept Neutron port.
+    """
+    return '02:00:' + ':'.join(f'{b:02x}' for b in ip.packed)
+
+
+class _Cleanup:
+    """Run every teardown step even if some fail, then raise the first error.
+
+    A half-built testbed must still be dismantled completely.
+    """
+
+    def __init__(self):
+        self.errors = []
+
+    def __call__(self, func, *args):
+        try:
+            func(*args)
+        except Exception as exc:  # noqa: BLE001 - collected and re-raised
+            self.errors.append(exc)
+
+    def raise_first(self):
+        if self.errors:
+            raise self.errors[0]
+
+
+class _Volume:
+    """A "Cinder volume": a sparse file attached to a loop device."""
+
+    def __init__(self, image, size_mb):
+        self.image = image
+        self.size_mb = size_mb
+        self.loop = None
+
+    def attach(self):
+        with open(self.image, 'wb') as f:
+            f.truncate(self.size_mb * 1024 * 1024)
+        self.loop = _run(['losetup', '--find', '--show', self.image]).strip()
+
+    @property
+    def devno(self):
+        rdev = os.stat(self.loop).st_rdev
+        return f'{os.major(rdev)}:{os.minor(rdev)}'
+
+    def detach(self):
+        """Free the loop device; wait until the kernel has released it."""
+        if self.loop is None:
+            return
+        _run(['losetup', '-d', self.loop])
+        bound = f'/sys/block/{os.path.basename(self.loop)}/loop/backing_file'
+        wait_for(lambda: not os.path.exists(bound), f'{self.loop} to detach')
+        self.loop = None
+
+
+class Host:
+    """One test VM.
+
+    run(), read_file() and write_file() bypass SSH: they are for test
+    setup and assertions, while the code under test uses ssh_client().
+    """
+
+    def __init__(self, name, role, ip, username, password):
+        self.name = name
+        self.role = role
+        self.ip = ip
+        self.volumes = []  # in-host device paths, e.g. ['/dev/vdb']
+        self.pid = None  # the host's PID 1 (sshd) as seen by the runner
+        self._username = username
+        self._password = password
+        self._disks = []  # _Volume objects behind self.volumes
+        self._proc = None  # `ip netns exec ... unshare` process
+        self._veth = None
+        self._netns = None
+        self._dir = None
+
+    def __repr__(self):
+        return f'<Host {self.name} {self.role} {self.ip} pid={self.pid}>'
+
+    def run(self, cmd, check=True, input=None, timeout=120):
+        """Run a shell command as root in the host's namespaces and root."""
+        args = ['nsenter', f'--target={self.pid}', '--mount', '--uts',
+                '--ipc', '--net', '--pid', '--root', '--wd',
+                '/bin/sh', '-c', cmd]
+        env = {'PATH': HOST_PATH, 'HOME': '/root', 'LC_ALL': 'C',
+               'DEBIAN_FRONTEND': 'noninteractive'}
+        result = subprocess.run(args, input=input, capture_output=True,
+                                text=True, env=env, timeout=timeout)
+        if check and result.returncode:
+            raise CommandError(result.returncode, cmd, result.stdout,
+                               result.stderr)
+        return result
+
+    def read_file(self, path):
+        return self.run(f'cat {shlex.quote(path)}').stdout
+
+    def write_file(self, path, text):
+        self.run(f'cat > {shlex.quote(path)}', input=text)
+
+    def ssh_client(self, timeout=10):
+        """A paramiko client logged in by password, as the driver does."""
+        client = paramiko.SSHClient()
+        # All hosts share the runner's host keys, so known_hosts is useless.
+        client.set_missing_host_key_policy(paramiko.AutoAddPolicy())
+        client.connect(self.ip, username=self._username,
+                       password=self._password, look_for_keys=False,
+                       allow_agent=False, timeout=timeout)
+        return client
+
+
+class Testbed:
+    """A private network of test VMs; use as a context manager.
+
+    Names (prefix) and the /24 subnet are unique per instance, so several
+    testbeds, e.g. from pytest-xdist workers, can run side by side.
+    """
+
+    __test__ = False  # not a pytest test class, despite its name
+    username = 'ubuntu'
+    password = 'ubuntu'
+
+    def __init__(self, prefix=None, subnet=None, purge_packages=()):
+        self.prefix = prefix or f'tb{secrets.token_hex(3)}'
+        if len(self.prefix) > MAX_PREFIX_LEN:
+            raise ValueError(f'prefix longer than {MAX_PREFIX_LEN} chars')
+        self._subnet = ipaddress.ip_network(subnet) if subnet else None
+        self.purge_packages = tuple(purge_packages)
+        self.hosts = {}
+        self.bridge = f'{self.prefix}br'
+        self.bridge_ip = None
+        self._bridge_created = False
+        self._volumes = []  # every attached volume, so stop() frees leftovers
+        self._seq = 0
+        self.workdir = None  # per-testbed temp dir: overlays, volume images
+
+    @property
+    def subnet(self):
+        """The testbed network as a string, e.g. '10.23.7.0/24'."""
+        return str(self._subnet)
+
+    def __enter__(self):
+        self.start()
+        return self
+
+    def __exit__(self, *exc_info):
+        self.stop()
+
+    def start(self):
+        try:
+            self.workdir = tempfile.mkdtemp(prefix=f'{self.prefix}-')
+            with open(os.path.join(self.workdir, 'boot.sh'), 'w') as f:
+                f.write(BOOT_SCRIPT)
+            self._build_base()
+            self._subnet = self._subnet or _free_subnet()
+            self.bridge_ip = str(self._subnet[1])
+            _run(['ip', 'link', 'add', self.bridge, 'type', 'bridge'])
+            self._bridge_created = True
+            _run(['ip', 'addr', 'add',
+                  f'{self.bridge_ip}/{self._subnet.prefixlen}',
+                  'dev', self.bridge])
+            _run(['ip', 'link', 'set', self.bridge, 'up'])
+        except BaseException:
+            self.stop()
+            raise
+
+    def stop(self):
+        """Remove everything this testbed created, whatever state it is in."""
+        cleanup = _Cleanup()
+        for host in list(self.hosts.values()):
+            cleanup(self._stop_host, host, True)
+        self.hosts.clear()
+        for volume in list(self._volumes):
+            cleanup(self._free_volume, volume)
+        if self._bridge_created:
+            cleanup(_run, ['ip', 'link', 'del', self.bridge])
+            self._bridge_created = False
+        if self.workdir:
+            cleanup(self._remove_workdir)
+        cleanup.raise_first()
+
+    def add_host(self, name, role, volumes=0, volume_size_mb=256):
+        """Boot a VM with an sshd and `volumes` blank disks (/dev/vdb, ...)."""
+        if role not in ROLES:
+            raise ValueError(f'role must be one of {ROLES}, not {role!r}')
+        if name in self.hosts:
+            raise ValueError(f'host {name!r} already exists')
+        disks = [self._new_volume(name, volume_size_mb)
+                 for _ in range(volumes)]
+        host = self._start_host(name, role, self._free_ip(), disks)
+        self._refresh_hosts_files()
+        return host
+
+    def remove_host(self, name, keep_volumes=False):
+        """Kill a VM: its processes, mounts and root fs vanish."""
+        self._stop_host(self.hosts.pop(name), free_volumes=not keep_volumes)
+        self._refresh_hosts_files()
+
+    def replace_host(self, name, same_ip=True, keep_volumes=False):
+        """Replace a VM by a fresh one, as a heal does.
+
+        The new VM has a fresh root fs; with keep_volumes its disks are the
+        old ones (a re-attached Cinder volume), otherwise new blank ones.
+        """
+        old = self.hosts[name]
+        ip = old.ip if same_ip else self._free_ip()  # while old.ip is taken
+        del self.hosts[name]
+        self._stop_host(old, free_volumes=not keep_volumes)
+        if keep_volumes:
+            disks = old._disks
+        else:
+            disks = [self._new_volume(name, d.size_mb) for d in old._disks]
+        host = self._start_host(name, old.role, ip, disks)
+        self._refresh_hosts_files()
+        return host
+
+    # -- internals ---------------------------------------------------------
+
+    def _unshare(self, *args):
+        """Command that boots a root fs in new mount/PID/UTS/IPC namespaces."""
+        return ['unshare', '--mount', '--pid', '--uts', '--ipc', '--fork',
+                '--kill-child', 'sh', os.path.join(self.workdir, 'boot.sh'),
+                *args]
+
+    def _build_base(self):
+        """Build the "image" layer once: user, sudo, sshd and apt settings.
+
+        It is copied into every host's upper dir rather than stacked as a
+        second lower layer, because layers overlapping `/` fail with ELOOP.
+        """
+        base = os.path.join(self.workdir, 'base')
+        for sub in ('upper', 'work', 'root'):
+            os.makedirs(os.path.join(base, sub))
+        _run(self._unshare(
+            f'{base}/root', f'{base}/upper', f'{base}/work',
+            f'{self.prefix}-base', '--',
+            '/bin/sh', '-c', BASE_SCRIPT, 'base',
+            ' '.join(self.purge_packages)), timeout=600)
+
+    def _new_volume(self, host_name, size_mb):
+        self._seq += 1
+        volume = _Volume(os.path.join(
+            self.workdir, f'{host_name}-{self._seq}.img'), size_mb)
+        self._volumes.append(volume)
+        volume.attach()
+        return volume
+
+    def _free_volume(self, volume):
+        volume.detach()
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(volume.image)
+        self._volumes.remove(volume)
+
+    def _free_ip(self):
+        used = {h.ip for h in self.hosts.values()}
+        for address in list(self._subnet.hosts())[FIRST_HOST_OCTET - 1:]:
+            if str(address) not in used:
+                return str(address)
+        raise RuntimeError(f'no free address in {self._subnet}')
+
+    def _hosts_file(self, name, ip):
+        """/etc/hosts for host `name` at `ip`: itself plus all current hosts.
+
+        Its own name must resolve, or sudo warns "unable to resolve host".
+        """
+        addresses = {h.name: h.ip for h in self.hosts.values()}
+        addresses[name] = ip
+        lines = ['127.0.0.1 localhost',
+                 '::1 localhost ip6-localhost ip6-loopback']
+        lines += [f'{a} {n}' for n, a in addresses.items()]
+        return '\n'.join(lines) + '\n'
+
+    def _refresh_hosts_files(self):
+        """Make each host's /etc/hosts list all current hosts (cluster DNS)."""
+        for host in self.hosts.values():
+            host.write_file('/etc/hosts',
+                            self._hosts_file(host.name, host.ip))
+
+    def _start_host(self, name, role, ip, disks):
+        """Boot a host; on any failure, undo what was done and re-raise."""
+        self._seq += 1
+        host = Host(name, role, ip, self.username, self.password)
+        host._disks = disks
+        host.volumes = [f'/dev/vd{chr(ord("b") + i)}'
+                        for i in range(len(disks))]
+        try:
+            host._dir = os.path.join(self.workdir, f'{name}-{self._seq}')
+            for sub in ('work', 'root'):
+                os.makedirs(os.path.join(host._dir, sub))
+            upper = os.path.join(host._dir, 'upper')
+            _run(['cp', '-a', os.path.join(self.workdir, 'base', 'upper'),
+                  upper])
+            with open(os.path.join(upper, 'etc', 'hostname'), 'w') as f:
+                f.write(name + '\n')
+            with open(os.path.join(upper, 'etc', 'hosts'), 'w') as f:
+                f.write(self._hosts_file(name, ip))
+            self._plug(host)
+            devices = [f'{os.path.basename(path)}={disk.devno}'
+                       for path, disk in zip(host.volumes, disks)]
+            with open(os.path.join(host._dir, 'sshd.log'), 'w') as log:
+                host._proc = subprocess.Popen(
+                    ['ip', 'netns', 'exec', host._netns, *self._unshare(
+                        f'{host._dir}/root', upper, f'{host._dir}/work',
+                        name, *devices, '--', '/usr/sbin/sshd', '-D', '-e')],
+                    stdin=subprocess.DEVNULL, stdout=log,
+                    stderr=subprocess.STDOUT)
+            host.pid = wait_for(lambda: self._init_pid(host),
+                                f'{name} to boot')
+            wait_for(lambda: self._sshd_ready(host), f'sshd on {name}')
+        except BaseException:
+            self._stop_host(host, free_volumes=True)
+            raise
+        self.hosts[name] = host
+        return host
+
+    def _plug(self, host):
+        """Give the host a netns with eth0 on the bridge and loopback up."""
+        host._netns = f'{self.prefix}-{host.name}'
+        _run(['ip', 'netns', 'add', host._netns])
+        veth = f'{self.prefix}v{self._seq}'
+        _run(['ip', 'link', 'add', veth, 'type', 'veth', 'peer', 'name',
+              'eth0', 'address', _mac_for(ipaddress.ip_address(host.ip)),
+              'netns', host._netns])
+        host._veth = veth
+        _run(['ip', 'link', 'set', veth, 'master', self.bridge, 'up'])
+        netns = ['ip', '-n', host._netns]
+        _run([*netns, 'addr', 'add', f'{host.ip}/{self._subnet.prefixlen}',
+              'dev', 'eth0'])
+        _run([*netns, 'link', 'set', 'eth0', 'up'])
+        _run([*netns, 'link', 'set', 'lo', 'up'])
+
+    @staticmethod
+    def _init_pid(host):
+        """The PID of unshare's forked child, i.e. the host's PID 1."""
+        if host._proc.poll() is not None:
+            raise RuntimeError(f'{host.name} failed to boot:\n'
+                               + _read_log(host))
+        pid = host._proc.pid
+        try:
+            with open(f'/proc/{pid}/task/{pid}/children') as f:
+                children = f.read().split()
+        except FileNotFoundError:
+            return None
+        return int(children[0]) if children else None
+
+    @staticmethod
+    def _sshd_ready(host):
+        if host._proc.poll() is not None:
+            raise RuntimeError(f'sshd on {host.name} exited:\n'
+                               + _read_log(host))
+        return tcp_banner(host.ip, 22).startswith(b'SSH-')
+
+    def _stop_host(self, host, free_volumes):
+        """Tear a host down in the order the kernel needs.
+
+        `unshare --fork` ignores SIGTERM, so PID 1 is SIGKILLed, which kills
+        the whole PID namespace and drops its mounts.  The veth is deleted
+        before the netns because `ip netns del` frees it asynchronously.
+        """
+        cleanup = _Cleanup()
+        if host._proc is not None:
+            cleanup(self._kill, host)
+        if host._veth:
+            cleanup(_run, ['ip', 'link', 'del', host._veth])
+        if host._netns:
+            cleanup(_run, ['ip', 'netns', 'del', host._netns])
+        if free_volumes:
+            for volume in host._disks:
+                cleanup(self._free_volume, volume)
+        if host._dir:
+            cleanup(shutil.rmtree, host._dir)
+        cleanup.raise_first()
+
+    @staticmethod
+    def _kill(host):
+        # While unshare runs, its child cannot have been reaped, so the PID
+        # cannot have been reused.
+        if host._proc.poll() is None:
+            pid = host.pid or Testbed._init_pid(host)
+            os.kill(pid or host._proc.pid, signal.SIGKILL)
+        host._proc.wait(timeout=30)
+
+    def _remove_workdir(self):
+        """Delete the temp dir, unless something is still mounted below it."""
+        with open('/proc/self/mountinfo') as f:
+            mounted = [line.split()[4] for line in f
+                       if line.split()[4].startswith(self.workdir + '/')]
+        if mounted:
+            raise RuntimeError(f'still mounted, not removing: {mounted}')
+        shutil.rmtree(self.workdir)
+        self.workdir = None
+
+
+def _read_log(host):
+    with open(os.path.join(host._dir, 'sshd.log')) as f:
+        return f.read()

@@ -1,0 +1,44 @@
+#!/bin/bash
+# Install the Debian 12 packages tests/testbed needs; run as root.
+#
+# Idempotent: when everything is installed it changes nothing and needs no
+# network; `apt-get update` runs only if a package is missing.  Services of
+# newly installed packages are not started on this machine (the testbed runs
+# its own sshd and NFS server inside namespaces).
+set -euo pipefail
+
+packages=(
+    openssh-server sudo
+    nfs-kernel-server nfs-common nfs-ganesha nfs-ganesha-vfs libnfs-utils
+    e2fsprogs iproute2 util-linux mount
+)
+
+missing=()
+for package in "${packages[@]}"; do
+    status=$(dpkg-query -W -f='${Status}' "$package" 2>/dev/null || true)
+    [[ $status == "install ok installed" ]] || missing+=("$package")
+done
+
+if ((${#missing[@]} == 0)); then
+    echo "testbed dependencies already installed"
+    exit 0
+fi
+
+if ((EUID != 0)); then
+    echo "install-deps.sh: must run as root to install: ${missing[*]}" >&2
+    exit 1
+fi
+
+# Keep postinst scripts from starting sshd/nfs services on this machine,
+# unless the admin already has a policy in place.
+policy=/usr/sbin/policy-rc.d
+if [[ ! -e $policy ]]; then
+    printf '#!/bin/sh\nexit 101\n' > "$policy"
+    chmod 755 "$policy"
+    trap 'rm -f "$policy"' EXIT
+fi
+
+export DEBIAN_FRONTEND=noninteractive
+echo "installing: ${missing[*]}"
+apt-get update -q
+apt-get install -y -q -o Dpkg::Options::=--force-confold "${missing[@]}"
