@@ -30,23 +30,19 @@ class KubernetesPvMgmtDriver(base_driver.KubernetesMgmtDriver):
                    grant_request, **kwargs):
         super().heal_start(context, vnf_instance, heal_vnf_request, grant,
                            grant_request, **kwargs)
-        workflow = self.pv_workflow(context, vnf_instance)
-        if workflow is None:
-            return
-        targets = self.heal_targets(vnf_instance, heal_vnf_request,
-                                    workflow.params)
-        if targets.storage_server:
+        workflow, targets = self._heal_plan(context, vnf_instance,
+                                            heal_vnf_request)
+        if workflow is not None and targets.storage_server:
             workflow.release_storage()
 
     def heal_end(self, context, vnf_instance, heal_vnf_request, grant,
                  grant_request, **kwargs):
         super().heal_end(context, vnf_instance, heal_vnf_request, grant,
                          grant_request, **kwargs)
-        workflow = self.pv_workflow(context, vnf_instance)
+        workflow, targets = self._heal_plan(context, vnf_instance,
+                                            heal_vnf_request)
         if workflow is None:
             return
-        targets = self.heal_targets(vnf_instance, heal_vnf_request,
-                                    workflow.params)
         if targets.entire_cluster:
             workflow.deploy()
             return
@@ -55,6 +51,13 @@ class KubernetesPvMgmtDriver(base_driver.KubernetesMgmtDriver):
         if targets.nodes:
             workflow.install_clients(
                 self.healed_node_addresses(workflow, targets.nodes))
+
+    def _heal_plan(self, context, vnf_instance, heal_vnf_request):
+        workflow = self.pv_workflow(context, vnf_instance)
+        if workflow is None:
+            return None, None
+        return workflow, self.heal_targets(vnf_instance, heal_vnf_request,
+                                           workflow.params)
 
     def scale_end(self, context, vnf_instance, scale_vnf_request, grant,
                   grant_request, **kwargs):

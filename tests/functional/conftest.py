@@ -14,12 +14,24 @@ def _test_options():
     config.CONF.reset()
 
 
-@pytest.fixture
-def cluster():
-    """A fresh virtual cluster: storage (2 volumes), 1 master, 2 workers."""
+def skip_without_testbed():
     reason = hosts.require_testbed()
     if reason:
         pytest.skip(reason)
+
+
+@pytest.fixture(scope='module')
+def testbed():
+    """Bare SSH hosts; tests add the ones they need."""
+    skip_without_testbed()
+    with hosts.Testbed() as bed:
+        yield bed
+
+
+@pytest.fixture
+def cluster():
+    """A fresh virtual cluster: storage (2 volumes), 1 master, 2 workers."""
+    skip_without_testbed()
     with cluster_mod.VirtualCluster() as virtual:
         yield virtual
 

@@ -12,7 +12,6 @@ import sys
 
 import pytest
 
-from tests.testbed import hosts
 
 PROBE = r'''
 import json, sys, time
@@ -39,12 +38,8 @@ print(json.dumps({'spans': spans,
 
 
 @pytest.fixture(scope='module')
-def addresses():
-    reason = hosts.require_testbed()
-    if reason:
-        pytest.skip(reason)
-    with hosts.Testbed() as testbed:
-        yield [testbed.add_host('w%d' % n, 'worker').ip for n in range(4)]
+def addresses(testbed):
+    return [testbed.add_host('w%d' % n, 'worker').ip for n in range(4)]
 
 
 @pytest.mark.parametrize('mode', ['threading', 'eventlet'])

@@ -9,16 +9,11 @@ import pytest
 from kubernetes_mgmt_pv import config
 from kubernetes_mgmt_pv import exceptions
 from kubernetes_mgmt_pv import remote
-from tests.testbed import hosts
 
 
 @pytest.fixture(scope='module')
-def host():
-    reason = hosts.require_testbed()
-    if reason:
-        pytest.skip(reason)
-    with hosts.Testbed() as testbed:
-        yield testbed.add_host('vm', 'worker')
+def host(testbed):
+    return testbed.add_host('vm', 'worker')
 
 
 @pytest.fixture

@@ -1,0 +1,136 @@
+"""The Tacker-facing classes, without Tacker and without hosts."""
+
+import threading
+import types
+
+import pytest
+
+from kubernetes_mgmt_pv import base_driver
+from kubernetes_mgmt_pv import exceptions
+from kubernetes_mgmt_pv import mgmt_driver
+from kubernetes_mgmt_pv import parallel
+from kubernetes_mgmt_pv import params
+from kubernetes_mgmt_pv import tacker_compat
+from tests.unit.test_params import sample
+
+
+def vnfc(vnfc_id, cpd_id, server_id):
+    return types.SimpleNamespace(
+        id=vnfc_id,
+        compute_resource=types.SimpleNamespace(resource_id=server_id),
+        vnfc_cp_info=[types.SimpleNamespace(cpd_id=cpd_id)])
+
+
+def instance(additional_params=None):
+    info = types.SimpleNamespace(
+        instance_id='stack-1', additional_params=additional_params,
+        vnfc_resource_info=[
+            vnfc('v-storage', 'storage_server_CP', 'srv-s'),
+            vnfc('v-master', 'masterNode_CP1', 'srv-m'),
+            vnfc('v-worker', 'workerNode_CP2', 'srv-w')])
+    return types.SimpleNamespace(instantiated_vnf_info=info)
+
+
+def heal_request(*ids):
+    return types.SimpleNamespace(vnfc_instance_id=list(ids))
+
+
+def test_entry_point_identity():
+    driver = mgmt_driver.KubernetesPvMgmtDriver()
+    assert driver.get_type() == driver.get_name() == 'mgmt-drivers-kubernetes'
+    assert isinstance(driver, tacker_compat.VnflcmMgmtAbstractDriver)
+    assert isinstance(driver, base_driver.KubernetesMgmtDriver)
+
+
+def test_every_abstract_hook_is_implemented():
+    abstract = getattr(tacker_compat.VnflcmMgmtAbstractDriver,
+                       '__abstractmethods__')
+    assert set(tacker_compat.HOOKS) <= abstract
+    assert not getattr(mgmt_driver.KubernetesPvMgmtDriver,
+                       '__abstractmethods__')
+
+
+def test_heal_targets_classify_by_cp_descriptor():
+    parsed = params.parse(sample())
+    targets = base_driver.KubernetesMgmtDriver.heal_targets(
+        instance(), heal_request('v-storage', 'v-worker'), parsed)
+    assert not targets.entire_cluster and targets.storage_server
+    assert targets.nodes == [(parsed.worker, 'srv-w')]
+    entire = base_driver.KubernetesMgmtDriver.heal_targets(
+        instance(), heal_request(), parsed)
+    assert entire.entire_cluster and not entire.storage_server
+
+
+def test_additional_params_prefer_the_request_then_the_instance():
+    stored = sample()
+    request = types.SimpleNamespace(additional_params={'other': 1})
+    read = base_driver.KubernetesMgmtDriver.additional_params
+    assert read(instance(stored), request) is stored
+    fresh = sample()
+    assert read(instance(stored),
+                types.SimpleNamespace(additional_params=fresh)) is fresh
+    assert read(instance(None)) == {}
+
+
+def test_scale_credentials_can_be_overridden_per_request():
+    parsed = params.parse(sample())
+    access = base_driver.KubernetesMgmtDriver.scaled_node_access(
+        parsed, types.SimpleNamespace(
+            aspect_id='worker_instance',
+            additional_params={'worker_node_password': 'rotated'}))
+    assert access.ssh_cp_name == 'workerNode_CP2'
+    assert access.password == 'rotated' and access.username == 'ubuntu'
+    assert base_driver.KubernetesMgmtDriver.scaled_node_access(
+        parsed, types.SimpleNamespace(aspect_id='other',
+                                      additional_params=None)) is None
+
+
+def test_hooks_do_nothing_without_storage_server():
+    value = sample()
+    del value[params.ROOT]['storage_server']
+    del value[params.ROOT]['pv_registration_params']
+
+    class Driver(mgmt_driver.KubernetesPvMgmtDriver):
+        def vnf_package_dir(self, context, vnf_instance):
+            raise AssertionError('package must not be read')
+
+    driver = Driver()
+    driver.instantiate_end(None, instance(value),
+                           types.SimpleNamespace(additional_params=value),
+                           None, None)
+    driver.heal_start(None, instance(value), heal_request('v-storage'),
+                      None, None)
+    driver.scale_end(None, instance(value), types.SimpleNamespace(
+        type='SCALE_OUT', aspect_id='worker_instance'), None, None,
+        scale_out_id_list=['m1'])
+
+
+def test_invalid_parameters_fail_before_any_lookup():
+    value = sample()
+    value[params.ROOT]['storage_server']['nfs_server_setup_params'][0][
+        'export_to'] = 'x;reboot'
+
+    class Driver(mgmt_driver.KubernetesPvMgmtDriver):
+        def vim_access_info(self, context, vnf_instance):
+            raise AssertionError('VIM must not be contacted')
+
+    with pytest.raises(exceptions.ParameterErrors):
+        Driver().heal_end(None, instance(value), heal_request(), None, None)
+
+
+def test_run_on_nodes_reports_every_failed_node_after_all_ran():
+    done = []
+    lock = threading.Lock()
+
+    def step(node):
+        with lock:
+            done.append(node)
+        if node in ('b', 'd'):
+            raise RuntimeError('broken %s' % node)
+
+    with pytest.raises(exceptions.NodeStepError) as caught:
+        parallel.run_on_nodes('demo step', step,
+                              {n: n for n in 'abcd'}, max_workers=2)
+    assert sorted(done) == list('abcd')
+    assert sorted(caught.value.failures) == ['b', 'd']
+    assert 'broken b' in str(caught.value) and 'broken d' in str(caught.value)
