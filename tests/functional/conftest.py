@@ -40,3 +40,9 @@ def cluster():
 def instantiated(cluster):
     cluster.instantiate_end()
     return cluster
+
+
+def pytest_report_header(config):
+    from tests.testbed import kubeapi
+    binary = kubeapi.kubectl_binary()
+    return 'kubectl: %s (%s)' % (binary, kubeapi.kubectl_version(binary))

@@ -5,6 +5,7 @@ import logging
 
 import pytest
 
+from kubernetes_mgmt_pv import config
 from kubernetes_mgmt_pv import exceptions
 from kubernetes_mgmt_pv import managed_block
 from kubernetes_mgmt_pv import remote
@@ -239,3 +240,28 @@ spec:
   volumeName: nfs-pv1
   storageClassName: ""
 """
+
+
+def test_pv_that_never_becomes_available_is_rolled_back(cluster):
+    config.CONF.set_override('pv_available_timeout', 3, config.GROUP_NAME)
+    cluster.kube.keep_pending('nfs-pv2')
+    with pytest.raises(exceptions.PersistentVolumeError) as caught:
+        cluster.instantiate_end()
+    message = str(caught.value)
+    assert 'nfs-pv2 (Pending)' in message and 'rolled back: nfs-pv2' in message
+    assert 'nfs-pv1' not in message.split('rolled back')[0]
+    volumes = persistent_volumes(cluster.nodes('master')[0])
+    assert sorted(volumes) == ['nfs-pv1', 'nfs-pv3']
+
+    cluster.kube.release_pending('nfs-pv2')
+    cluster.instantiate_end()  # the re-run completes what failed
+    assert_pvs_available(cluster)
+
+
+def test_unsupported_os_is_refused_before_any_change(cluster):
+    cluster.nodes('worker')[1].write_file(
+        '/etc/os-release', 'ID=centos\nVERSION_ID="7"\n')
+    with pytest.raises(exceptions.NodeStepError) as caught:
+        cluster.instantiate_end()
+    assert 'centos 7 is not supported' in str(caught.value)
+    assert untouched(cluster)
