@@ -70,6 +70,16 @@ class _RecordNewHostKey(paramiko.MissingHostKeyPolicy):
         LOG.info('Recorded the SSH host key of %s in %s', hostname, self._path)
 
 
+class _AcceptAndWarn(paramiko.MissingHostKeyPolicy):
+    """Accept an unknown host key, logging its fingerprint to Tacker's log
+    (paramiko's WarningPolicy uses ``warnings``, which the log misses)."""
+
+    def missing_host_key(self, client, hostname, key):
+        LOG.warning('Accepting unverified SSH host key of %s: %s %s '
+                    '(host_key_policy = warn)', hostname, key.get_name(),
+                    key.fingerprint)
+
+
 class RemoteCommandExecutor(object):
     """An SSH session to one VM: commands, sudo, and SFTP uploads."""
 
@@ -163,7 +173,7 @@ class RemoteCommandExecutor(object):
         client = paramiko.SSHClient()
         policy = self._conf.host_key_policy
         if policy == 'warn':
-            client.set_missing_host_key_policy(paramiko.WarningPolicy())
+            client.set_missing_host_key_policy(_AcceptAndWarn())
             return client
         client.load_system_host_keys()
         try:
