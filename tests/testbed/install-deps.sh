@@ -19,8 +19,26 @@ for package in "${packages[@]}"; do
     [[ $status == "install ok installed" ]] || missing+=("$package")
 done
 
+# The test hosts have no network: the driver's real apt-get install of
+# these inside a host is served from the runner's package cache.
+offline=(nfs-common nfs-kernel-server)
+ensure_cached() {
+    local package
+    for package in "${offline[@]}"; do
+        if ! compgen -G "/var/cache/apt/archives/${package}_*.deb" >/dev/null; then
+            apt-get install -y -q --reinstall --download-only "${offline[@]}"
+            return
+        fi
+    done
+}
+
+# kubectl (the real client the driver runs on the Masters) comes from the
+# machine image's "kubectl" package.
+command -v kubectl >/dev/null || missing+=(kubectl)
+
 if ((${#missing[@]} == 0)); then
     echo "testbed dependencies already installed"
+    ensure_cached
     exit 0
 fi
 
@@ -42,3 +60,4 @@ export DEBIAN_FRONTEND=noninteractive
 echo "installing: ${missing[*]}"
 apt-get update -q
 apt-get install -y -q -o Dpkg::Options::=--force-confold "${missing[@]}"
+ensure_cached
