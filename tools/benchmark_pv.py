@@ -37,24 +37,39 @@ SCALING_TARGET = 1.5
 RERUN_TARGET = 0.25
 
 
+def _busy_cpu_seconds():
+    """CPU seconds the whole machine (all test hosts included) has spent
+    busy since boot, from /proc/stat."""
+    with open('/proc/stat') as stream:
+        fields = [int(v) for v in stream.readline().split()[1:]]
+    idle = fields[3] + fields[4]  # idle + iowait
+    return (sum(fields[:8]) - idle) / os.sysconf('SC_CLK_TCK')
+
+
 def timed_run(cluster):
-    """Seconds and SSH logins of one instantiate_end call."""
+    """Seconds, SSH logins, driver CPU seconds and machine CPU load of one
+    instantiate_end call. The test hosts share this machine's cores, so a
+    load near 100% means the run was limited by CPU, not by waiting."""
     logins = remote.RemoteCommandExecutor.connections_opened
+    busy = _busy_cpu_seconds()
+    driver_cpu = time.process_time()
     started = time.monotonic()
     cluster.instantiate_end()
-    return (time.monotonic() - started,
-            remote.RemoteCommandExecutor.connections_opened - logins)
+    wall = time.monotonic() - started
+    return {'seconds': wall,
+            'logins': remote.RemoteCommandExecutor.connections_opened - logins,
+            'driver_cpu': time.process_time() - driver_cpu,
+            'load': (_busy_cpu_seconds() - busy) / (wall * os.cpu_count())}
 
 
 def measure(workers):
     with cluster_mod.VirtualCluster(masters=1, workers=workers,
                                     volumes=1) as cluster:
         host_count = len(cluster.testbed.hosts)
-        first, first_logins = timed_run(cluster)
-        rerun, rerun_logins = timed_run(cluster)
+        first = timed_run(cluster)
+        rerun = timed_run(cluster)
     return {'workers': workers, 'hosts': host_count, 'first': first,
-            'rerun': rerun, 'first_logins': first_logins,
-            'rerun_logins': rerun_logins}
+            'rerun': rerun}
 
 
 def main():
@@ -74,28 +89,29 @@ def main():
               flush=True)
         rows.append(measure(workers))
 
-    print('%8s %6s %10s %10s %8s %12s' % (
-        'workers', 'hosts', 'first [s]', 'rerun [s]', 'rerun/', 'SSH logins'))
-    print('%8s %6s %10s %10s %8s %12s' % ('', '', '', '', 'first',
-                                           'first/rerun'))
+    print('%-8s %-6s %-28s %-28s' % ('', '', 'first run', 're-run'))
+    print('%-8s %-6s %s %s' % ('workers', 'hosts', *[
+        '%8s %6s %6s %5s ' % ('seconds', 'logins', 'drvCPU', 'load')] * 2))
     for row in rows:
-        print('%8d %6d %10.2f %10.2f %8.2f %6d/%d' % (
-            row['workers'], row['hosts'], row['first'], row['rerun'],
-            row['rerun'] / row['first'], row['first_logins'],
-            row['rerun_logins']))
+        cells = ['%8.2f %6d %6.2f %4.0f%% ' % (
+            run['seconds'], run['logins'], run['driver_cpu'],
+            100 * run['load']) for run in (row['first'], row['rerun'])]
+        print('%-8d %-6d %s %s' % (row['workers'], row['hosts'], *cells))
+    print('(drvCPU: CPU seconds of the driver process; load: busy share of '
+          'all %d cores, test hosts included)' % os.cpu_count())
 
     smallest, largest = rows[0], rows[-1]
     checks = []
     if len(rows) > 1:
-        checks.append(('T(%d)/T(%d) first run' % (largest['workers'],
-                                                  smallest['workers']),
-                       largest['first'] / smallest['first'], SCALING_TARGET))
-        checks.append(('T(%d)/T(%d) re-run' % (largest['workers'],
-                                               smallest['workers']),
-                       largest['rerun'] / smallest['rerun'], SCALING_TARGET))
+        for run in ('first', 'rerun'):
+            checks.append(('T(%d)/T(%d) %s' % (
+                largest['workers'], smallest['workers'], run),
+                largest[run]['seconds'] / smallest[run]['seconds'],
+                SCALING_TARGET))
     for row in rows:
         checks.append(('T(re-run)/T(first) at N=%d' % row['workers'],
-                       row['rerun'] / row['first'], RERUN_TARGET))
+                       row['rerun']['seconds'] / row['first']['seconds'],
+                       RERUN_TARGET))
     ok = True
     print()
     for name, value, target in checks:
@@ -103,8 +119,8 @@ def main():
         ok &= passed
         print('%-32s %6.2f  target <= %.2f  %s' % (
             name, value, target, 'ok' if passed else 'MISSED'))
-    logins_ok = all(row['first_logins'] == row['hosts'] ==
-                    row['rerun_logins'] for row in rows)
+    logins_ok = all(row['first']['logins'] == row['hosts'] ==
+                    row['rerun']['logins'] for row in rows)
     ok &= logins_ok
     print('%-32s %s' % ('one SSH login per host per hook',
                         'ok' if logins_ok else 'MISSED'))

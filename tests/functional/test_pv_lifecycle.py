@@ -120,6 +120,20 @@ def test_heal_storage_server_refuses_while_bound_then_rebuilds(instantiated):
     assert_pvs_available(cluster)
 
 
+def test_storage_heal_keeps_the_data_of_a_reattached_volume(instantiated):
+    cluster = instantiated
+    export = cluster.export_dirs()[0]
+    cluster.host('storage').write_file(export + '/keep.txt', 'precious')
+    storage_vnfc = cluster.vnfcs['storage'].vnfc_id
+    cluster.heal_start([storage_vnfc])
+    cluster.replace_host('storage', keep_volumes=True)
+    cluster.heal_end([storage_vnfc])
+    assert cluster.host('storage').read_file(export + '/keep.txt') == \
+        'precious'
+    assert_storage_ready(cluster)
+    assert_pvs_available(cluster)
+
+
 def test_scale_out_installs_nfs_client_only_on_new_workers(instantiated):
     cluster = instantiated
     existing = {h.name: dpkg_log_size(h) for h in cluster.nodes()}

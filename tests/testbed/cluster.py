@@ -246,10 +246,12 @@ class VirtualCluster(object):
         host.run('chown ubuntu:ubuntu /home/ubuntu/.kube/config && '
                  'chmod 600 /home/ubuntu/.kube/config')
 
-    def replace_host(self, name, same_ip=True):
+    def replace_host(self, name, same_ip=True, keep_volumes=False):
         """A heal as Heat does it: a new VM (fresh root fs, new Nova id),
-        blank new volumes for the storage server; returns the vnfc id."""
-        host = self.testbed.replace_host(name, same_ip=same_ip)
+        and for the storage server blank new volumes, or with keep_volumes
+        the old ones re-attached; returns the vnfc id."""
+        host = self.testbed.replace_host(name, same_ip=same_ip,
+                                         keep_volumes=keep_volumes)
         vnfc = self.vnfcs[name]
         stack_id = vnfc.member_stack_id or self.stack_id
         vnfc.server_id = str(uuid.uuid4())
