@@ -21,6 +21,7 @@ from kubernetes_mgmt_pv import config
 from kubernetes_mgmt_pv import mgmt_driver
 from kubernetes_mgmt_pv import params
 from tests.fakes import openstack_api
+from tests.fakes import pv_manifest
 from tests.testbed import hosts
 from tests.testbed import kubeapi
 
@@ -28,20 +29,6 @@ STORAGE_CP = 'storage_server_CP'
 MASTER_ASPECT, MASTER_CP = 'master_instance', 'masterNode_CP1'
 WORKER_ASPECT, WORKER_CP = 'worker_instance', 'workerNode_CP2'
 
-PV_MANIFEST = """apiVersion: v1
-kind: PersistentVolume
-metadata:
-  name: {name}
-spec:
-  capacity:
-    storage: 1Gi
-  persistentVolumeReclaimPolicy: Retain
-  accessModes:
-    - ReadWriteOnce
-  nfs:
-    server: {server}
-    path: {path}
-"""
 
 # Fast failure in tests: hosts are up before the driver runs.
 TEST_OPTIONS = {'ssh_connect_retries': 1, 'ssh_retry_backoff': 0.2,
@@ -162,7 +149,7 @@ class VirtualCluster(object):
                                (3, '"fd00::1"')):
             with open(os.path.join(directory, 'nfs-pv%d.yaml' % number),
                       'w') as stream:
-                stream.write(PV_MANIFEST.format(
+                stream.write(pv_manifest.TEMPLATE.format(
                     name='nfs-pv%d' % number, server=server,
                     path=self.export_dirs()[number - 1]))
 
@@ -309,29 +296,28 @@ class VirtualCluster(object):
 
     # -- hooks, called exactly as Tacker's VnfLcmDriver calls them ----------
 
-    def instantiate_end(self, driver=None):
+    def instantiate_end(self):
         request = types.SimpleNamespace(
             flavour_id='simple', additional_params=self.additional_params())
-        (driver or self.driver()).instantiate_end(
+        self.driver().instantiate_end(
             context=None, vnf_instance=self.vnf_instance(),
             instantiate_vnf_request=request, grant=None, grant_request=None,
             vnf={})
 
     def heal_start(self, vnfc_ids=()):
-        self.driver().heal_start(
-            context=None, vnf_instance=self.vnf_instance(),
-            heal_vnf_request=types.SimpleNamespace(
-                vnfc_instance_id=list(vnfc_ids), cause=None,
-                additional_params=[]),
-            grant=None, grant_request=None)
+        self._heal('heal_start', vnfc_ids)
 
     def heal_end(self, vnfc_ids=()):
-        self.driver().heal_end(
+        self._heal('heal_end', vnfc_ids, vnf={})
+
+    def _heal(self, hook, vnfc_ids, **extra):
+        """A heal hook; no vnfc ids means the entire cluster (SOL003)."""
+        request = types.SimpleNamespace(vnfc_instance_id=list(vnfc_ids),
+                                        cause=None, additional_params=[])
+        getattr(self.driver(), hook)(
             context=None, vnf_instance=self.vnf_instance(),
-            heal_vnf_request=types.SimpleNamespace(
-                vnfc_instance_id=list(vnfc_ids), cause=None,
-                additional_params=[]),
-            grant=None, grant_request=None, vnf={})
+            heal_vnf_request=request, grant=None, grant_request=None,
+            **extra)
 
     def scale_end(self, new_hosts):
         """scale_end of a SCALE_OUT that created ``new_hosts`` (workers)."""

@@ -6,21 +6,13 @@ import yaml
 from kubernetes_mgmt_pv import exceptions
 from kubernetes_mgmt_pv import manifests
 from kubernetes_mgmt_pv import params
+from tests.fakes import pv_manifest
 
-PV = """apiVersion: v1
-kind: PersistentVolume
-metadata:
-  name: {name}
-spec:
-  capacity:
-    storage: 1Gi
-  persistentVolumeReclaimPolicy: Retain
-  accessModes:
-    - ReadWriteOnce
-  nfs:
-    server: {server}
-    path: "/volume/nfs/{name}"
-"""
+
+
+def pv(name, server):
+    return pv_manifest.TEMPLATE.format(name=name, server=server,
+                                       path='"/volume/nfs/%s"' % name)
 
 
 def registration(path, index=0):
@@ -33,12 +25,9 @@ def registration(path, index=0):
 def package(tmp_path):
     files = tmp_path / 'Files' / 'kubernetes'
     files.mkdir(parents=True)
-    (files / 'nfs-pv1.yaml').write_text(PV.format(name='nfs-pv1',
-                                                  server='0.0.0.0'))
-    (files / 'nfs-pv2.yaml').write_text(PV.format(name='nfs-pv2',
-                                                  server='nfs.example.com'))
-    (files / 'nfs-pv3.yaml').write_text(PV.format(name='nfs-pv3',
-                                                  server='"fd00::5"'))
+    (files / 'nfs-pv1.yaml').write_text(pv('nfs-pv1', '0.0.0.0'))
+    (files / 'nfs-pv2.yaml').write_text(pv('nfs-pv2', 'nfs.example.com'))
+    (files / 'nfs-pv3.yaml').write_text(pv('nfs-pv3', '"fd00::5"'))
     return tmp_path
 
 
@@ -72,7 +61,7 @@ def test_missing_manifest_is_named_by_json_path(package):
 
 def test_symlink_out_of_the_package_is_refused(package, tmp_path_factory):
     outside = tmp_path_factory.mktemp('outside') / 'secret.yaml'
-    outside.write_text(PV.format(name='x', server='1.1.1.1'))
+    outside.write_text(pv('x', '1.1.1.1'))
     os.symlink(str(outside), str(package / 'Files' / 'link.yaml'))
     found = load_errors(package, 'Files/link.yaml')
     assert 'outside the VNF package' in list(found.values())[0]
@@ -80,13 +69,12 @@ def test_symlink_out_of_the_package_is_refused(package, tmp_path_factory):
 
 @pytest.mark.parametrize('content, message', [
     ('kind: Pod\napiVersion: v1\nmetadata: {name: p}\n', 'v1 PersistentVolume'),
-    (PV.format(name='Bad_Name', server='x'), 'DNS subdomain'),
-    (PV.replace('  nfs:', '  hostPath:').format(name='a', server='x'),
+    (pv('Bad_Name', 'x'), 'DNS subdomain'),
+    (pv('a', 'x').replace('  nfs:', '  hostPath:'),
      'no spec.nfs'),
-    (PV.format(name='a', server='x').replace('"/volume/nfs/a"', 'rel'),
+    (pv('a', 'x').replace('"/volume/nfs/a"', 'rel'),
      'absolute path'),
-    (PV.format(name='a', server='x') + '---\n' + PV.format(name='b',
-                                                             server='x'),
+    (pv('a', 'x') + '---\n' + pv('b', 'x'),
      'exactly one YAML document'),
     ('a: [unclosed\n', 'not valid YAML'),
 ])
@@ -96,7 +84,7 @@ def test_invalid_manifests_are_refused(package, content, message):
 
 
 def test_duplicate_pv_names_are_refused(package):
-    (package / 'copy.yaml').write_text(PV.format(name='nfs-pv1', server='x'))
+    (package / 'copy.yaml').write_text(pv('nfs-pv1', 'x'))
     found = load_errors(package, 'Files/kubernetes/nfs-pv1.yaml', 'copy.yaml')
     path = params.ROOT + '.pv_registration_params[1].pv_manifest_file_path'
     assert 'already defined' in found[path]
