@@ -43,6 +43,14 @@ class CpAddress:
         return self.floating_ip or self.fixed_ip
 
 
+@dataclasses.dataclass(frozen=True)
+class VolumeAttachment:
+    """A Cinder volume as attached to its server."""
+
+    volume_id: str | None
+    device: str  # as Nova reported it; the guest may name it differently
+
+
 def build_heat_client(access_info: dict):
     """A heatclient v1 client authenticated with the VIM's credentials.
 
@@ -126,8 +134,8 @@ class HeatStack:
         return CpAddress(cp_name=cp_name, fixed_ip=fixed_ip,
                          floating_ip=floating_ip or None)
 
-    def volume_device(self, volume_resource_id) -> str:
-        """Device path of a Cinder volume of the top stack on its server."""
+    def volume_attachment(self, volume_resource_id) -> VolumeAttachment:
+        """Cinder id and device path of a volume of the top stack."""
         attributes = self._resource_attributes(self.stack_id,
                                                volume_resource_id)
         attachments = attributes.get('attachments')
@@ -146,7 +154,9 @@ class HeatStack:
                 'Heat resource %r of stack %s has device %r, which is not a '
                 'path under /dev/' % (volume_resource_id, self.stack_id,
                                       device))
-        return device
+        return VolumeAttachment(
+            volume_id=attributes.get('id') or attachments[0].get('volume_id'),
+            device=device)
 
     def group_member_stack_ids(self, aspect_id) -> list[str]:
         """Member stack ids of the scaling group aspect_id, in Heat's order."""

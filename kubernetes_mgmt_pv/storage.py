@@ -20,6 +20,28 @@ NEW_FILESYSTEM = 'ext4'
 SERVER_PACKAGES = ('nfs-kernel-server',)
 
 
+def locate_device(executor, attachment, report):
+    """The guest's device for a Cinder volume.
+
+    Nova's reported device name (``/dev/vdb``) is only a hint: the guest
+    kernel names disks in discovery order. virtio-blk disks carry the first
+    20 characters of the volume id as serial, visible as
+    /dev/disk/by-id/virtio-<serial>; when that link exists it wins.
+    """
+    if attachment.volume_id:
+        by_id = '/dev/disk/by-id/virtio-%s' % attachment.volume_id[:20]
+        result = executor.run(['readlink', '-e', '--', by_id], check=False)
+        if result.ok and result.stdout.strip():
+            device = result.stdout.strip()
+            if device != attachment.device:
+                report.record(executor.host, 'device of volume %s' %
+                              attachment.volume_id, False,
+                              '%s (Nova reported %s)' % (device,
+                                                         attachment.device))
+            return device
+    return attachment.device
+
+
 def probe_device(executor, device):
     """blkid's low-level probe of ``device`` as a dict (empty: blank)."""
     result = executor.run(['blkid', '-p', '-o', 'export', '--', device],
@@ -165,14 +187,16 @@ def ensure_exports(executor, exports, report):
     return changed
 
 
-def setup_storage_server(executor, storage, devices, proxy, conf, report):
+def setup_storage_server(executor, storage, attachments, proxy, conf,
+                         report):
     """Bring the storage server to the requested state, step by step.
 
-    ``devices`` maps each volume_resource_id to its device path on the VM.
+    ``attachments`` maps each volume_resource_id to its Heat attachment.
     """
     fstab = []
     for volume in storage.volumes:
-        device = devices[volume.volume_resource_id]
+        device = locate_device(executor,
+                               attachments[volume.volume_resource_id], report)
         found = ensure_filesystem(executor, device, report)
         ensure_mounted(executor, device, volume.mount_to, found['TYPE'],
                        report)

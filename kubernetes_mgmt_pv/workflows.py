@@ -37,9 +37,9 @@ class PvWorkflow(object):
     def storage_address(self):
         return self.heat.cp_address(self.params.storage.ssh_cp_name).ssh_host
 
-    def _volume_devices(self):
+    def _volume_attachments(self):
         return {volume.volume_resource_id:
-                self.heat.volume_device(volume.volume_resource_id)
+                self.heat.volume_attachment(volume.volume_resource_id)
                 for volume in self.params.storage.volumes}
 
     def _nfs_servers(self):
@@ -99,10 +99,10 @@ class PvWorkflow(object):
             'no Master node reachable for kubectl: %s'
             % ('; '.join(errors) or 'the stack has no Master node'))
 
-    def _setup_storage(self, sessions, address, devices):
+    def _setup_storage(self, sessions, address, attachments):
         storage = self.params.storage
         executor = sessions.get(address, storage.username, storage.password)
-        storage_mod.setup_storage_server(executor, storage, devices,
+        storage_mod.setup_storage_server(executor, storage, attachments,
                                          self.params.proxy, self.conf,
                                          self.report)
 
@@ -124,7 +124,7 @@ class PvWorkflow(object):
 
     def deploy(self):
         """instantiate_end and entire-cluster heal: storage, clients, PVs."""
-        address, devices = self.storage_address(), self._volume_devices()
+        address, attachments = self.storage_address(), self._volume_attachments()
         servers, nodes = self._nfs_servers(), self.all_nodes()
         masters = self.masters()
         with self._sessions() as sessions:
@@ -136,7 +136,7 @@ class PvWorkflow(object):
                                                 sessions, node)
                      for node in nodes}
             tasks[address] = functools.partial(self._setup_storage, sessions,
-                                               address, devices)
+                                               address, attachments)
             self._on_hosts('storage server and NFS client setup', tasks)
             self._register(self._kubectl_session(sessions, masters), servers)
         return self.report
@@ -157,12 +157,12 @@ class PvWorkflow(object):
 
     def rebuild_storage(self):
         """heal_end of the storage server: set up the new VM, PVs again."""
-        address, devices = self.storage_address(), self._volume_devices()
+        address, attachments = self.storage_address(), self._volume_attachments()
         servers, masters = self._nfs_servers(), self.masters()
         with self._sessions() as sessions:
             kubectl = self._kubectl_session(sessions, masters)
             self._preflight(sessions, [(address, self.params.storage)])
-            self._setup_storage(sessions, address, devices)
+            self._setup_storage(sessions, address, attachments)
             self._register(kubectl, servers)
         return self.report
 

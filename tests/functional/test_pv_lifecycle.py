@@ -63,6 +63,22 @@ def test_instantiate_end_sets_up_storage_clients_and_pvs(instantiated):
         == 'nobody'
 
 
+def test_guest_device_names_win_over_novas(cluster):
+    """Nova says volume1 is /dev/vdb, but the guest discovered it as
+    /dev/vdc (and volume2 as /dev/vdb): the by-id links decide."""
+    storage = cluster.host('storage')
+    storage.run('mkdir -p /dev/disk/by-id')
+    for number, guest_device in ((1, 'vdc'), (2, 'vdb')):
+        volume_id = cluster.openstack.resource(
+            cluster.stack_id,
+            'storage_server_volume%d' % number).physical_resource_id
+        storage.run('ln -s ../../%s /dev/disk/by-id/virtio-%s' % (
+            guest_device, volume_id[:20]))
+    cluster.instantiate_end()
+    mounts = storage.run('findmnt -rn -o SOURCE,TARGET').stdout.splitlines()
+    assert '/dev/vdc /volume1' in mounts and '/dev/vdb /volume2' in mounts
+
+
 def test_instantiate_end_again_changes_nothing(instantiated, caplog):
     cluster = instantiated
     storage = cluster.host('storage')

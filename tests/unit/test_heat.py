@@ -158,7 +158,7 @@ def test_every_heat_request_carries_the_token(cloud, stack_id):
     lookups = heat_stack(cloud, stack_id)
 
     lookups.node_addresses('worker_cp', 'worker_instance')
-    lookups.volume_device('storage_server_volume')
+    lookups.volume_attachment('storage_server_volume')
     lookups.find_member_stack_of_server('no-such-server', ['worker_instance'])
 
     heat_requests = cloud.heat_requests()
@@ -254,20 +254,21 @@ def test_missing_stack_is_reported(cloud):
 
 # -- volumes -----------------------------------------------------------------
 
-def test_volume_device_of_attached_volume(cloud, stack_id):
-    cloud.add_volume(stack_id, 'storage_server_volume', device='/dev/vdc')
+def test_volume_attachment_of_attached_volume(cloud, stack_id):
+    volume_id = cloud.add_volume(stack_id, 'storage_server_volume',
+                                 device='/dev/vdc')
 
-    device = heat_stack(cloud, stack_id).volume_device(
+    attachment = heat_stack(cloud, stack_id).volume_attachment(
         'storage_server_volume')
 
-    assert device == '/dev/vdc'
+    assert attachment == heat.VolumeAttachment(volume_id, '/dev/vdc')
 
 
 def test_unattached_volume_is_reported(cloud, stack_id):
     cloud.add_volume(stack_id, 'storage_server_volume', device=None)
 
     with pytest.raises(exceptions.HeatLookupError) as raised:
-        heat_stack(cloud, stack_id).volume_device('storage_server_volume')
+        heat_stack(cloud, stack_id).volume_attachment('storage_server_volume')
 
     assert str(raised.value) == (
         "Heat resource 'storage_server_volume' of stack %s has no "
@@ -282,7 +283,7 @@ def test_device_outside_dev_is_rejected(cloud, stack_id, device):
 
     with pytest.raises(exceptions.HeatLookupError,
                        match='not a path under /dev/'):
-        heat_stack(cloud, stack_id).volume_device('storage_server_volume')
+        heat_stack(cloud, stack_id).volume_attachment('storage_server_volume')
 
 
 # -- scaling groups ----------------------------------------------------------
