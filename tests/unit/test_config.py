@@ -1,4 +1,5 @@
 from oslo_config import cfg
+import pytest
 
 from kubernetes_mgmt_pv import config
 
@@ -20,11 +21,12 @@ def test_defaults_and_validation():
     options = config.options(conf)
     assert options.host_key_policy == 'warn'
     assert 'ubuntu:22.04' in options.supported_os
-    conf.set_override('host_key_policy', 'reject', config.GROUP_NAME)
-    assert config.options(conf).host_key_policy == 'reject'
+    # Overrides live in the shared option group: always clear them.
     try:
-        conf.set_override('host_key_policy', 'trust-me', config.GROUP_NAME)
-    except ValueError:
-        pass
-    else:
-        raise AssertionError('an unknown policy was accepted')
+        conf.set_override('host_key_policy', 'reject', config.GROUP_NAME)
+        assert config.options(conf).host_key_policy == 'reject'
+        with pytest.raises(ValueError):
+            conf.set_override('host_key_policy', 'trust-me',
+                              config.GROUP_NAME)
+    finally:
+        conf.clear_override('host_key_policy', config.GROUP_NAME)

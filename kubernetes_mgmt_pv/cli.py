@@ -1,0 +1,93 @@
+"""``kubernetes-mgmt-pv``: operator commands around the VNF package.
+
+``validate`` checks a package and an Instantiate request offline, before
+any LCM call; ``package`` builds the CSAR zip that Tacker accepts. The
+logic lives in ``package_check`` and ``csar``; this module only parses
+arguments and prints.
+"""
+
+import argparse
+import dataclasses
+import json
+import sys
+
+from kubernetes_mgmt_pv import csar
+from kubernetes_mgmt_pv import package_check
+
+
+def _validate(args):
+    findings = package_check.validate(args.package, args.request)
+    if args.format == 'json':
+        print(json.dumps([dataclasses.asdict(f) for f in findings],
+                         indent=2))
+    else:
+        for finding in findings:
+            print('%-7s %s: %s: %s' % (finding.severity.upper(), finding.code,
+                                       finding.where, finding.message))
+        errors = sum(f.severity == package_check.ERROR for f in findings)
+        warnings = len(findings) - errors
+        print('%d error(s), %d warning(s)' % (errors, warnings))
+    return 1 if any(f.severity == package_check.ERROR for f in findings) \
+        else 0
+
+
+def _package(args):
+    try:
+        result = csar.build(args.source, args.output)
+    except (csar.PackageError, OSError) as error:
+        print('kubernetes-mgmt-pv package: %s' % error, file=sys.stderr)
+        return 1
+    if result.driver_replaced:
+        print('%s of the source differs from the installed driver and was '
+              'replaced by it' % csar.DRIVER_PATH, file=sys.stderr)
+    print('wrote %s: %d files, %s = %s (sha256 %s)' % (
+        args.output, len(result.files), csar.DRIVER_PATH,
+        csar.installed_driver_file(),
+        csar.file_hash(csar.installed_driver_file())))
+    return 0
+
+
+def _parser():
+    parser = argparse.ArgumentParser(
+        prog='kubernetes-mgmt-pv',
+        description='Build and check VNF packages for the '
+                    'mgmt-drivers-kubernetes Tacker management driver.')
+    commands = parser.add_subparsers(dest='command', required=True)
+
+    validate = commands.add_parser(
+        'validate', help='check a package and an Instantiate request offline',
+        description='Report every problem of a VNF package and an '
+                    'Instantiate request that Tacker or the driver would '
+                    'only hit later. Exit status 0 without errors (warnings '
+                    'allowed), 1 otherwise.')
+    validate.add_argument('--package', required=True, metavar='DIR|ZIP',
+                          help='package source directory or CSAR zip')
+    validate.add_argument('--request', required=True, metavar='FILE',
+                          help='Instantiate request body (JSON)')
+    validate.add_argument('--format', choices=('text', 'json'),
+                          default='text',
+                          help='json: a list of {severity, code, where, '
+                               'message}')
+    validate.set_defaults(run=_validate)
+
+    package = commands.add_parser(
+        'package', help='build the CSAR zip with the installed driver',
+        description='Zip a package source directory into a CSAR, adding '
+                    'the installed driver as %s and writing TOSCA.meta '
+                    'with the SHA-256 of every artifact.' % csar.DRIVER_PATH)
+    package.add_argument('--source', required=True, metavar='DIR',
+                         help='package source directory')
+    package.add_argument('--output', required=True, metavar='FILE.zip',
+                         help='CSAR zip to write (replaced if it exists)')
+    package.set_defaults(run=_package)
+    return parser
+
+
+def main(argv=None):
+    """Console script entry point; returns the exit status."""
+    args = _parser().parse_args(argv)
+    return args.run(args)
+
+
+if __name__ == '__main__':
+    sys.exit(main())

@@ -1,0 +1,208 @@
+"""The VNF package (CSAR) format as Tacker reads it: TOSCA.meta and the zip.
+
+Tacker checks a package twice: at upload, every TOSCA.meta entry that has
+a ``Hash`` must match its file; at every LCM hook, the management driver
+file named by the VNFD artifact must be byte for byte the driver installed
+in tacker-conductor. ``build`` produces a package that passes both: it adds
+the installed driver file and computes every hash, so no hash is ever
+written by hand.
+"""
+
+import contextlib
+import dataclasses
+import hashlib
+import inspect
+import os
+import shutil
+import tempfile
+import zipfile
+
+import yaml
+
+from kubernetes_mgmt_pv import mgmt_driver
+
+META_PATH = 'TOSCA-Metadata/TOSCA.meta'
+DRIVER_PATH = 'Scripts/mgmt_driver.py'
+ALGORITHM = 'SHA-256'
+# The algorithms Tacker accepts in TOSCA.meta (compared lower-cased).
+HASH_FUNCTIONS = {'sha-224': hashlib.sha224, 'sha-256': hashlib.sha256,
+                  'sha-384': hashlib.sha384, 'sha-512': hashlib.sha512}
+# Not artifacts: the descriptor itself and its metadata.
+_NOT_ARTIFACTS = ('TOSCA-Metadata/', 'Definitions/')
+_SKIPPED_DIRS = ('__pycache__',)
+_SKIPPED_SUFFIXES = ('.pyc', '.pyo')
+# Zip timestamps before 1980 are not representable; a fixed one makes the
+# same source always give the same bytes.
+_ZIP_TIME = (1980, 1, 1, 0, 0, 0)
+
+
+class PackageError(Exception):
+    """The package cannot be read or built; the message says why."""
+
+
+@dataclasses.dataclass(frozen=True)
+class Meta(object):
+    """TOSCA.meta: the header block and the artifact blocks, each a dict."""
+    header: dict
+    artifacts: tuple
+
+
+@dataclasses.dataclass(frozen=True)
+class BuildResult(object):
+    files: tuple
+    driver_replaced: bool
+
+
+def installed_driver_file():
+    """The file Tacker hashes: the module defining the entry-point class."""
+    return inspect.getfile(mgmt_driver)
+
+
+def file_hash(path, algorithm=ALGORITHM):
+    digest = HASH_FUNCTIONS[algorithm.lower()]()
+    with open(path, 'rb') as stream:
+        for chunk in iter(lambda: stream.read(1 << 20), b''):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
+def parse_meta(text):
+    """Split TOSCA.meta into blocks as Tacker does (blank-line separated,
+    each a YAML mapping). Raises PackageError for a block that is not one."""
+    blocks = []
+    for number, chunk in enumerate(_chunks(text), 1):
+        try:
+            block = yaml.safe_load(chunk)
+        except yaml.YAMLError as error:
+            raise PackageError('%s: block %d is not "Key: value" lines: %s'
+                               % (META_PATH, number, error))
+        if not isinstance(block, dict):
+            raise PackageError('%s: block %d is not "Key: value" lines'
+                               % (META_PATH, number))
+        blocks.append({str(k): '' if v is None else str(v)
+                       for k, v in block.items()})
+    if not blocks:
+        raise PackageError('%s is empty' % META_PATH)
+    return Meta(header=blocks[0], artifacts=tuple(
+        b for b in blocks[1:] if 'Hash' in b or 'Algorithm' in b))
+
+
+def _chunks(text):
+    chunk = []
+    for line in text.splitlines():
+        if line.strip():
+            chunk.append(line)
+        elif chunk:
+            yield '\n'.join(chunk)
+            chunk = []
+    if chunk:
+        yield '\n'.join(chunk)
+
+
+def artifact_source(block):
+    """Tacker accepts ``Name`` as an older spelling of ``Source``."""
+    return block.get('Source') or block.get('Name')
+
+
+def build(source_dir, output_path):
+    """Write the CSAR zip of source_dir to output_path.
+
+    The installed driver file becomes Scripts/mgmt_driver.py (replacing any
+    copy in the source), and TOSCA.meta keeps the source's header block and
+    gets a Source/Algorithm/Hash block per artifact (every file outside
+    TOSCA-Metadata/ and Definitions/). Entries are sorted and timestamps
+    fixed, so equal inputs give identical zips.
+    """
+    source = os.path.realpath(source_dir)
+    meta_file = os.path.join(source, META_PATH)
+    try:
+        with open(meta_file, encoding='utf-8') as stream:
+            header_text = next(_chunks(stream.read()), '')
+    except OSError as error:
+        raise PackageError('cannot read %s of the source: %s'
+                           % (META_PATH, error.strerror))
+    entry = parse_meta(header_text).header.get('Entry-Definitions')
+    if not entry:
+        raise PackageError('%s of the source has no Entry-Definitions'
+                           % META_PATH)
+    files = _source_files(source, os.path.realpath(output_path))
+    if entry not in files:
+        raise PackageError('Entry-Definitions %s is not in the source'
+                           % entry)
+    driver = installed_driver_file()
+    replaced = (DRIVER_PATH in files and
+                file_hash(files[DRIVER_PATH]) != file_hash(driver))
+    files[DRIVER_PATH] = driver
+    blocks = [header_text]
+    blocks += ['Source: %s\nAlgorithm: %s\nHash: %s' % (
+        name, ALGORITHM, file_hash(files[name]))
+        for name in sorted(files) if not name.startswith(_NOT_ARTIFACTS)]
+    meta = ('\n\n'.join(blocks) + '\n').encode('utf-8')
+    _write_zip(output_path, dict(files, **{META_PATH: meta}))
+    return BuildResult(files=tuple(sorted(files)) + (META_PATH,),
+                       driver_replaced=replaced)
+
+
+def _source_files(source, excluded):
+    """Package path -> file path of every file of the source but TOSCA.meta."""
+    files = {}
+    for directory, subdirs, names in os.walk(source):
+        subdirs[:] = sorted(d for d in subdirs if d not in _SKIPPED_DIRS)
+        for name in names:
+            path = os.path.join(directory, name)
+            if name.endswith(_SKIPPED_SUFFIXES) or \
+                    os.path.realpath(path) == excluded:
+                continue
+            relative = os.path.relpath(path, source).replace(os.sep, '/')
+            if relative != META_PATH:
+                files[relative] = path
+    return files
+
+
+def _write_zip(output_path, contents):
+    """contents: package path -> file path, or bytes. Atomic replace."""
+    directory = os.path.dirname(os.path.abspath(output_path))
+    handle, temporary = tempfile.mkstemp(dir=directory, suffix='.zip.tmp')
+    try:
+        with os.fdopen(handle, 'wb') as raw, \
+                zipfile.ZipFile(raw, 'w', zipfile.ZIP_DEFLATED) as archive:
+            for name in sorted(contents):
+                info = zipfile.ZipInfo(name, date_time=_ZIP_TIME)
+                info.compress_type = zipfile.ZIP_DEFLATED
+                info.create_system = 3  # Unix: Tacker keeps these modes
+                data = contents[name]
+                mode = 0o644
+                if not isinstance(data, bytes):
+                    if os.stat(data).st_mode & 0o111:
+                        mode = 0o755
+                    with open(data, 'rb') as stream:
+                        data = stream.read()
+                info.external_attr = (0o100000 | mode) << 16
+                archive.writestr(info, data)
+        os.replace(temporary, output_path)
+    except BaseException:
+        os.unlink(temporary)
+        raise
+
+
+@contextlib.contextmanager
+def opened(path):
+    """The package at path as a directory: path itself, or a zip extracted
+    to a temporary directory that is removed afterwards."""
+    if os.path.isdir(path):
+        yield os.path.realpath(path)
+        return
+    if not zipfile.is_zipfile(path):
+        raise PackageError('%s is neither a directory nor a zip file' % path)
+    directory = tempfile.mkdtemp(prefix='vnf-package-')
+    try:
+        with zipfile.ZipFile(path) as archive:
+            for name in archive.namelist():
+                parts = name.split('/')
+                if name.startswith('/') or '..' in parts or '\\' in name:
+                    raise PackageError('%s: unsafe path %r in the zip'
+                                       % (path, name))
+            archive.extractall(directory)
+        yield directory
+    finally:
+        shutil.rmtree(directory, ignore_errors=True)

@@ -1,0 +1,457 @@
+"""Offline checks of a VNF package against an Instantiate request.
+
+Everything here would otherwise surface much later: at upload (TOSCA.meta
+hashes), at the first LCM hook (Tacker's driver hash check, a VNFD that
+does not route a hook to the driver) or in the middle of instantiate_end
+(a CP or volume name the BaseHOT does not define, a manifest that is not
+an NFS PersistentVolume). Each problem becomes a ``Finding`` naming where
+it is: a JSON path of the request, or a file of the package.
+"""
+
+import dataclasses
+import json
+import os
+import posixpath
+
+import yaml
+
+from kubernetes_mgmt_pv import base_driver
+from kubernetes_mgmt_pv import csar
+from kubernetes_mgmt_pv import exceptions
+from kubernetes_mgmt_pv import manifests
+from kubernetes_mgmt_pv import params
+
+ERROR, WARNING = 'error', 'warning'
+# The hooks in which the driver runs persistent-volume steps; a hook the
+# VNFD does not route to the driver runs Tacker's vnflcm_noop instead.
+PV_HOOKS = ('instantiate_end', 'heal_start', 'heal_end', 'scale_end')
+_CP_TYPES = ('OS::Neutron::Port', 'OS::Neutron::FloatingIP')
+_VOLUME_TYPES = ('OS::Cinder::Volume',)
+_GROUP_TYPES = ('OS::Heat::AutoScalingGroup',)
+_YAML = ('.yaml', '.yml')
+
+
+@dataclasses.dataclass(frozen=True)
+class Finding(object):
+    """One problem: ``code`` is stable for scripts, ``message`` for people."""
+    severity: str
+    code: str
+    where: str
+    message: str
+
+
+class _Findings(list):
+    """Collects every finding, so one run reports all problems at once."""
+
+    def error(self, code, where, message):
+        self.append(Finding(ERROR, code, where, message))
+
+    def warning(self, code, where, message):
+        self.append(Finding(WARNING, code, where, message))
+
+
+def validate(package_path, request_path):
+    """Findings for the package (a directory or a zip) and the request file."""
+    found = _Findings()
+    request = _load_request(request_path, found)
+    try:
+        with csar.opened(package_path) as package_dir:
+            check(package_dir, request, found)
+    except csar.PackageError as error:
+        found.error('package-unreadable', package_path, str(error))
+    return list(found)
+
+
+def check(package_dir, request, found):
+    """Add the findings for an extracted package and a parsed request (or
+    None when the request could not be read: package checks only)."""
+    _check_meta(package_dir, found)
+    if request is None:
+        return
+    flavour = request.get('flavourId')
+    if not isinstance(flavour, str) or not flavour:
+        found.error('request-not-instantiate', 'flavourId',
+                    'an Instantiate request needs a flavourId; heal and '
+                    'scale requests cannot be checked against the package')
+        return
+    additional = request.get('additionalParams')
+    try:
+        params.parse(additional)
+    except exceptions.ParameterErrors as errors:
+        for error in errors.errors:
+            found.error('param-invalid', error.path, error.reason)
+    root = _mapping(_mapping(additional).get(params.ROOT))
+    _check_manifests(package_dir, root, found)
+    _check_heat(package_dir, flavour, root, found)
+    _check_vnfd(package_dir, flavour, found)
+
+
+def _load_request(path, found):
+    try:
+        with open(path, encoding='utf-8') as stream:
+            request = json.load(stream)
+    except OSError as error:
+        found.error('request-unreadable', path, error.strerror)
+        return None
+    except ValueError as error:
+        found.error('request-unreadable', path, 'not JSON: %s' % error)
+        return None
+    if not isinstance(request, dict):
+        found.error('request-unreadable', path, 'not a JSON object')
+        return None
+    return request
+
+
+# -- tolerant views of the request: the parameter check reports bad values ----
+
+def _mapping(value):
+    return value if isinstance(value, dict) else {}
+
+
+def _items(parent, key):
+    value = parent.get(key)
+    if not isinstance(value, list):
+        return []
+    return [(index, item) for index, item in enumerate(value)
+            if isinstance(item, dict)]
+
+
+def _text(parent, key):
+    value = parent.get(key)
+    return value if isinstance(value, str) and value else None
+
+
+def _within(path, directory):
+    path, directory = posixpath.normpath(path), posixpath.normpath(directory)
+    return path == directory or path.startswith(directory.rstrip('/') + '/')
+
+
+# -- TOSCA.meta ---------------------------------------------------------------
+
+def _check_meta(package_dir, found):
+    try:
+        with open(os.path.join(package_dir, csar.META_PATH),
+                  encoding='utf-8') as stream:
+            meta = csar.parse_meta(stream.read())
+    except OSError:
+        found.error('meta-missing', csar.META_PATH,
+                    'the package has no TOSCA.meta')
+        return
+    except (csar.PackageError, UnicodeDecodeError) as error:
+        found.error('meta-invalid', csar.META_PATH, str(error))
+        return
+    entry = meta.header.get('Entry-Definitions')
+    if not entry or not os.path.isfile(os.path.join(package_dir, entry)):
+        found.error('meta-missing', csar.META_PATH + ': Entry-Definitions',
+                    'Entry-Definitions %r is not a file of the package'
+                    % entry)
+    for block in meta.artifacts:
+        _check_artifact_hash(package_dir, block, found)
+
+
+def _check_artifact_hash(package_dir, block, found):
+    source = csar.artifact_source(block)
+    algorithm, expected = block.get('Algorithm'), block.get('Hash')
+    where = '%s: %s' % (csar.META_PATH, source)
+    if not (source and algorithm and expected):
+        found.error('meta-invalid', where, 'an artifact entry needs Source, '
+                    'Algorithm and Hash, got %s' % ', '.join(sorted(block)))
+        return
+    if algorithm.lower() not in csar.HASH_FUNCTIONS:
+        found.error('meta-invalid', where,
+                    'Algorithm %s is not one Tacker accepts (%s)' % (
+                        algorithm, ', '.join(sorted(csar.HASH_FUNCTIONS))))
+        return
+    if '://' in source:
+        found.warning('meta-source-remote', where,
+                      'a remote Source is fetched by Tacker at upload and '
+                      'is not checked offline')
+        return
+    path = os.path.join(package_dir, source)
+    if source.startswith('/') or '..' in source.split('/') or \
+            not os.path.isfile(path):
+        found.error('meta-source-missing', where,
+                    'TOSCA.meta lists %s, which is not a file of the package'
+                    % source)
+        return
+    actual = csar.file_hash(path, algorithm)
+    if actual != expected:
+        found.error('hash-mismatch', where,
+                    'TOSCA.meta says %s %s but the file hashes to %s: Tacker '
+                    'refuses the upload; rebuild with `kubernetes-mgmt-pv '
+                    'package`' % (algorithm, expected, actual))
+
+
+# -- PersistentVolume manifests and NFS exports -------------------------------
+
+def _check_manifests(package_dir, root, found):
+    registrations = [
+        params.PvRegistration(
+            manifest_path=_text(item, 'pv_manifest_file_path'),
+            nfs_server_cp=_text(item, 'nfs_server_cp'),
+            json_path='%s.pv_registration_params[%d]' % (params.ROOT, index))
+        for index, item in _items(root, 'pv_registration_params')
+        if _text(item, 'pv_manifest_file_path')]
+    try:
+        loaded = manifests.load(package_dir, registrations)
+    except exceptions.ParameterErrors as errors:
+        for error in errors.errors:
+            found.error('manifest-invalid', error.path, error.reason)
+        return
+    storage = _mapping(root.get('storage_server'))
+    base = '%s.storage_server.' % params.ROOT
+    mounts = [_text(item, 'mount_to')
+              for _, item in _items(storage, 'cinder_volume_setup_params')]
+    mounts = [m for m in mounts if m]
+    exports = [(base + 'nfs_server_setup_params[%d].export_dir' % index,
+                _text(item, 'export_dir'))
+               for index, item in _items(storage, 'nfs_server_setup_params')]
+    exports = [(where, d) for where, d in exports if d]
+    for where, directory in exports:
+        if not any(_within(pv.nfs_path, directory) for pv in loaded):
+            found.warning('export-unused', where,
+                          '%s is exported but no PersistentVolume of '
+                          'pv_registration_params uses it' % directory)
+        if mounts and not any(_within(directory, m) for m in mounts):
+            found.warning('export-outside-volume', where,
+                          '%s is not under a mount_to (%s): its data would '
+                          'live on the root disk, not on a Cinder volume'
+                          % (directory, ', '.join(mounts)))
+    for registration, pv in zip(registrations, loaded):
+        if not any(_within(pv.nfs_path, d) for _, d in exports):
+            found.warning('pv-not-exported',
+                          registration.json_path + '.pv_manifest_file_path',
+                          'spec.nfs.path %s of PersistentVolume %s is not in '
+                          'any export_dir: Pods using it cannot mount it'
+                          % (pv.nfs_path, pv.name))
+
+
+# -- BaseHOT ------------------------------------------------------------------
+
+class _BaseHot(object):
+    """The top template of BaseHOT/<flavour> and its nested templates."""
+
+    def __init__(self, directory, top_name, top, nested):
+        self.directory = directory
+        self.top_name = top_name
+        self.resources = _mapping(top.get('resources'))
+        self.nested = nested
+
+    def nested_holding(self, name):
+        return sorted(f for f, t in self.nested.items()
+                      if name in _mapping(t.get('resources')))
+
+
+def _load_yaml(path):
+    with open(path, encoding='utf-8') as stream:
+        return yaml.safe_load(stream)
+
+
+def _yaml_files(directory):
+    try:
+        return sorted(f for f in os.listdir(directory) if f.endswith(_YAML)
+                      and os.path.isfile(os.path.join(directory, f)))
+    except OSError:
+        return []
+
+
+def _load_base_hot(package_dir, flavour, found):
+    relative = 'BaseHOT/%s' % flavour
+    directory = os.path.join(package_dir, relative)
+    tops = _yaml_files(directory)
+    if not tops:
+        found.error('basehot-missing', relative,
+                    'flavour %s has no top-level Heat template in %s/'
+                    % (flavour, relative))
+        return None
+    if len(tops) > 1:
+        found.error('basehot-ambiguous', relative,
+                    'Tacker uses one of %s at random: keep a single '
+                    'top-level template (nested ones go in nested/)'
+                    % ', '.join(tops))
+        return None
+    templates = {}
+    for name in [tops[0]] + ['nested/' + f for f in
+                             _yaml_files(os.path.join(directory, 'nested'))]:
+        try:
+            templates[name] = _mapping(_load_yaml(
+                os.path.join(directory, name)))
+        except (OSError, UnicodeDecodeError, yaml.YAMLError) as error:
+            found.error('yaml-invalid', '%s/%s' % (relative, name), str(error))
+            return None
+    top = templates.pop(tops[0])
+    nested = {name[len('nested/'):]: t for name, t in templates.items()}
+    return _BaseHot(relative, tops[0], top, nested)
+
+
+def _check_heat(package_dir, flavour, root, found):
+    hot = _load_base_hot(package_dir, flavour, found)
+    if hot is None:
+        return
+    storage = _mapping(root.get('storage_server'))
+    base = '%s.storage_server' % params.ROOT
+    if storage:
+        for key in ('ssh_cp_name', 'nic_cp_name'):
+            _top_resource(hot, found, '%s.%s' % (base, key),
+                          _text(storage, key), _CP_TYPES)
+        for index, item in _items(storage, 'cinder_volume_setup_params'):
+            _top_resource(
+                hot, found, '%s.cinder_volume_setup_params[%d].'
+                'volume_resource_id' % (base, index),
+                _text(item, 'volume_resource_id'), _VOLUME_TYPES)
+    for index, item in _items(root, 'pv_registration_params'):
+        _top_resource(hot, found, '%s.pv_registration_params[%d].'
+                      'nfs_server_cp' % (params.ROOT, index),
+                      _text(item, 'nfs_server_cp'), _CP_TYPES)
+    for role in ('master_node', 'worker_node'):
+        _check_node_cps(hot, found, '%s.%s' % (params.ROOT, role),
+                        _mapping(root.get(role)))
+
+
+def _top_resource(hot, found, where, name, types):
+    """The top-level resource `name` if it has one of `types`, else None
+    (with a finding). The driver looks these up on the top-level stack."""
+    if name is None:
+        return None
+    resource = hot.resources.get(name)
+    if resource is None:
+        nested = hot.nested_holding(name)
+        hint = ''
+        if nested:
+            hint = (' (only nested/%s has it, but the driver looks it up on '
+                    'the top-level stack)' % ', nested/'.join(nested))
+        found.error('hot-resource-missing', where, '%s is not a resource of '
+                    '%s/%s%s' % (name, hot.directory, hot.top_name, hint))
+        return None
+    kind = _mapping(resource).get('type')
+    if kind not in types:
+        found.error('hot-resource-type', where, '%s is a %s in %s/%s; '
+                    'expected %s' % (name, kind, hot.directory, hot.top_name,
+                                     ' or '.join(types)))
+        return None
+    return _mapping(resource)
+
+
+def _check_node_cps(hot, found, path, node):
+    """Master/Worker CPs: in the member template of the aspect's scaling
+    group, or on the top-level stack for nodes outside any group."""
+    names = [('%s.%s' % (path, key), _text(node, key))
+             for key in ('ssh_cp_name', 'nic_cp_name')]
+    aspect = _text(node, 'aspect_id')
+    if aspect is None:
+        for where, name in names:
+            _top_resource(hot, found, where, name, _CP_TYPES)
+        return
+    group = _top_resource(hot, found, path + '.aspect_id', aspect,
+                          _GROUP_TYPES)
+    if group is None:
+        return
+    member = _mapping(_mapping(group.get('properties')).get('resource'))
+    member_type = member.get('type')
+    template = hot.nested.get(member_type)
+    if template is None:
+        found.error('hot-resource-missing', path + '.aspect_id',
+                    'the members of scaling group %s are %s, which is not a '
+                    'template in %s/nested/' % (aspect, member_type,
+                                                hot.directory))
+        return
+    resources = _mapping(template.get('resources'))
+    for where, name in names:
+        if name is None:
+            continue
+        kind = _mapping(resources.get(name)).get('type')
+        if name not in resources:
+            found.error('hot-resource-missing', where,
+                        '%s is not a resource of %s/nested/%s, the member '
+                        'template of scaling group %s' % (
+                            name, hot.directory, member_type, aspect))
+        elif kind not in _CP_TYPES:
+            found.error('hot-resource-type', where,
+                        '%s is a %s in %s/nested/%s; expected %s' % (
+                            name, kind, hot.directory, member_type,
+                            ' or '.join(_CP_TYPES)))
+
+
+# -- VNFD ---------------------------------------------------------------------
+
+def _flavour_definition(package_dir, flavour, found):
+    """(file, template) of the flavour, found as Tacker finds it: the YAML
+    file at the top of the package or one level down whose
+    substitution_mappings has this flavour_id."""
+    candidates = _yaml_files(package_dir) + [
+        '%s/%s' % (d, f) for d in sorted(os.listdir(package_dir))
+        if os.path.isdir(os.path.join(package_dir, d))
+        for f in _yaml_files(os.path.join(package_dir, d))]
+    for relative in candidates:
+        try:
+            template = _mapping(_load_yaml(os.path.join(package_dir,
+                                                        relative)))
+        except (OSError, UnicodeDecodeError, yaml.YAMLError) as error:
+            found.error('yaml-invalid', relative, str(error))
+            continue
+        mapping = _mapping(_mapping(template.get('topology_template')).get(
+            'substitution_mappings'))
+        if _mapping(mapping.get('properties')).get('flavour_id') == flavour:
+            return relative, template
+    return None, None
+
+
+def _check_vnfd(package_dir, flavour, found):
+    relative, template = _flavour_definition(package_dir, flavour, found)
+    if template is None:
+        found.error('flavour-unknown', 'flavourId',
+                    'no VNFD file of the package defines flavour %s '
+                    '(substitution_mappings.properties.flavour_id)' % flavour)
+        return
+    vnf = _mapping(_mapping(_mapping(template.get('topology_template')).get(
+        'node_templates')).get('VNF'))
+    where = '%s: VNF' % relative
+    hooks = _mapping(_mapping(vnf.get('interfaces')).get('Vnflcm'))
+    for hook in PV_HOOKS:
+        if hook not in hooks:
+            found.error('interface-missing',
+                        '%s.interfaces.Vnflcm.%s' % (where, hook),
+                        'the driver runs persistent-volume steps in %s; '
+                        'without it Tacker calls vnflcm_noop instead' % hook)
+    driver_used = False
+    for hook, operation in sorted(hooks.items()):
+        implementation = _mapping(operation).get('implementation')
+        if isinstance(implementation, dict):
+            implementation = implementation.get('primary')
+        if implementation == base_driver.DRIVER_NAME:
+            driver_used = True
+        else:
+            found.error('interface-not-driver',
+                        '%s.interfaces.Vnflcm.%s' % (where, hook),
+                        'implementation is %r, not %s' % (
+                            implementation, base_driver.DRIVER_NAME))
+    if driver_used:
+        _check_driver_artifact(package_dir, where, _mapping(
+            _mapping(vnf.get('artifacts')).get(base_driver.DRIVER_NAME)),
+            found)
+
+
+def _check_driver_artifact(package_dir, where, artifact, found):
+    where = '%s.artifacts.%s' % (where, base_driver.DRIVER_NAME)
+    if not artifact:
+        found.error('artifact-missing', where,
+                    'the Vnflcm interfaces name artifact %s, which the VNF '
+                    'node does not define' % base_driver.DRIVER_NAME)
+        return
+    relative = _text(artifact, 'file')
+    # Tacker joins the artifact file to the package root, not to the VNFD.
+    path = os.path.join(package_dir, relative or '')
+    if relative is None or not os.path.isfile(path):
+        found.error('artifact-file-missing', where,
+                    'file %r is not in the package; `kubernetes-mgmt-pv '
+                    'package` adds the installed driver as %s'
+                    % (relative, csar.DRIVER_PATH))
+        return
+    installed = csar.installed_driver_file()
+    if csar.file_hash(path) != csar.file_hash(installed):
+        found.error('driver-mismatch', where,
+                    '%s differs from the driver installed here (%s): Tacker '
+                    'raises MgmtDriverHashMatchFailure on every hook unless '
+                    'it is byte-identical to the driver installed with '
+                    'tacker-conductor; rebuild with `kubernetes-mgmt-pv '
+                    'package`' % (relative, installed))

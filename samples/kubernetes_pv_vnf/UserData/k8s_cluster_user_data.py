@@ -1,0 +1,87 @@
+"""Heat input of the sample BaseHOT, computed by Tacker from the request.
+
+Tacker runs ``KubernetesClusterUserData.instantiate`` at instantiate (and
+at an entire-cluster heal) and passes the returned dict to Heat as stack
+parameters. The BaseHOT reads everything through one ``nfv`` parameter,
+``{get_param: [nfv, VDU|CP, <name>, <key>]}``; this class answers exactly
+the keys the sample uses, and fails with a clear reason for anything else:
+
+* ``VDU.<vdu>.flavor``: the VDU's ``requested_additional_capability_name``
+  (a Nova flavor name);
+* ``VDU.<vdu>.image``: the VDU's ``sw_image_data.name`` (a Glance image
+  registered beforehand: the sample package carries no image file);
+* ``CP.<cp>.network``: the ``resourceId`` of the ``extVirtualLinks`` entry
+  whose ``extCps`` lists the CP.
+"""
+
+from tacker.extensions import vnfm
+from tacker.vnfm.lcm_user_data.abstract_user_data import AbstractUserData
+
+
+class KubernetesClusterUserData(AbstractUserData):
+
+    @staticmethod
+    def instantiate(base_hot_dict=None, vnfd_dict=None, inst_req_info=None,
+                    grant_info=None):
+        vdus = _vdu_properties(vnfd_dict or {})
+        networks = _cp_networks(inst_req_info)
+        nfv = {'VDU': {}, 'CP': {}}
+        for kind, name, key in sorted(_nfv_references(base_hot_dict or {})):
+            if kind == 'VDU' and key in ('flavor', 'image'):
+                value = vdus.get(name, {}).get(key)
+                source = 'VDU %s of the VNFD' % name
+            elif kind == 'CP' and key == 'network':
+                value = networks.get(name)
+                source = 'extVirtualLinks[].extCps[] of the request'
+            else:
+                raise vnfm.LCMUserDataFailed(
+                    reason='BaseHOT parameter nfv.%s.%s.%s is not supported '
+                           'by KubernetesClusterUserData' % (kind, name, key))
+            if not value:
+                raise vnfm.LCMUserDataFailed(
+                    reason='BaseHOT parameter nfv.%s.%s.%s has no value: '
+                           'nothing in %s provides it' % (kind, name, key,
+                                                          source))
+            nfv[kind].setdefault(name, {})[key] = value
+        return {'nfv': nfv}
+
+
+def _nfv_references(node):
+    """Every (kind, name, key) of a ``get_param: [nfv, ...]`` in the HOTs."""
+    found = set()
+    if isinstance(node, dict):
+        path = node.get('get_param')
+        if isinstance(path, list) and len(path) == 4 and path[0] == 'nfv':
+            found.add(tuple(path[1:]))
+        for value in node.values():
+            found |= _nfv_references(value)
+    elif isinstance(node, list):
+        for value in node:
+            found |= _nfv_references(value)
+    return found
+
+
+def _vdu_properties(vnfd_dict):
+    """Flavor and image name of each VDU (node with sw_image_data)."""
+    vdus = {}
+    templates = vnfd_dict.get('topology_template', {}).get(
+        'node_templates', {})
+    for name, template in templates.items():
+        image = (template.get('properties') or {}).get('sw_image_data')
+        if not image:
+            continue
+        compute = (template.get('capabilities') or {}).get(
+            'virtual_compute', {}).get('properties', {})
+        flavor = compute.get('requested_additional_capabilities', {}).get(
+            'properties', {}).get('requested_additional_capability_name')
+        vdus[name] = {'flavor': flavor, 'image': image.get('name')}
+    return vdus
+
+
+def _cp_networks(inst_req_info):
+    """Neutron network of each external CP named in the request."""
+    networks = {}
+    for link in getattr(inst_req_info, 'ext_virtual_links', None) or []:
+        for ext_cp in link.ext_cps or []:
+            networks[ext_cp.cpd_id] = link.resource_id
+    return networks

@@ -1,0 +1,83 @@
+"""The sample VNFD parses with tosca-parser, the library Tacker uses, with
+the ETSI SOL001 types the package carries, and describes what the BaseHOT
+and the requests name."""
+
+import os
+
+import pytest
+
+pytest.importorskip('tacker.objects')
+
+from toscaparser.tosca_template import ToscaTemplate  # noqa: E402
+
+from kubernetes_mgmt_pv import base_driver  # noqa: E402
+from tests.tacker.support import SAMPLE  # noqa: E402
+
+TOP_VNFD = os.path.join(SAMPLE, 'Definitions',
+                        'sample_kubernetes_top.vnfd.yaml')
+
+
+@pytest.fixture(scope='module')
+def flavours():
+    # Tacker passes local_defs mapping the ETSI forge URLs to local copies
+    # (missing from the wheel, see test_vnf_package); the sample imports
+    # the ETSI types from its own Definitions/, so none is needed.
+    tosca = ToscaTemplate(TOP_VNFD, None, True, local_defs={})
+    return {tp.tpl['substitution_mappings']['properties']['flavour_id']: tp
+            for tp in tosca.nested_tosca_templates_with_topology}
+
+
+def nodes(topology):
+    return {node.name: node for node in topology.nodetemplates}
+
+
+def test_both_flavours_are_defined(flavours):
+    assert sorted(flavours) == ['ha', 'simple']
+
+
+@pytest.mark.parametrize('flavour', ['simple', 'ha'])
+def test_storage_server_with_volume_and_cp(flavours, flavour):
+    templates = nodes(flavours[flavour])
+    assert templates['storage_server'].type == 'tosca.nodes.nfv.Vdu.Compute'
+    assert templates['storage_server'].requirements == [
+        {'virtual_storage': 'storage_server_volume'}]
+    assert templates['storage_server_volume'].type == \
+        'tosca.nodes.nfv.Vdu.VirtualBlockStorage'
+    assert templates['storage_server_CP'].type == 'tosca.nodes.nfv.VduCp'
+    assert templates['storage_server_CP'].requirements == [
+        {'virtual_binding': 'storage_server'}]
+    assert templates['masterNode_CP1'].requirements == [
+        {'virtual_binding': 'masterNode'}]
+    assert templates['workerNode_CP2'].requirements == [
+        {'virtual_binding': 'workerNode'}]
+
+
+@pytest.mark.parametrize('flavour', ['simple', 'ha'])
+def test_vnflcm_hooks_point_at_the_driver_artifact(flavours, flavour):
+    vnf = nodes(flavours[flavour])['VNF']
+    hooks = {i.name: i.implementation for i in vnf.interfaces
+             if i.type == 'Vnflcm'}
+    assert hooks == dict.fromkeys(
+        ['instantiate_end', 'terminate_end', 'scale_start', 'scale_end',
+         'heal_start', 'heal_end'], base_driver.DRIVER_NAME)
+    assert vnf.entity_tpl['artifacts'][base_driver.DRIVER_NAME] == {
+        'description': 'Management driver for Kubernetes clusters with '
+                       'PersistentVolumes',
+        'type': 'tosca.artifacts.Implementation.Python',
+        'file': 'Scripts/mgmt_driver.py'}
+
+
+@pytest.mark.parametrize('flavour, masters', [('simple', 1), ('ha', 3)])
+def test_scaling_aspects_and_initial_sizes(flavours, flavour, masters):
+    policies = {p.name: p for p in flavours[flavour].policies}
+    aspects = policies['scaling_aspects'].properties['aspects']
+    assert sorted(aspects) == ['master_instance', 'worker_instance']
+    initial = {p.targets[0]: p.properties['initial_delta'][
+        'number_of_instances'] for p in policies.values()
+        if p.type == 'tosca.policies.nfv.VduInitialDelta'}
+    assert initial == {'masterNode': masters, 'workerNode': 2,
+                       'storage_server': 1}
+    deltas = {p.properties['aspect']: p.targets for p in policies.values()
+              if p.type == 'tosca.policies.nfv.VduScalingAspectDeltas'}
+    assert deltas == {'master_instance': ['masterNode'],
+                      'worker_instance': ['workerNode']}

@@ -1,0 +1,97 @@
+"""The sample's UserData, loaded and called as Tacker's OpenStack infra
+driver does, gives Heat every parameter the BaseHOT of each flavour reads."""
+
+import importlib
+import json
+import os
+import sys
+
+import pytest
+
+pytest.importorskip('tacker.objects')
+
+from tacker.common import utils as tacker_utils  # noqa: E402
+from tacker.extensions import vnfm  # noqa: E402
+from tacker import objects  # noqa: E402
+from tacker.vnflcm import utils as vnflcm_utils  # noqa: E402
+
+from tests.tacker.support import REQUESTS  # noqa: E402
+
+IMAGE = 'ubuntu-20.04-server-cloudimg-amd64'
+NETWORK = 'f0c82461-36b5-4d86-8322-b0bc19cda65f'
+
+
+def instantiate_request(name, context, change=None):
+    """The request file as Tacker's API turns it into an object."""
+    with open(os.path.join(REQUESTS, name)) as stream:
+        body = json.load(stream)
+    if change:
+        change(body)
+    return objects.InstantiateVnfRequest.obj_from_primitive(
+        tacker_utils.convert_camelcase_to_snakecase(body), context)
+
+
+@pytest.fixture
+def user_data_class():
+    """Import the package's UserData module the way Tacker does (package
+    on sys.path, module path from lcm-operation-user-data), then forget it
+    so the next package's module is imported afresh."""
+    loaded = []
+
+    def load(package_path, additional_params):
+        module_name = os.path.splitext(additional_params[
+            'lcm-operation-user-data'].lstrip('./'))[0].replace('/', '.')
+        sys.path.append(package_path)
+        try:
+            module = importlib.import_module(module_name)
+        finally:
+            sys.path.remove(package_path)
+        loaded.append(module_name)
+        return getattr(module, additional_params[
+            'lcm-operation-user-data-class'])
+    yield load
+    for name in list(sys.modules):
+        if any(name == m or m.startswith(name + '.') for m in loaded):
+            del sys.modules[name]
+
+
+def run_user_data(context, onboard, built_package, user_data_class, flavour,
+                  request):
+    vnf_instance = onboard(built_package)
+    base_hot, nested = vnflcm_utils.get_base_nest_hot_dict(
+        context, flavour, vnf_instance.vnfd_id)
+    vnfd = vnflcm_utils.get_vnfd_dict(context, vnf_instance.vnfd_id, flavour)
+    klass = user_data_class(
+        vnflcm_utils._get_vnf_package_path(context, vnf_instance.vnfd_id),
+        request.additional_params)
+    return klass.instantiate(dict(nested, heat_template=base_hot), vnfd,
+                             request, None)
+
+
+@pytest.mark.parametrize('flavour', ['simple', 'ha'])
+def test_every_basehot_parameter_gets_a_value(
+        tacker_conf, context, onboard, built_package, user_data_class,
+        flavour):
+    request = instantiate_request('instantiate_%s.json' % flavour, context)
+    vm = {'flavor': 'm1.medium', 'image': IMAGE}
+    assert run_user_data(context, onboard, built_package, user_data_class,
+                         flavour, request) == {'nfv': {
+                             'VDU': {'masterNode': vm, 'workerNode': vm,
+                                     'storage_server': vm},
+                             'CP': {'masterNode_CP1': {'network': NETWORK},
+                                    'workerNode_CP2': {'network': NETWORK},
+                                    'storage_server_CP': {
+                                        'network': NETWORK}}}}
+
+
+def test_cp_without_external_link_is_reported(
+        tacker_conf, context, onboard, built_package, user_data_class):
+    def drop_storage_link(body):
+        body['extVirtualLinks'] = [link for link in body['extVirtualLinks']
+                                   if link['id'] != 'net0_storage']
+    request = instantiate_request('instantiate_simple.json', context,
+                                  drop_storage_link)
+    with pytest.raises(vnfm.LCMUserDataFailed,
+                       match='nfv.CP.storage_server_CP.network'):
+        run_user_data(context, onboard, built_package, user_data_class,
+                      'simple', request)

@@ -1,0 +1,483 @@
+"""The operator CLI: `package` builds the CSAR, `validate` finds each
+problem (and only that one)."""
+
+import hashlib
+import json
+import os
+import shutil
+import zipfile
+
+import pytest
+import yaml
+
+from kubernetes_mgmt_pv import cli
+from kubernetes_mgmt_pv import csar
+from kubernetes_mgmt_pv import params
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(
+    os.path.abspath(__file__))))
+SAMPLE = os.path.join(ROOT, 'samples', 'kubernetes_pv_vnf')
+REQUESTS = os.path.join(ROOT, 'samples', 'requests')
+META = 'TOSCA-Metadata/TOSCA.meta'
+DF_SIMPLE = 'Definitions/sample_kubernetes_df_simple.yaml'
+VNF_WHERE = DF_SIMPLE + ': VNF'
+STORAGE = params.ROOT + '.storage_server'
+
+
+def sample_request(name='instantiate_simple.json'):
+    with open(os.path.join(REQUESTS, name)) as stream:
+        return json.load(stream)
+
+
+def cluster_params(body):
+    return body['additionalParams'][params.ROOT]
+
+
+@pytest.fixture(scope='module')
+def built_zip(tmp_path_factory):
+    path = tmp_path_factory.mktemp('csar') / 'package.zip'
+    assert cli.main(['package', '--source', SAMPLE,
+                     '--output', str(path)]) == 0
+    return path
+
+
+@pytest.fixture
+def package(built_zip, tmp_path):
+    """The built package, extracted for a test to break."""
+    directory = tmp_path / 'package'
+    with zipfile.ZipFile(built_zip) as archive:
+        archive.extractall(directory)
+    return directory
+
+
+@pytest.fixture
+def body():
+    return sample_request()
+
+
+class Validator(object):
+    """Runs `validate --format json` and keeps (code, where) of findings."""
+
+    def __init__(self, capsys, tmp_path):
+        self.capsys = capsys
+        self.tmp_path = tmp_path
+
+    def __call__(self, package, body):
+        request = self.tmp_path / 'request.json'
+        request.write_text(json.dumps(body))
+        self.capsys.readouterr()
+        code = cli.main(['validate', '--package', str(package),
+                         '--request', str(request), '--format', 'json'])
+        self.findings = json.loads(self.capsys.readouterr().out)
+        return code, {(f['code'], f['where']) for f in self.findings}
+
+    def rebuilt(self, package, body):
+        """Validate the CSAR built from a changed package directory, so
+        only the change itself is reported (the hashes are recomputed)."""
+        output = self.tmp_path / 'rebuilt.zip'
+        assert cli.main(['package', '--source', str(package),
+                         '--output', str(output)]) == 0
+        return self(output, body)
+
+
+@pytest.fixture
+def validate(capsys, tmp_path):
+    return Validator(capsys, tmp_path)
+
+
+def edit_yaml(path, change):
+    with open(path) as stream:
+        document = yaml.safe_load(stream)
+    change(document)
+    with open(path, 'w') as stream:
+        yaml.safe_dump(document, stream)
+
+
+def vnf_node(document):
+    return document['topology_template']['node_templates']['VNF']
+
+
+# -- package ------------------------------------------------------------------
+
+@pytest.mark.parametrize('request_file', ['instantiate_simple.json',
+                                          'instantiate_ha.json'])
+def test_built_package_validates_clean(built_zip, validate, request_file):
+    assert validate(built_zip, sample_request(request_file)) == (0, set())
+
+
+def test_built_package_carries_the_installed_driver_and_every_hash(built_zip):
+    with zipfile.ZipFile(built_zip) as archive:
+        names = archive.namelist()
+        contents = {name: archive.read(name) for name in names}
+        modes = {i.filename: i.external_attr >> 16 for i in archive.infolist()}
+    with open(csar.installed_driver_file(), 'rb') as stream:
+        assert contents['Scripts/mgmt_driver.py'] == stream.read()
+    meta = contents[META].decode()
+    assert meta.startswith('TOSCA-Meta-File-Version: 1.0\n')
+    assert 'Entry-Definitions: Definitions/sample_kubernetes_top.vnfd.yaml' \
+        in meta
+    blocks = [dict(line.split(': ', 1) for line in block.splitlines())
+              for block in meta.strip().split('\n\n')[1:]]
+    artifacts = [n for n in names if not n.startswith(
+        ('Definitions/', 'TOSCA-Metadata/'))]
+    assert [b['Source'] for b in blocks] == sorted(artifacts)
+    for block in blocks:
+        assert block['Algorithm'] == 'SHA-256'
+        assert block['Hash'] == hashlib.sha256(
+            contents[block['Source']]).hexdigest()
+    assert names == sorted(names)
+    assert modes['Scripts/install_k8s_cluster.sh'] & 0o777 == 0o755
+    assert modes['Scripts/mgmt_driver.py'] & 0o777 == 0o644
+
+
+def test_package_is_deterministic(built_zip, tmp_path):
+    again = tmp_path / 'again.zip'
+    assert cli.main(['package', '--source', SAMPLE,
+                     '--output', str(again)]) == 0
+    assert again.read_bytes() == built_zip.read_bytes()
+
+
+def test_package_replaces_a_different_driver_copy(tmp_path, capsys):
+    source = tmp_path / 'source'
+    shutil.copytree(SAMPLE, source)
+    (source / 'Scripts' / 'mgmt_driver.py').write_text('# stale copy\n')
+    output = tmp_path / 'out.zip'
+    assert cli.main(['package', '--source', str(source),
+                     '--output', str(output)]) == 0
+    assert 'replaced' in capsys.readouterr().err
+    with zipfile.ZipFile(output) as archive, \
+            open(csar.installed_driver_file(), 'rb') as stream:
+        assert archive.read('Scripts/mgmt_driver.py') == stream.read()
+
+
+def test_package_refuses_a_source_without_tosca_meta(tmp_path, capsys):
+    source = tmp_path / 'source'
+    shutil.copytree(SAMPLE, source)
+    os.unlink(source / META)
+    output = tmp_path / 'out.zip'
+    assert cli.main(['package', '--source', str(source),
+                     '--output', str(output)]) == 1
+    assert META in capsys.readouterr().err
+    assert not output.exists()
+
+
+def test_package_refuses_a_missing_entry_definitions(tmp_path, capsys):
+    source = tmp_path / 'source'
+    shutil.copytree(SAMPLE, source)
+    os.unlink(source / 'Definitions' / 'sample_kubernetes_top.vnfd.yaml')
+    assert cli.main(['package', '--source', str(source),
+                     '--output', str(tmp_path / 'out.zip')]) == 1
+    assert 'sample_kubernetes_top.vnfd.yaml' in capsys.readouterr().err
+    assert os.listdir(tmp_path) == ['source']  # no temporary file left
+
+
+# -- validate: TOSCA.meta and the driver file ---------------------------------
+
+def test_source_directory_lacks_the_driver_file(validate, body):
+    assert validate(SAMPLE, body) == (1, {
+        ('artifact-file-missing',
+         VNF_WHERE + '.artifacts.mgmt-drivers-kubernetes')})
+
+
+def test_altering_a_file_of_the_zip_breaks_its_hash(built_zip, validate,
+                                                    body, tmp_path):
+    altered = tmp_path / 'altered.zip'
+    with zipfile.ZipFile(built_zip) as source, \
+            zipfile.ZipFile(altered, 'w') as target:
+        for info in source.infolist():
+            data = source.read(info)
+            if info.filename == 'Scripts/install_k8s_cluster.sh':
+                data += b'\n# changed after packaging\n'
+            target.writestr(info, data)
+    code, found = validate(altered, body)
+    assert (code, found) == (1, {
+        ('hash-mismatch', META + ': Scripts/install_k8s_cluster.sh')})
+    assert 'Tacker refuses the upload' in validate.findings[0]['message']
+
+
+def test_altered_driver_copy_fails_the_hash_and_the_driver_check(
+        package, validate, body):
+    with open(package / 'Scripts' / 'mgmt_driver.py', 'a') as stream:
+        stream.write('# patched in place\n')
+    assert validate(package, body) == (1, {
+        ('hash-mismatch', META + ': Scripts/mgmt_driver.py'),
+        ('driver-mismatch',
+         VNF_WHERE + '.artifacts.mgmt-drivers-kubernetes')})
+    assert 'MgmtDriverHashMatchFailure' in ' '.join(
+        f['message'] for f in validate.findings)
+
+
+def test_unsupported_hash_algorithm(package, validate, body):
+    meta = (package / META).read_text()
+    (package / META).write_text(meta.replace(
+        'Source: UserData/__init__.py\nAlgorithm: SHA-256',
+        'Source: UserData/__init__.py\nAlgorithm: MD5'))
+    assert validate(package, body) == (1, {
+        ('meta-invalid', META + ': UserData/__init__.py')})
+
+
+def test_incomplete_artifact_entry(package, validate, body):
+    with open(package / META, 'a') as stream:
+        stream.write('\nSource: Files/extra.txt\nHash: 1234\n')
+    assert validate(package, body) == (1, {
+        ('meta-invalid', META + ': Files/extra.txt')})
+
+
+def test_listed_file_missing_from_the_package(package, validate, body):
+    os.unlink(package / 'UserData' / '__init__.py')
+    assert validate(package, body) == (1, {
+        ('meta-source-missing', META + ': UserData/__init__.py')})
+
+
+def test_remote_source_is_only_a_warning(package, validate, body):
+    with open(package / META, 'a') as stream:
+        stream.write('\nSource: https://example.com/image.img\n'
+                     'Algorithm: SHA-256\nHash: 1234\n')
+    assert validate(package, body) == (0, {
+        ('meta-source-remote', META + ': https://example.com/image.img')})
+
+
+def test_missing_tosca_meta(package, validate, body):
+    os.unlink(package / META)
+    assert validate(package, body) == (1, {('meta-missing', META)})
+
+
+def test_entry_definitions_not_in_the_package(package, validate, body):
+    meta = (package / META).read_text()
+    (package / META).write_text(meta.replace(
+        'sample_kubernetes_top.vnfd.yaml', 'missing.yaml'))
+    assert validate(package, body) == (1, {
+        ('meta-missing', META + ': Entry-Definitions')})
+
+
+# -- validate: the VNFD -------------------------------------------------------
+
+def test_hook_not_routed_to_the_driver_is_missing(package, validate, body):
+    edit_yaml(package / DF_SIMPLE, lambda document: vnf_node(document)[
+        'interfaces']['Vnflcm'].pop('heal_start'))
+    assert validate.rebuilt(package, body) == (1, {
+        ('interface-missing',
+         VNF_WHERE + '.interfaces.Vnflcm.heal_start')})
+
+
+def test_hook_implemented_by_another_driver(package, validate, body):
+    def change(document):
+        vnf_node(document)['interfaces']['Vnflcm']['terminate_end'] = {
+            'implementation': 'other-driver'}
+    edit_yaml(package / DF_SIMPLE, change)
+    assert validate.rebuilt(package, body) == (1, {
+        ('interface-not-driver',
+         VNF_WHERE + '.interfaces.Vnflcm.terminate_end')})
+
+
+def test_primary_and_dependencies_implementation_is_accepted(
+        package, validate, body):
+    def change(document):
+        vnf_node(document)['interfaces']['Vnflcm']['scale_start'] = {
+            'implementation': {'primary': 'mgmt-drivers-kubernetes',
+                               'dependencies': []}}
+    edit_yaml(package / DF_SIMPLE, change)
+    assert validate.rebuilt(package, body) == (0, set())
+
+
+def test_driver_artifact_not_defined(package, validate, body):
+    def change(document):
+        artifacts = vnf_node(document)['artifacts']
+        artifacts['renamed'] = artifacts.pop('mgmt-drivers-kubernetes')
+    edit_yaml(package / DF_SIMPLE, change)
+    assert validate.rebuilt(package, body) == (1, {
+        ('artifact-missing',
+         VNF_WHERE + '.artifacts.mgmt-drivers-kubernetes')})
+
+
+def test_unknown_flavour(built_zip, validate, body):
+    body['flavourId'] = 'large'
+    assert validate(built_zip, body) == (1, {
+        ('flavour-unknown', 'flavourId'),
+        ('basehot-missing', 'BaseHOT/large')})
+
+
+def test_invalid_yaml_where_tacker_looks_for_flavours(package, validate,
+                                                      body):
+    (package / 'Definitions' / 'broken.yaml').write_text('key: [unclosed\n')
+    assert validate(package, body) == (1, {
+        ('yaml-invalid', 'Definitions/broken.yaml')})
+
+
+# -- validate: the BaseHOT ----------------------------------------------------
+
+@pytest.mark.parametrize('change, where', [
+    (lambda p: p['storage_server'].update(ssh_cp_name='storage_CP'),
+     STORAGE + '.ssh_cp_name'),
+    (lambda p: p['storage_server'].update(nic_cp_name='storage_CP'),
+     STORAGE + '.nic_cp_name'),
+    (lambda p: p['storage_server']['cinder_volume_setup_params'][0].update(
+        volume_resource_id='data_volume'),
+     STORAGE + '.cinder_volume_setup_params[0].volume_resource_id'),
+    (lambda p: p['pv_registration_params'][2].update(nfs_server_cp='nfs_CP'),
+     params.ROOT + '.pv_registration_params[2].nfs_server_cp'),
+    (lambda p: p['master_node'].update(aspect_id='masters'),
+     params.ROOT + '.master_node.aspect_id'),
+    (lambda p: p['worker_node'].update(ssh_cp_name='workerNode_CP9'),
+     params.ROOT + '.worker_node.ssh_cp_name'),
+    (lambda p: p['master_node'].update(nic_cp_name='workerNode_CP2'),
+     params.ROOT + '.master_node.nic_cp_name'),
+])
+def test_name_the_basehot_does_not_define(built_zip, validate, body, change,
+                                          where):
+    change(cluster_params(body))
+    assert validate(built_zip, body) == (1, {('hot-resource-missing', where)})
+
+
+def test_cp_only_in_a_nested_template_is_named(built_zip, validate, body):
+    cluster_params(body)['storage_server']['ssh_cp_name'] = 'masterNode_CP1'
+    assert validate(built_zip, body) == (1, {
+        ('hot-resource-missing', STORAGE + '.ssh_cp_name')})
+    assert 'only nested/simple_nested_master.yaml' in \
+        validate.findings[0]['message']
+
+
+def test_node_without_aspect_is_looked_up_on_the_top_stack(built_zip,
+                                                           validate, body):
+    del cluster_params(body)['worker_node']['aspect_id']
+    assert validate(built_zip, body) == (1, {
+        ('hot-resource-missing', params.ROOT + '.worker_node.ssh_cp_name'),
+        ('hot-resource-missing', params.ROOT + '.worker_node.nic_cp_name')})
+
+
+@pytest.mark.parametrize('change, where', [
+    (lambda p: p['storage_server']['cinder_volume_setup_params'][0].update(
+        volume_resource_id='storage_server_CP'),
+     STORAGE + '.cinder_volume_setup_params[0].volume_resource_id'),
+    (lambda p: p['storage_server'].update(ssh_cp_name='storage_server'),
+     STORAGE + '.ssh_cp_name'),
+    (lambda p: p['worker_node'].update(aspect_id='worker_instance_scale_out'),
+     params.ROOT + '.worker_node.aspect_id'),
+    (lambda p: p['worker_node'].update(ssh_cp_name='workerNode'),
+     params.ROOT + '.worker_node.ssh_cp_name'),
+])
+def test_resource_of_the_wrong_type(built_zip, validate, body, change, where):
+    change(cluster_params(body))
+    assert validate(built_zip, body) == (1, {('hot-resource-type', where)})
+
+
+def test_member_template_of_a_group_is_missing(package, validate, body):
+    os.unlink(package / 'BaseHOT' / 'simple' / 'nested' /
+              'simple_nested_worker.yaml')
+    assert validate.rebuilt(package, body) == (1, {
+        ('hot-resource-missing', params.ROOT + '.worker_node.aspect_id')})
+
+
+def test_flavour_without_basehot(package, validate):
+    shutil.rmtree(package / 'BaseHOT' / 'ha')
+    assert validate.rebuilt(package, sample_request('instantiate_ha.json')) \
+        == (1, {('basehot-missing', 'BaseHOT/ha')})
+
+
+def test_two_top_level_templates_are_ambiguous(package, validate, body):
+    shutil.copy(package / 'BaseHOT' / 'simple' / 'simple_hot_top.yaml',
+                package / 'BaseHOT' / 'simple' / 'copy.yaml')
+    assert validate.rebuilt(package, body) == (1, {
+        ('basehot-ambiguous', 'BaseHOT/simple')})
+
+
+# -- validate: parameters, manifests and exports ------------------------------
+
+def test_parameter_errors_carry_their_json_path(built_zip, validate, body):
+    cluster_params(body)['storage_server']['nfs_server_setup_params'][1][
+        'export_to'] = '10.0.0.0/24(rw)'
+    assert validate(built_zip, body) == (1, {
+        ('param-invalid',
+         STORAGE + '.nfs_server_setup_params[1].export_to')})
+
+
+def test_manifest_that_is_not_an_nfs_pv(package, validate, body):
+    (package / 'Files' / 'kubernetes' / 'nfs-pv2.yaml').write_text(
+        'apiVersion: v1\nkind: PersistentVolume\nmetadata:\n  name: local\n'
+        'spec:\n  hostPath:\n    path: /data\n')
+    assert validate.rebuilt(package, body) == (1, {
+        ('manifest-invalid', params.ROOT +
+         '.pv_registration_params[1].pv_manifest_file_path')})
+    assert 'no spec.nfs' in validate.findings[0]['message']
+
+
+def test_manifest_missing_from_the_package(built_zip, validate, body):
+    cluster_params(body)['pv_registration_params'][0][
+        'pv_manifest_file_path'] = 'Files/kubernetes/nfs-pv9.yaml'
+    assert validate(built_zip, body) == (1, {
+        ('manifest-invalid', params.ROOT +
+         '.pv_registration_params[0].pv_manifest_file_path')})
+
+
+def test_export_no_pv_uses_is_a_warning(built_zip, validate, body, capsys):
+    cluster_params(body)['storage_server']['nfs_server_setup_params'].append(
+        {'export_dir': '/volume/nfs/spare', 'export_to': '10.10.0.0/24'})
+    assert validate(built_zip, body) == (0, {
+        ('export-unused', STORAGE + '.nfs_server_setup_params[3].export_dir')})
+    assert validate.findings[0]['severity'] == 'warning'
+
+
+def test_pv_whose_path_is_not_exported_is_a_warning(built_zip, validate,
+                                                    body):
+    cluster_params(body)['storage_server']['nfs_server_setup_params'].pop()
+    assert validate(built_zip, body) == (0, {
+        ('pv-not-exported', params.ROOT +
+         '.pv_registration_params[2].pv_manifest_file_path')})
+
+
+def test_pv_below_an_export_counts_as_exported(built_zip, validate, body):
+    cluster_params(body)['storage_server']['nfs_server_setup_params'] = [
+        {'export_dir': '/volume/nfs', 'export_to': '10.10.0.0/24'}]
+    assert validate(built_zip, body) == (0, set())
+
+
+def test_export_outside_every_volume_is_a_warning(built_zip, validate, body):
+    cluster_params(body)['storage_server']['cinder_volume_setup_params'][0][
+        'mount_to'] = '/data'
+    assert validate(built_zip, body) == (0, {
+        ('export-outside-volume',
+         STORAGE + '.nfs_server_setup_params[%d].export_dir' % n)
+        for n in range(3)})
+
+
+# -- validate: the request and the package path -------------------------------
+
+def test_request_that_is_not_json(built_zip, tmp_path, capsys):
+    request = tmp_path / 'request.json'
+    request.write_text('{"flavourId": ')
+    assert cli.main(['validate', '--package', str(built_zip),
+                     '--request', str(request), '--format', 'json']) == 1
+    findings = json.loads(capsys.readouterr().out)
+    assert [(f['code'], f['where']) for f in findings] == [
+        ('request-unreadable', str(request))]
+
+
+def test_scale_request_is_not_an_instantiate_request(built_zip, validate):
+    assert validate(built_zip, sample_request('scale_out_worker.json')) == (
+        1, {('request-not-instantiate', 'flavourId')})
+
+
+def test_package_that_does_not_exist(validate, body, tmp_path):
+    missing = str(tmp_path / 'missing.zip')
+    assert validate(missing, body) == (1, {('package-unreadable', missing)})
+
+
+def test_zip_with_an_escaping_path_is_refused(validate, body, tmp_path):
+    evil = tmp_path / 'evil.zip'
+    with zipfile.ZipFile(evil, 'w') as archive:
+        archive.writestr('../outside.txt', 'x')
+    assert validate(evil, body) == (1, {('package-unreadable', str(evil))})
+    assert not (tmp_path.parent / 'outside.txt').exists()
+
+
+def test_text_output_and_exit_status(package, tmp_path, capsys):
+    os.unlink(package / 'UserData' / '__init__.py')
+    request = os.path.join(REQUESTS, 'instantiate_simple.json')
+    assert cli.main(['validate', '--package', str(package),
+                     '--request', request]) == 1
+    lines = capsys.readouterr().out.splitlines()
+    assert lines == [
+        'ERROR   meta-source-missing: %s: UserData/__init__.py: TOSCA.meta '
+        'lists UserData/__init__.py, which is not a file of the package'
+        % META,
+        '1 error(s), 0 warning(s)']
