@@ -35,9 +35,7 @@ class Report(object):
         LOG.info('%s', outcome)
         return outcome
 
-    @property
-    def changed(self):
-        return any(outcome.changed for outcome in self.outcomes)
-
-    def changed_steps(self):
-        return [o for o in self.outcomes if o.changed]
+    def summary(self):
+        changed = sum(outcome.changed for outcome in self.outcomes)
+        return '%d step(s) changed, %d unchanged' % (
+            changed, len(self.outcomes) - changed)

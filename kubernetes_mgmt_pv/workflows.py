@@ -122,6 +122,10 @@ class PvWorkflow(object):
             pv.register_volumes(executor, self.manifests, servers,
                                 self.conf.pv_available_timeout, self.report)
 
+    def _finish(self, flow):
+        LOG.info('%s done: %s', flow, self.report.summary())
+        return self.report
+
     def deploy(self):
         """instantiate_end and entire-cluster heal: storage, clients, PVs."""
         address, attachments = self.storage_address(), self._volume_attachments()
@@ -139,21 +143,21 @@ class PvWorkflow(object):
                                                address, attachments)
             self._on_hosts('storage server and NFS client setup', tasks)
             self._register(self._kubectl_session(sessions, masters), servers)
-        return self.report
+        return self._finish('deploy')
 
     def release_storage(self):
         """heal_start of the storage server: refuse if a PV is Bound, else
         delete the package's PVs and wait until they are gone."""
         names = [manifest.name for manifest in self.manifests]
         if not names:
-            return self.report
+            return self._finish('release_storage')
         masters = self.masters()
         with self._sessions() as sessions:
             executor = self._kubectl_session(sessions, masters)
             pv.ensure_not_bound(executor, names)
             pv.delete_volumes(executor, names, self.conf.pv_delete_timeout,
                               self.report)
-        return self.report
+        return self._finish('release_storage')
 
     def rebuild_storage(self):
         """heal_end of the storage server: set up the new VM, PVs again."""
@@ -164,7 +168,7 @@ class PvWorkflow(object):
             self._preflight(sessions, [(address, self.params.storage)])
             self._setup_storage(sessions, address, attachments)
             self._register(kubectl, servers)
-        return self.report
+        return self._finish('rebuild_storage')
 
     def install_clients(self, nodes):
         """NFS client on new or healed nodes, given as (address, access)."""
@@ -173,4 +177,4 @@ class PvWorkflow(object):
             self._on_hosts('NFS client installation', {
                 node[0]: functools.partial(self._install_client, sessions,
                                            node) for node in nodes})
-        return self.report
+        return self._finish('install_clients')

@@ -67,6 +67,9 @@ def main():
         return 2
     logging.basicConfig(level=logging.WARNING, format='    %(message)s')
     logging.getLogger('kubernetes_mgmt_pv.report').setLevel(logging.INFO)
+    # The test hosts share one host key that the driver accepts with a
+    # warning on every login (host_key_policy = warn): not news here.
+    logging.getLogger('kubernetes_mgmt_pv.remote').setLevel(logging.ERROR)
     cluster_mod.use_test_options()
 
     banner('Bringing up storage server + 1 Master + 2 Workers '

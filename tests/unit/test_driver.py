@@ -10,6 +10,7 @@ from kubernetes_mgmt_pv import exceptions
 from kubernetes_mgmt_pv import mgmt_driver
 from kubernetes_mgmt_pv import parallel
 from kubernetes_mgmt_pv import params
+from kubernetes_mgmt_pv import report
 from kubernetes_mgmt_pv import tacker_compat
 from tests.unit.test_params import sample
 
@@ -134,3 +135,11 @@ def test_run_on_nodes_reports_every_failed_node_after_all_ran():
     assert sorted(done) == list('abcd')
     assert sorted(caught.value.failures) == ['b', 'd']
     assert 'broken b' in str(caught.value) and 'broken d' in str(caught.value)
+
+
+def test_report_summary_counts_changed_and_unchanged_steps():
+    outcomes = report.Report()
+    outcomes.record('h1', 'mount /v', True, '/dev/vdb')
+    outcomes.record('h1', 'exports', False)
+    assert outcomes.summary() == '1 step(s) changed, 1 unchanged'
+    assert str(outcomes.outcomes[0]) == 'h1: mount /v changed (/dev/vdb)'
