@@ -27,12 +27,11 @@ class PvManifest(object):
     document: dict = dataclasses.field(repr=False, compare=False)
     source: str = ''
 
-    def render(self, nfs_server):
-        """YAML of the manifest with ``spec.nfs.server`` set to nfs_server."""
+    def rendered(self, nfs_server):
+        """The document with ``spec.nfs.server`` set to nfs_server."""
         document = _deep_copy(self.document)
         document['spec']['nfs']['server'] = nfs_server
-        return yaml.safe_dump(document, default_flow_style=False,
-                              sort_keys=False)
+        return document
 
 
 def _deep_copy(value):

@@ -7,6 +7,8 @@ use ``kubectl wait`` and ``kubectl delete --wait``: no sleep loops.
 import json
 import shlex
 
+import yaml
+
 from kubernetes_mgmt_pv import exceptions
 
 AVAILABLE = 'Available'
@@ -91,7 +93,17 @@ def register_volumes(executor, manifests, servers, timeout, report):
             stale.append(manifest.name)
     if stale:
         delete_volumes(executor, stale, timeout, report)
-    created = _apply(executor, manifests, servers, report)
+    outdated = []
+    for manifest in manifests:
+        rendered = manifest.rendered(servers[manifest.nfs_server_cp])
+        volume = live.get(manifest.name)
+        if manifest.name in stale or volume is None or \
+                not _contains(volume, rendered):
+            outdated.append((manifest, rendered))
+        else:
+            report.record(executor.host, 'PersistentVolume %s'
+                          % manifest.name, False, _phase(volume))
+    created = _apply(executor, outdated, report) if outdated else []
     waiting = sorted(set(created) | {
         name for name, volume in live.items()
         if name not in stale and _phase(volume) not in SETTLED})
@@ -99,17 +111,29 @@ def register_volumes(executor, manifests, servers, timeout, report):
         _wait_available(executor, waiting, created, timeout)
 
 
-def _apply(executor, manifests, servers, report):
-    """kubectl apply all manifests in one call; return the names it created.
+def _contains(live, desired):
+    """True if every field the manifest sets has that value in the live
+    object (the API server adds defaults and status, which do not count)."""
+    if isinstance(desired, dict):
+        return isinstance(live, dict) and all(
+            key in live and _contains(live[key], value)
+            for key, value in desired.items())
+    return live == desired
 
-    The rendered manifests go to a private temporary directory on the
-    Master, which is removed whatever happens.
+
+def _apply(executor, outdated, report):
+    """kubectl apply (manifest, document) pairs in one call; return the
+    names it created.
+
+    The manifests go to a private temporary directory on the Master, which
+    is removed whatever happens.
     """
     staging = executor.make_private_dir()
     try:
-        for manifest in manifests:
-            rendered = manifest.render(servers[manifest.nfs_server_cp])
-            executor.upload(rendered.encode('utf-8'),
+        for manifest, document in outdated:
+            text = yaml.safe_dump(document, default_flow_style=False,
+                                  sort_keys=False)
+            executor.upload(text.encode('utf-8'),
                             '%s/%s.yaml' % (staging, manifest.name))
         output = executor.run(['kubectl', 'apply', '-f', staging]).stdout
     finally:
@@ -118,7 +142,7 @@ def _apply(executor, manifests, servers, report):
     for line in output.splitlines():  # "persistentvolume/<name> <action>"
         resource, _, action = line.strip().partition(' ')
         actions[resource.rpartition('/')[2]] = action.strip()
-    for manifest in manifests:
+    for manifest, _ in outdated:
         action = actions.get(manifest.name, '')
         report.record(executor.host, 'PersistentVolume %s' % manifest.name,
                       action != 'unchanged', action)

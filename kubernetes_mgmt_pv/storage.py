@@ -173,10 +173,12 @@ def ensure_exports(executor, exports, report):
     changed = managed_block.ensure_block(executor, EXPORTS_FILE,
                                          export_lines(exports))
     wanted = {(e.export_dir, e.export_to) for e in exports}
-    if changed or not wanted <= active_exports(executor):
+    active = active_exports(executor)
+    if changed or not wanted <= active:
         executor.run(['exportfs', '-ra'], sudo=True)
         changed = True
-    missing = wanted - active_exports(executor)
+        active = active_exports(executor)
+    missing = wanted - active
     if missing:
         raise exceptions.StorageSetupError(
             '%s: exportfs -v does not list %s after exportfs -ra' % (

@@ -1,7 +1,6 @@
 import os
 
 import pytest
-import yaml
 
 from kubernetes_mgmt_pv import exceptions
 from kubernetes_mgmt_pv import manifests
@@ -45,7 +44,7 @@ def test_render_replaces_any_previous_server(package, server):
         for n in (1, 2, 3)])
     assert [m.name for m in loaded] == ['nfs-pv1', 'nfs-pv2', 'nfs-pv3']
     for manifest in loaded:
-        rendered = yaml.safe_load(manifest.render(server))
+        rendered = manifest.rendered(server)
         assert rendered['spec']['nfs'] == {
             'server': server, 'path': '/volume/nfs/%s' % manifest.name}
         assert rendered['spec']['capacity'] == {'storage': '1Gi'}
