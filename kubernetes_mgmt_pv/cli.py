@@ -3,30 +3,46 @@
 ``validate`` checks a package and an Instantiate request offline, before
 any LCM call; ``package`` builds the CSAR zip that Tacker accepts. The
 logic lives in ``package_check`` and ``csar``; this module only parses
-arguments and prints.
+arguments and prints. Bad input, however hostile, ends in the command's
+normal error output and a non-zero exit status, never a traceback.
 """
 
 import argparse
 import dataclasses
 import json
+import re
 import sys
 
 from kubernetes_mgmt_pv import csar
 from kubernetes_mgmt_pv import package_check
 
+# All C0 and C1 control characters but the newline.
+_CONTROL = re.compile(r'[\x00-\x09\x0b-\x1f\x7f-\x9f]')
+
+
+def _say(text, stream=None):
+    """print, escaping control characters and what the stream cannot
+    encode: file names and values from a package or request may hold
+    terminal escapes, lone surrogates or bytes that are not text."""
+    stream = stream or sys.stdout
+    encoding = getattr(stream, 'encoding', None) or 'utf-8'
+    text = _CONTROL.sub(lambda match: '\\x%02x' % ord(match.group()), text)
+    print(text.encode(encoding, 'backslashreplace').decode(encoding),
+          file=stream)
+
 
 def _validate(args):
     findings = package_check.validate(args.package, args.request)
     if args.format == 'json':
-        print(json.dumps([dataclasses.asdict(f) for f in findings],
-                         indent=2))
+        # ensure_ascii (the default) escapes everything but ASCII.
+        _say(json.dumps([dataclasses.asdict(f) for f in findings], indent=2))
     else:
         for finding in findings:
-            print('%-7s %s: %s: %s' % (finding.severity.upper(), finding.code,
-                                       finding.where, finding.message))
+            _say('%-7s %s: %s: %s' % (finding.severity.upper(), finding.code,
+                                      finding.where, finding.message))
         errors = sum(f.severity == package_check.ERROR for f in findings)
         warnings = len(findings) - errors
-        print('%d error(s), %d warning(s)' % (errors, warnings))
+        _say('%d error(s), %d warning(s)' % (errors, warnings))
     return 1 if any(f.severity == package_check.ERROR for f in findings) \
         else 0
 
@@ -35,12 +51,12 @@ def _package(args):
     try:
         result = csar.build(args.source, args.output)
     except (csar.PackageError, OSError) as error:
-        print('kubernetes-mgmt-pv package: %s' % error, file=sys.stderr)
+        _say('kubernetes-mgmt-pv package: %s' % error, sys.stderr)
         return 1
     if result.driver_replaced:
-        print('%s of the source differs from the installed driver and was '
-              'replaced by it' % csar.DRIVER_PATH, file=sys.stderr)
-    print('wrote %s: %d files, %s = %s (sha256 %s)' % (
+        _say('%s of the source differs from the installed driver and was '
+             'replaced by it' % csar.DRIVER_PATH, sys.stderr)
+    _say('wrote %s: %d files, %s = %s (sha256 %s)' % (
         args.output, len(result.files), csar.DRIVER_PATH,
         csar.installed_driver_file(),
         csar.file_hash(csar.installed_driver_file())))

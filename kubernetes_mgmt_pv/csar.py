@@ -14,12 +14,13 @@ import hashlib
 import inspect
 import os
 import shutil
+import stat
 import tempfile
 import zipfile
-
-import yaml
+import zlib
 
 from kubernetes_mgmt_pv import mgmt_driver
+from kubernetes_mgmt_pv import safe_yaml
 
 META_PATH = 'TOSCA-Metadata/TOSCA.meta'
 DRIVER_PATH = 'Scripts/mgmt_driver.py'
@@ -34,6 +35,14 @@ _SKIPPED_SUFFIXES = ('.pyc', '.pyo')
 # Zip timestamps before 1980 are not representable; a fixed one makes the
 # same source always give the same bytes.
 _ZIP_TIME = (1980, 1, 1, 0, 0, 0)
+# `validate` extracts a zip to a temporary directory. These bound what a
+# package may make it write, checked on the zip's directory before
+# anything is extracted: a package of a driver, templates and manifests
+# has a few dozen files and a few MiB. A package carrying large VM images
+# can be validated as its source directory instead.
+MAX_ZIP_ENTRIES = 10_000
+MAX_ZIP_BYTES = 512 * safe_yaml.MiB
+_COPY_CHUNK = safe_yaml.MiB
 
 
 class PackageError(Exception):
@@ -72,8 +81,8 @@ def parse_meta(text):
     blocks = []
     for number, chunk in enumerate(_chunks(text), 1):
         try:
-            block = yaml.safe_load(chunk)
-        except yaml.YAMLError as error:
+            block = safe_yaml.loads(chunk, safe_yaml.DEFINITION_LIMITS)
+        except safe_yaml.LoadError as error:
             raise PackageError('%s: block %d is not "Key: value" lines: %s'
                                % (META_PATH, number, error))
         if not isinstance(block, dict):
@@ -116,11 +125,10 @@ def build(source_dir, output_path):
     source = os.path.realpath(source_dir)
     meta_file = os.path.join(source, META_PATH)
     try:
-        with open(meta_file, encoding='utf-8') as stream:
-            header_text = next(_chunks(stream.read()), '')
-    except OSError as error:
-        raise PackageError('cannot read %s of the source: %s'
-                           % (META_PATH, error.strerror))
+        header_text = next(_chunks(safe_yaml.read_text(
+            meta_file, safe_yaml.DEFINITION_LIMITS.max_bytes)), '')
+    except safe_yaml.LoadError as error:
+        raise PackageError('%s of the source %s' % (META_PATH, error))
     entry = parse_meta(header_text).header.get('Entry-Definitions')
     if not entry:
         raise PackageError('%s of the source has no Entry-Definitions'
@@ -144,7 +152,10 @@ def build(source_dir, output_path):
 
 
 def _source_files(source, excluded):
-    """Package path -> file path of every file of the source but TOSCA.meta."""
+    """Package path -> file path of every file of the source but TOSCA.meta.
+
+    Anything but a regular file (a FIFO would block the build) is refused.
+    """
     files = {}
     for directory, subdirs, names in os.walk(source):
         subdirs[:] = sorted(d for d in subdirs if d not in _SKIPPED_DIRS)
@@ -154,6 +165,9 @@ def _source_files(source, excluded):
                     os.path.realpath(path) == excluded:
                 continue
             relative = os.path.relpath(path, source).replace(os.sep, '/')
+            if not os.path.isfile(path):
+                raise PackageError('%s of the source is not a regular file'
+                                   % relative)
             if relative != META_PATH:
                 files[relative] = path
     return files
@@ -189,20 +203,84 @@ def _write_zip(output_path, contents):
 def opened(path):
     """The package at path as a directory: path itself, or a zip extracted
     to a temporary directory that is removed afterwards."""
-    if os.path.isdir(path):
+    try:
+        mode = os.stat(path).st_mode
+    except OSError as error:
+        raise PackageError('%s cannot be read: %s' % (path, error.strerror))
+    if stat.S_ISDIR(mode):
         yield os.path.realpath(path)
         return
-    if not zipfile.is_zipfile(path):
+    # Checked first: is_zipfile would block on a FIFO.
+    if not stat.S_ISREG(mode) or not zipfile.is_zipfile(path):
         raise PackageError('%s is neither a directory nor a zip file' % path)
-    directory = tempfile.mkdtemp(prefix='vnf-package-')
     try:
-        with zipfile.ZipFile(path) as archive:
-            for name in archive.namelist():
-                parts = name.split('/')
-                if name.startswith('/') or '..' in parts or '\\' in name:
-                    raise PackageError('%s: unsafe path %r in the zip'
-                                       % (path, name))
-            archive.extractall(directory)
+        directory = tempfile.mkdtemp(prefix='vnf-package-')
+    except OSError as error:
+        raise PackageError('cannot create a directory to extract %s: %s'
+                           % (path, error.strerror))
+    try:
+        _extract(path, directory)
         yield directory
     finally:
         shutil.rmtree(directory, ignore_errors=True)
+
+
+def _extract(path, directory):
+    """Extract the zip at path into directory, within the limits above."""
+    try:
+        with zipfile.ZipFile(path) as archive:
+            entries = archive.infolist()
+            _check_entries(path, entries)
+            for entry in entries:
+                _extract_entry(path, archive, entry, directory)
+    except (zipfile.BadZipFile, zipfile.LargeZipFile, NotImplementedError,
+            RuntimeError, EOFError, zlib.error, OSError,
+            ValueError) as error:
+        # Corrupt or encrypted data, an unsupported compression, a full disk.
+        raise PackageError('%s cannot be extracted: %s' % (path, error))
+
+
+def _check_entries(path, entries):
+    """Refuse, before extracting anything, a zip with too many entries, too
+    many bytes declared, or an entry that could write outside the
+    directory (absolute, "..", a symbolic link) or twice to one file."""
+    if len(entries) > MAX_ZIP_ENTRIES:
+        raise PackageError('%s has %d entries, more than the limit of %d'
+                           % (path, len(entries), MAX_ZIP_ENTRIES))
+    declared = sum(entry.file_size for entry in entries)
+    if declared > MAX_ZIP_BYTES:
+        raise PackageError(
+            '%s expands to %d bytes, more than the limit of %d; validate '
+            'the package source directory instead'
+            % (path, declared, MAX_ZIP_BYTES))
+    names = set()
+    for entry in entries:
+        name = entry.filename
+        parts = name.rstrip('/').split('/')
+        if name.startswith('/') or '..' in parts or '\\' in name:
+            raise PackageError('%s: unsafe path %r in the zip' % (path, name))
+        if stat.S_ISLNK(entry.external_attr >> 16):
+            raise PackageError('%s: %r is a symbolic link, which a package '
+                               'may not contain' % (path, name))
+        if name in names:
+            raise PackageError('%s: %r is in the zip twice' % (path, name))
+        names.add(name)
+
+
+def _extract_entry(path, archive, entry, directory):
+    """Copy one entry, never more bytes than it declares: the declared
+    sizes are what _check_entries limited."""
+    target = os.path.join(directory, *entry.filename.rstrip('/').split('/'))
+    if entry.is_dir():
+        os.makedirs(target, exist_ok=True)
+        return
+    os.makedirs(os.path.dirname(target), exist_ok=True)
+    written = 0
+    with archive.open(entry) as source, open(target, 'xb') as sink:
+        for chunk in iter(lambda: source.read(_COPY_CHUNK), b''):
+            written += len(chunk)
+            if written > entry.file_size:
+                raise PackageError('%s: %r expands beyond the %d bytes it '
+                                   'declares' % (path, entry.filename,
+                                                 entry.file_size))
+            sink.write(chunk)

@@ -1,17 +1,18 @@
 """PersistentVolume manifests of the VNF package: load, check, render.
 
-Manifests are read and validated before any host is touched. The NFS
-server address is set by editing the parsed document, so whatever the
-package wrote there (0.0.0.0, an IPv6 address, a host name) is replaced.
+Manifests are read and validated before any host is touched, through
+``safe_yaml`` and its manifest limits; ``validate`` calls ``load`` too, so
+it accepts exactly what the hooks accept. The NFS server address is set by
+editing the parsed document, so whatever the package wrote there (0.0.0.0,
+an IPv6 address, a host name) is replaced.
 """
 
 import dataclasses
 import os
 import re
 
-import yaml
-
 from kubernetes_mgmt_pv import exceptions
+from kubernetes_mgmt_pv import safe_yaml
 
 # metadata.name of a PersistentVolume: an RFC 1123 DNS subdomain.
 _DNS_SUBDOMAIN = re.compile(
@@ -77,14 +78,12 @@ def _load_one(root, registration):
     if os.path.commonpath([root, path]) != root:
         raise ValueError('%r resolves outside the VNF package' % relative)
     try:
-        with open(path, encoding='utf-8') as stream:
-            documents = [d for d in yaml.safe_load_all(stream) if d is not None]
-    except FileNotFoundError:
-        raise ValueError('%r does not exist in the VNF package' % relative)
-    except (OSError, UnicodeDecodeError) as error:
-        raise ValueError('%r cannot be read: %s' % (relative, error))
-    except yaml.YAMLError as error:
-        raise ValueError('%r is not valid YAML: %s' % (relative, error))
+        # The path is resolved: a symbolic link here is a swap since then.
+        documents = [d for d in safe_yaml.load_all(
+            path, safe_yaml.MANIFEST_LIMITS, follow_symlinks=False)
+            if d is not None]
+    except safe_yaml.LoadError as error:
+        raise ValueError('%r %s' % (relative, error))
     if len(documents) != 1:
         raise ValueError('%r must hold exactly one YAML document, found %d'
                          % (relative, len(documents)))
@@ -96,12 +95,15 @@ def _check_document(document, relative, nfs_server_cp):
         raise ValueError('%r is not a Kubernetes object' % relative)
     if document.get('kind') != 'PersistentVolume' or \
             document.get('apiVersion') != 'v1':
-        raise ValueError('%r must be a v1 PersistentVolume, found %s/%s' % (
-            relative, document.get('apiVersion'), document.get('kind')))
-    name = (document.get('metadata') or {}).get('name')
+        raise ValueError('%r must be a v1 PersistentVolume, found apiVersion '
+                         '%s and kind %s' % (
+                             relative, _shown(document.get('apiVersion')),
+                             _shown(document.get('kind'))))
+    metadata = document.get('metadata')
+    name = metadata.get('name') if isinstance(metadata, dict) else None
     if not isinstance(name, str) or not _DNS_SUBDOMAIN.match(name):
         raise ValueError('%r: metadata.name must be a DNS subdomain name, '
-                         'got %r' % (relative, name))
+                         'got %s' % (relative, _shown(name)))
     spec = document.get('spec')
     nfs = spec.get('nfs') if isinstance(spec, dict) else None
     if not isinstance(nfs, dict):
@@ -115,3 +117,10 @@ def _check_document(document, relative, nfs_server_cp):
     return PvManifest(name=name, nfs_path=nfs_path,
                       nfs_server_cp=nfs_server_cp, document=document,
                       source=relative)
+
+
+def _shown(value, limit=80):
+    """repr of a value from the manifest, short enough for a message."""
+    text = repr(value)
+    return text if len(text) <= limit else text[:limit - 3] + '...'
+

@@ -9,17 +9,15 @@ it is: a JSON path of the request, or a file of the package.
 """
 
 import dataclasses
-import json
 import os
 import posixpath
-
-import yaml
 
 from kubernetes_mgmt_pv import base_driver
 from kubernetes_mgmt_pv import csar
 from kubernetes_mgmt_pv import exceptions
 from kubernetes_mgmt_pv import manifests
 from kubernetes_mgmt_pv import params
+from kubernetes_mgmt_pv import safe_yaml
 
 ERROR, WARNING = 'error', 'warning'
 # The hooks in which the driver runs persistent-volume steps; a hook the
@@ -51,7 +49,12 @@ class _Findings(list):
 
 
 def validate(package_path, request_path):
-    """Findings for the package (a directory or a zip) and the request file."""
+    """Findings for the package (a directory or a zip) and the request file.
+
+    Every file is read through ``safe_yaml`` and the manifests through
+    ``manifests.load``, as the hooks read them: a bad input is a finding,
+    never an exception.
+    """
     found = _Findings()
     request = _load_request(request_path, found)
     try:
@@ -74,6 +77,12 @@ def check(package_dir, request, found):
                     'an Instantiate request needs a flavourId; heal and '
                     'scale requests cannot be checked against the package')
         return
+    if not params.is_resource_name(flavour):
+        # It names the directory BaseHOT/<flavourId> of the package.
+        found.error('flavour-unknown', 'flavourId',
+                    'flavourId must be letters, digits and _ . -, got %r'
+                    % flavour[:80])
+        return
     additional = request.get('additionalParams')
     try:
         params.parse(additional)
@@ -88,13 +97,9 @@ def check(package_dir, request, found):
 
 def _load_request(path, found):
     try:
-        with open(path, encoding='utf-8') as stream:
-            request = json.load(stream)
-    except OSError as error:
-        found.error('request-unreadable', path, error.strerror)
-        return None
-    except ValueError as error:
-        found.error('request-unreadable', path, 'not JSON: %s' % error)
+        request = safe_yaml.load_json(path)
+    except safe_yaml.LoadError as error:
+        found.error('request-unreadable', path, str(error))
         return None
     if not isinstance(request, dict):
         found.error('request-unreadable', path, 'not a JSON object')
@@ -117,8 +122,10 @@ def _items(parent, key):
 
 
 def _text(parent, key):
+    """The string at key if parse would accept it as text, else None: the
+    parameter check reports the others, and they cannot name files."""
     value = parent.get(key)
-    return value if isinstance(value, str) and value else None
+    return value if params.is_sendable_text(value) else None
 
 
 def _within(path, directory):
@@ -129,15 +136,19 @@ def _within(path, directory):
 # -- TOSCA.meta ---------------------------------------------------------------
 
 def _check_meta(package_dir, found):
-    try:
-        with open(os.path.join(package_dir, csar.META_PATH),
-                  encoding='utf-8') as stream:
-            meta = csar.parse_meta(stream.read())
-    except OSError:
+    path = os.path.join(package_dir, csar.META_PATH)
+    if not os.path.lexists(path):
         found.error('meta-missing', csar.META_PATH,
                     'the package has no TOSCA.meta')
         return
-    except (csar.PackageError, UnicodeDecodeError) as error:
+    try:
+        meta = csar.parse_meta(safe_yaml.read_text(
+            path, safe_yaml.DEFINITION_LIMITS.max_bytes))
+    except safe_yaml.LoadError as error:
+        found.error('meta-invalid', csar.META_PATH, '%s %s'
+                    % (csar.META_PATH, error))
+        return
+    except csar.PackageError as error:
         found.error('meta-invalid', csar.META_PATH, str(error))
         return
     entry = meta.header.get('Entry-Definitions')
@@ -174,7 +185,12 @@ def _check_artifact_hash(package_dir, block, found):
                     'TOSCA.meta lists %s, which is not a file of the package'
                     % source)
         return
-    actual = csar.file_hash(path, algorithm)
+    try:
+        actual = csar.file_hash(path, algorithm)
+    except OSError as error:
+        found.error('meta-source-missing', where, 'TOSCA.meta lists %s, '
+                    'which cannot be read: %s' % (source, error.strerror))
+        return
     if actual != expected:
         found.error('hash-mismatch', where,
                     'TOSCA.meta says %s %s but the file hashes to %s: Tacker '
@@ -200,23 +216,16 @@ def _check_manifests(package_dir, root, found):
         return
     storage = _mapping(root.get('storage_server'))
     base = '%s.storage_server.' % params.ROOT
-    mounts = [_text(item, 'mount_to')
-              for _, item in _items(storage, 'cinder_volume_setup_params')]
-    mounts = [m for m in mounts if m]
     exports = [(base + 'nfs_server_setup_params[%d].export_dir' % index,
                 _text(item, 'export_dir'))
                for index, item in _items(storage, 'nfs_server_setup_params')]
     exports = [(where, d) for where, d in exports if d]
+    # An export outside every mount_to is a parameter error (params.parse).
     for where, directory in exports:
         if not any(_within(pv.nfs_path, directory) for pv in loaded):
             found.warning('export-unused', where,
                           '%s is exported but no PersistentVolume of '
                           'pv_registration_params uses it' % directory)
-        if mounts and not any(_within(directory, m) for m in mounts):
-            found.warning('export-outside-volume', where,
-                          '%s is not under a mount_to (%s): its data would '
-                          'live on the root disk, not on a Cinder volume'
-                          % (directory, ', '.join(mounts)))
     for registration, pv in zip(registrations, loaded):
         if not any(_within(pv.nfs_path, d) for _, d in exports):
             found.warning('pv-not-exported',
@@ -243,14 +252,21 @@ class _BaseHot(object):
 
 
 def _load_yaml(path):
-    with open(path, encoding='utf-8') as stream:
-        return yaml.safe_load(stream)
+    return safe_yaml.load(path, safe_yaml.DEFINITION_LIMITS)
 
 
 def _yaml_files(directory):
     try:
         return sorted(f for f in os.listdir(directory) if f.endswith(_YAML)
                       and os.path.isfile(os.path.join(directory, f)))
+    except OSError:
+        return []
+
+
+def _subdirectories(directory):
+    try:
+        return sorted(d for d in os.listdir(directory)
+                      if os.path.isdir(os.path.join(directory, d)))
     except OSError:
         return []
 
@@ -276,8 +292,9 @@ def _load_base_hot(package_dir, flavour, found):
         try:
             templates[name] = _mapping(_load_yaml(
                 os.path.join(directory, name)))
-        except (OSError, UnicodeDecodeError, yaml.YAMLError) as error:
-            found.error('yaml-invalid', '%s/%s' % (relative, name), str(error))
+        except safe_yaml.LoadError as error:
+            found.error('yaml-invalid', '%s/%s' % (relative, name),
+                        '%s/%s %s' % (relative, name, error))
             return None
     top = templates.pop(tops[0])
     nested = {name[len('nested/'):]: t for name, t in templates.items()}
@@ -310,8 +327,9 @@ def _check_heat(package_dir, flavour, root, found):
 
 def _top_resource(hot, found, where, name, types):
     """The top-level resource `name` if it has one of `types`, else None
-    (with a finding). The driver looks these up on the top-level stack."""
-    if name is None:
+    (with a finding). The driver looks these up on the top-level stack.
+    A name that is not a resource name is left to the parameter check."""
+    if not params.is_resource_name(name):
         return None
     resource = hot.resources.get(name)
     if resource is None:
@@ -348,7 +366,8 @@ def _check_node_cps(hot, found, path, node):
         return
     member = _mapping(_mapping(group.get('properties')).get('resource'))
     member_type = member.get('type')
-    template = hot.nested.get(member_type)
+    template = hot.nested.get(member_type) if isinstance(member_type, str) \
+        else None
     if template is None:
         found.error('hot-resource-missing', path + '.aspect_id',
                     'the members of scaling group %s are %s, which is not a '
@@ -357,7 +376,7 @@ def _check_node_cps(hot, found, path, node):
         return
     resources = _mapping(template.get('resources'))
     for where, name in names:
-        if name is None:
+        if not params.is_resource_name(name):
             continue
         kind = _mapping(resources.get(name)).get('type')
         if name not in resources:
@@ -379,15 +398,14 @@ def _flavour_definition(package_dir, flavour, found):
     file at the top of the package or one level down whose
     substitution_mappings has this flavour_id."""
     candidates = _yaml_files(package_dir) + [
-        '%s/%s' % (d, f) for d in sorted(os.listdir(package_dir))
-        if os.path.isdir(os.path.join(package_dir, d))
+        '%s/%s' % (d, f) for d in _subdirectories(package_dir)
         for f in _yaml_files(os.path.join(package_dir, d))]
     for relative in candidates:
         try:
             template = _mapping(_load_yaml(os.path.join(package_dir,
                                                         relative)))
-        except (OSError, UnicodeDecodeError, yaml.YAMLError) as error:
-            found.error('yaml-invalid', relative, str(error))
+        except safe_yaml.LoadError as error:
+            found.error('yaml-invalid', relative, '%s %s' % (relative, error))
             continue
         mapping = _mapping(_mapping(template.get('topology_template')).get(
             'substitution_mappings'))
@@ -414,7 +432,9 @@ def _check_vnfd(package_dir, flavour, found):
                         'the driver runs persistent-volume steps in %s; '
                         'without it Tacker calls vnflcm_noop instead' % hook)
     driver_used = False
-    for hook, operation in sorted(hooks.items()):
+    # Sorted by text: YAML keys may be numbers, which do not compare to str.
+    for hook, operation in sorted(hooks.items(),
+                                  key=lambda item: str(item[0])):
         implementation = _mapping(operation).get('implementation')
         if isinstance(implementation, dict):
             implementation = implementation.get('primary')
@@ -448,7 +468,13 @@ def _check_driver_artifact(package_dir, where, artifact, found):
                     % (relative, csar.DRIVER_PATH))
         return
     installed = csar.installed_driver_file()
-    if csar.file_hash(path) != csar.file_hash(installed):
+    try:
+        packaged = csar.file_hash(path)
+    except OSError as error:
+        found.error('artifact-file-missing', where, 'file %r cannot be '
+                    'read: %s' % (relative, error.strerror))
+        return
+    if packaged != csar.file_hash(installed):
         found.error('driver-mismatch', where,
                     '%s differs from the driver installed here (%s): Tacker '
                     'raises MgmtDriverHashMatchFailure on every hook unless '

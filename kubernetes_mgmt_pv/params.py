@@ -5,10 +5,14 @@ reported at once, each named by its JSON path, e.g.
 ``k8s_cluster_installation_param.storage_server.nfs_server_setup_params[1].export_to``.
 Only the keys the persistent-volume flows use are modelled; the cluster
 installation keys (pod_cidr, script_path, ...) are left to the cluster half.
+Whatever the input (wrong types, control characters, lone surrogates,
+20 000-deep nesting), the only exception is ``ParameterErrors``, and every
+string of the model can be sent to a host as it is.
 """
 
 import dataclasses
 import ipaddress
+import json
 import posixpath
 import re
 import urllib.parse
@@ -22,8 +26,38 @@ ROOT = 'k8s_cluster_installation_param'
 _SAFE_PATH = re.compile(r'^(/[A-Za-z0-9._@+=,:-]+)+$')
 _HOSTNAME_LABEL = r'[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?'
 _HOSTNAME = re.compile(r'^%s(?:\.%s)*$' % (_HOSTNAME_LABEL, _HOSTNAME_LABEL))
-_SYSTEM_DIRS = ('/bin', '/boot', '/dev', '/etc', '/lib', '/lib32', '/lib64',
-                '/proc', '/run', '/sbin', '/sys', '/usr')
+# Heat resource names as the driver puts them into Heat API URLs: a "/"
+# would reach another path of the endpoint (with the VIM token), so only
+# the characters the sample packages use are accepted.
+_RESOURCE_NAME = re.compile(r'^[A-Za-z0-9][A-Za-z0-9_.-]{0,254}$')
+# RFC 3986 characters: anything else (quotes, spaces, non-ASCII) must be
+# percent-encoded in a proxy URL, and would otherwise end up in apt's
+# configuration or environment.
+_URL = re.compile(r"^[A-Za-z0-9._~:/?#\[\]@!$&'()*+,;=%-]+$")
+# C0 and C1 control characters (NUL, newline, escape, ...) and lone
+# surrogates, which cannot be encoded to send to a host.
+_UNSENDABLE = re.compile(r'[\x00-\x1f\x7f-\x9f\ud800-\udfff]')
+# Long enough for any path (PATH_MAX), password or URL.
+MAX_TEXT_LENGTH = 4096
+# additionalParams nest about five levels; deeper is refused before any
+# code walks it, so no walk can exhaust the Python stack.
+MAX_DEPTH = 32
+# One fix round needs the first problems, not a hundred thousand of them.
+MAX_REPORTED = 100
+# Directories that hold the system's or users' data: mounting a volume
+# over them hides that data, exporting them hands it out (after a chown).
+# Below them a directory is allowed (/srv/nfs, /mnt/data).
+_SYSTEM_DIRS = frozenset((
+    '/', '/home', '/lost+found', '/media', '/mnt', '/opt', '/snap', '/srv',
+    '/tmp', '/var', '/var/backups', '/var/cache', '/var/lib', '/var/local',
+    '/var/log', '/var/mail', '/var/opt', '/var/spool', '/var/tmp'))
+# These and everything below them belong to the system or to root.
+_SYSTEM_TREES = ('/bin', '/boot', '/dev', '/etc', '/lib', '/lib32', '/lib64',
+                 '/libx32', '/proc', '/root', '/run', '/sbin', '/sys', '/usr',
+                 '/var/lock', '/var/run')
+_HOME_DIR = re.compile(r'^/home/[^/]+$')
+_PLAIN_KEY = re.compile(r'^[A-Za-z_][A-Za-z0-9_-]*$')
+_TRAILING_INDICES = re.compile(r'(\[\d+\])+$')
 
 
 @dataclasses.dataclass(frozen=True)
@@ -118,22 +152,44 @@ class _Checker(object):
         return value
 
     def no_unknown_keys(self, value, path, known):
-        for key in sorted(set(value) - set(known)):
-            self.fail('%s.%s' % (path, key),
+        for key in sorted(set(value) - set(known), key=repr):
+            self.fail(_key_path(path, key),
                       'unknown key; expected one of: %s'
                       % ', '.join(sorted(known)))
 
     def text(self, parent, key, path, required=True):
+        """A non-empty string that can be sent to a host as it is.
+
+        Never echoes the value: it may be a password.
+        """
         value = parent.get(key)
         where = '%s.%s' % (path, key)
         if value is None:
             if required:
                 self.fail(where, 'is required')
             return None
-        if not isinstance(value, str) or not value.strip():
+        if not isinstance(value, str):
+            self.fail(where, 'must be a string, got %s'
+                      % type(value).__name__)
+        elif len(value) > MAX_TEXT_LENGTH:
+            self.fail(where, 'must be at most %d characters long, got %d'
+                      % (MAX_TEXT_LENGTH, len(value)))
+        elif _UNSENDABLE.search(value):
+            self.fail(where, _unsendable_reason(value))
+        elif not value.strip():
             self.fail(where, 'must be a non-empty string')
-            return None
-        return value
+        else:
+            return value
+        return None
+
+    def resource_name(self, parent, key, path, required=True):
+        value = self.text(parent, key, path, required)
+        if value is None or is_resource_name(value):
+            return value
+        self.fail('%s.%s' % (path, key),
+                  'must be a Heat resource name (a letter or digit, then up '
+                  'to 254 letters, digits and _ . -), got %s' % _shown(value))
+        return None
 
     def items(self, parent, key, path, minimum):
         value = parent.get(key)
@@ -156,15 +212,20 @@ class _Checker(object):
         if value is None:
             return None
         if not value.startswith('/'):
-            self.fail(where, 'must be an absolute path, got %r' % value)
+            self.fail(where, 'must be an absolute path, got %s'
+                      % _shown(value))
         elif posixpath.normpath(value) != value:
             self.fail(where, 'must be a normalised path (no "..", "." or '
-                             'repeated or trailing "/"), got %r' % value)
+                             'repeated or trailing "/"), got %s'
+                      % _shown(value))
+        elif _is_system_dir(value):
+            self.fail(where, '%s is a system or home directory, whose data '
+                             'a volume would hide or an export would hand '
+                             'out; use a directory of its own such as '
+                             '/volume or /srv/nfs' % _shown(value))
         elif not _SAFE_PATH.match(value):
             self.fail(where, 'may only contain letters, digits and . _ @ + = '
-                             ', : - between "/", got %r' % value)
-        elif _is_system_dir(value):
-            self.fail(where, '%r is a system directory' % value)
+                             ', : - between "/", got %s' % _shown(value))
         else:
             return value
         return None
@@ -177,7 +238,7 @@ class _Checker(object):
             return value
         self.fail('%s.%s' % (path, key),
                   'must be an IP address, a network in CIDR notation or a '
-                  'host name, got %r' % value)
+                  'host name, got %s' % _shown(value))
         return None
 
     def package_path(self, parent, key, path):
@@ -187,10 +248,10 @@ class _Checker(object):
             return None
         if value.startswith('/') or '\\' in value:
             self.fail(where, 'must be a relative path inside the VNF package, '
-                             'got %r' % value)
+                             'got %s' % _shown(value))
         elif posixpath.normpath(value) != value or '..' in value.split('/'):
             self.fail(where, 'must be a normalised path inside the VNF '
-                             'package (no ".."), got %r' % value)
+                             'package (no ".."), got %s' % _shown(value))
         else:
             return value
         return None
@@ -199,18 +260,54 @@ class _Checker(object):
         value = self.text(parent, key, path, required=False)
         if value is None:
             return None
-        parsed = urllib.parse.urlsplit(value)
-        if parsed.scheme not in ('http', 'https') or not parsed.hostname:
+        if not _is_proxy_url(value):
             # Not echoed: a malformed URL may still contain a password.
             self.fail('%s.%s' % (path, key),
-                      'must be an http:// or https:// URL with a host')
+                      'must be an http:// or https:// URL with a host and '
+                      'an optional port, its special characters '
+                      'percent-encoded')
             return None
         return value
 
 
+def is_resource_name(value):
+    """Whether value may name a Heat resource (a CP, volume or group)."""
+    return isinstance(value, str) and bool(_RESOURCE_NAME.match(value))
+
+
+def is_sendable_text(value):
+    """Whether value is a string that parse would accept as text."""
+    return (isinstance(value, str) and len(value) <= MAX_TEXT_LENGTH and
+            not _UNSENDABLE.search(value) and bool(value.strip()))
+
+
+def _unsendable_reason(value):
+    """Where value holds what no host can be sent, without echoing it."""
+    match = _UNSENDABLE.search(value)
+    return ('must not contain control characters or lone surrogates, found '
+            'U+%04X at offset %d' % (ord(match.group()), match.start()))
+
+
+def _is_proxy_url(value):
+    if not _URL.match(value):
+        return False
+    try:
+        parsed = urllib.parse.urlsplit(value)
+        port = parsed.port  # ValueError when out of range or not a number
+    except ValueError:
+        return False
+    return (parsed.scheme in ('http', 'https') and bool(parsed.hostname) and
+            port != 0)
+
+
 def _is_system_dir(path):
-    return path == '/' or any(path == d or path.startswith(d + '/')
-                              for d in _SYSTEM_DIRS)
+    return (path in _SYSTEM_DIRS or _HOME_DIR.match(path) is not None or
+            any(path == tree or path.startswith(tree + '/')
+                for tree in _SYSTEM_TREES))
+
+
+def _is_within(path, directory):
+    return path == directory or path.startswith(directory.rstrip('/') + '/')
 
 
 def _is_network(value):
@@ -221,20 +318,64 @@ def _is_network(value):
     return True
 
 
+def _shown(value):
+    """repr of value for an error message: escaped, and short."""
+    return _shortened(repr(value))
+
+
+def _shortened(text, limit=80):
+    return text if len(text) <= limit else text[:limit - 3] + '...'
+
+
+def _key_path(path, key):
+    """JSON path of a member; odd keys are quoted and escaped so the path
+    stays one short printable line."""
+    if isinstance(key, str) and _PLAIN_KEY.match(key):
+        return '%s.%s' % (path, key) if path else key
+    shown = json.dumps(key) if isinstance(key, str) else repr(key)
+    return '%s[%s]' % (path, _shortened(shown))
+
+
+def _check_depth(check, value):
+    """Refuse values nested deeper than MAX_DEPTH, walking without
+    recursion; the finding names the member that holds the deep value."""
+    stack = [(value, '', 0)]
+    while stack:
+        node, path, depth = stack.pop()
+        if not isinstance(node, (dict, list)):
+            continue
+        if depth == MAX_DEPTH:
+            check.fail(_TRAILING_INDICES.sub('', path),
+                       'is nested deeper than %d levels' % MAX_DEPTH)
+        elif isinstance(node, dict):
+            stack.extend((child, _key_path(path, key), depth + 1)
+                         for key, child in node.items())
+        else:
+            stack.extend((child, '%s[%d]' % (path, index), depth + 1)
+                         for index, child in enumerate(node))
+
+
 def parse(additional_params):
     """Validate additionalParams and return a ``ClusterParams``.
 
-    Raises ``ParameterErrors`` listing every problem found.
+    Raises ``ParameterErrors`` listing every problem found (the first
+    MAX_REPORTED of them), and nothing else whatever the input.
     """
     check = _Checker()
     top = check.mapping(additional_params, 'additionalParams')
     params = ClusterParams()
     if top is not None:
+        _check_depth(check, top)
         root = check.mapping(top.get(ROOT), ROOT)
         if root is not None:
             params = _parse_root(check, root)
     if check.errors:
-        raise exceptions.ParameterErrors(check.errors)
+        errors = check.errors[:MAX_REPORTED]
+        if len(check.errors) > MAX_REPORTED:
+            errors.append(exceptions.ParameterError(
+                'additionalParams', '%d more problems are not listed'
+                % (len(check.errors) - MAX_REPORTED)))
+        raise exceptions.ParameterErrors(errors)
     return params
 
 
@@ -264,14 +405,16 @@ def _parse_node(check, value, path, required):
     node = check.mapping(value, path, required=required)
     if node is None:
         return None
-    ssh_cp_name = check.text(node, 'ssh_cp_name', path)
-    nic_cp_name = check.text(node, 'nic_cp_name', path, required=False)
+    ssh_cp_name = check.resource_name(node, 'ssh_cp_name', path)
+    nic_cp_name = check.resource_name(node, 'nic_cp_name', path,
+                                      required=False)
     return NodeAccess(
         ssh_cp_name=ssh_cp_name,
         nic_cp_name=nic_cp_name or ssh_cp_name,
         username=check.text(node, 'username', path),
         password=check.text(node, 'password', path),
-        aspect_id=check.text(node, 'aspect_id', path, required=False))
+        aspect_id=check.resource_name(node, 'aspect_id', path,
+                                      required=False))
 
 
 _STORAGE_KEYS = ('ssh_cp_name', 'nic_cp_name', 'username', 'password',
@@ -283,21 +426,53 @@ def _parse_storage(check, value, path):
     if storage is None:
         return None
     check.no_unknown_keys(storage, path, _STORAGE_KEYS)
-    ssh_cp_name = check.text(storage, 'ssh_cp_name', path)
-    nic_cp_name = check.text(storage, 'nic_cp_name', path, required=False)
+    ssh_cp_name = check.resource_name(storage, 'ssh_cp_name', path)
+    nic_cp_name = check.resource_name(storage, 'nic_cp_name', path,
+                                      required=False)
+    volumes, all_mounts_valid = _parse_volumes(check, storage, path)
+    exports = _parse_exports(check, storage, path)
+    if all_mounts_valid:
+        mounts = [volume.mount_to for _, volume in volumes]
+        for item_path, export in exports:
+            if export.export_dir and not any(
+                    _is_within(export.export_dir, m) for m in mounts):
+                check.fail(item_path + '.export_dir',
+                           '%r is not inside any mount_to (%s): it would '
+                           'export a directory of the root disk, not of a '
+                           'Cinder volume' % (export.export_dir,
+                                              ', '.join(mounts)))
+    return StorageServer(
+        ssh_cp_name=ssh_cp_name,
+        nic_cp_name=nic_cp_name or ssh_cp_name,
+        username=check.text(storage, 'username', path),
+        password=check.text(storage, 'password', path),
+        volumes=tuple(v for _, v in volumes),
+        exports=tuple(e for _, e in exports))
+
+
+def _parse_volumes(check, storage, path):
+    """(json path, VolumeSetup) pairs, and whether every mount_to is valid
+    (only then can exports be checked against them)."""
     volumes = []
-    for item_path, item in check.items(storage, 'cinder_volume_setup_params',
-                                       path, minimum=1):
+    items = check.items(storage, 'cinder_volume_setup_params', path,
+                        minimum=1)
+    for item_path, item in items:
         item = check.mapping(item, item_path)
         if item is None:
             continue
         check.no_unknown_keys(item, item_path,
                               ('volume_resource_id', 'mount_to'))
         volumes.append((item_path, VolumeSetup(
-            check.text(item, 'volume_resource_id', item_path),
+            check.resource_name(item, 'volume_resource_id', item_path),
             check.absolute_path(item, 'mount_to', item_path))))
     _reject_duplicates(check, volumes, 'volume_resource_id')
     _reject_duplicates(check, volumes, 'mount_to')
+    all_valid = bool(items) and len(volumes) == len(items) and all(
+        volume.mount_to for _, volume in volumes)
+    return volumes, all_valid
+
+
+def _parse_exports(check, storage, path):
     exports = []
     for item_path, item in check.items(storage, 'nfs_server_setup_params',
                                        path, minimum=1):
@@ -314,13 +489,7 @@ def _parse_storage(check, value, path):
             check.fail(item_path, 'duplicates an earlier export of %s to %s'
                        % (export.export_dir, export.export_to))
         seen.add(export)
-    return StorageServer(
-        ssh_cp_name=ssh_cp_name,
-        nic_cp_name=nic_cp_name or ssh_cp_name,
-        username=check.text(storage, 'username', path),
-        password=check.text(storage, 'password', path),
-        volumes=tuple(v for _, v in volumes),
-        exports=tuple(e for _, e in exports))
+    return exports
 
 
 def _reject_duplicates(check, entries, field):
@@ -347,7 +516,8 @@ def _parse_registrations(check, root):
         registrations.append(PvRegistration(
             manifest_path=check.package_path(item, 'pv_manifest_file_path',
                                              item_path),
-            nfs_server_cp=check.text(item, 'nfs_server_cp', item_path),
+            nfs_server_cp=check.resource_name(item, 'nfs_server_cp',
+                                              item_path),
             json_path=item_path))
     return registrations
 
@@ -362,8 +532,8 @@ def _parse_proxy(check, value, path):
             entry = entry.strip()
             if not (_is_network(entry) or _HOSTNAME.match(entry.lstrip('.'))):
                 check.fail(path + '.no_proxy',
-                           'entry %r is not a host name, address or CIDR'
-                           % entry)
+                           'entry %s is not a host name, address or CIDR'
+                           % _shown(entry))
     return Proxy(http_proxy=check.proxy_url(proxy, 'http_proxy', path),
                  https_proxy=check.proxy_url(proxy, 'https_proxy', path),
                  no_proxy=no_proxy)

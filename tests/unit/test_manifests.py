@@ -1,4 +1,5 @@
 import os
+import time
 
 import pytest
 
@@ -87,3 +88,73 @@ def test_duplicate_pv_names_are_refused(package):
     found = load_errors(package, 'Files/kubernetes/nfs-pv1.yaml', 'copy.yaml')
     path = params.ROOT + '.pv_registration_params[1].pv_manifest_file_path'
     assert 'already defined' in found[path]
+
+
+def billion_laughs():
+    lines = ['l0: &l0 "lol"']
+    lines += ['l%d: &l%d [%s]' % (n, n, ', '.join(['*l%d' % (n - 1)] * 10))
+              for n in range(1, 10)]
+    return '\n'.join(lines) + '\n'
+
+
+HOSTILE_MANIFESTS = [
+    (billion_laughs(), 'expands to more than'),
+    (pv('a', 'x').replace('  capacity:', '  capacity: &c [*c]\n  x:'),
+     'recursive alias'),
+    ('[' * 20000 + ']' * 20000, 'nests deeper than 100 levels'),
+    ('a: ' + 'x' * (2 << 20), 'larger than the limit of 1 MiB'),
+    (b'apiVersion: v1\nkind: Persistent\xffVolume\n',
+     'not valid UTF-8 (byte 0xff at offset 31)'),
+    (pv('a', 'x').replace('name: a', 'name: "\\ud800"'),
+     'invalid Unicode character escape'),
+    ('kind: PersistentVolume\napiVersion: v1\nmetadata: [name, x]\n',
+     'metadata.name must be a DNS subdomain name, got None'),
+    ('- kind: PersistentVolume\n', 'is not a Kubernetes object'),
+]
+
+
+@pytest.mark.parametrize('content, message', HOSTILE_MANIFESTS)
+def test_hostile_manifest_is_named_fast(package, content, message):
+    path = package / 'Files' / 'kubernetes' / 'nfs-pv1.yaml'
+    if isinstance(content, bytes):
+        path.write_bytes(content)
+    else:
+        path.write_text(content)
+    started = time.monotonic()
+    found = load_errors(package, 'Files/kubernetes/nfs-pv1.yaml')
+    assert time.monotonic() - started < 1
+    reason = found[params.ROOT +
+                   '.pv_registration_params[0].pv_manifest_file_path']
+    assert reason.startswith("'Files/kubernetes/nfs-pv1.yaml'")
+    assert message in reason
+
+
+@pytest.mark.parametrize('make, kind', [
+    (os.mkfifo, 'a FIFO'), (os.mkdir, 'a directory')])
+def test_manifest_that_is_not_a_regular_file_is_refused_fast(package, make,
+                                                             kind):
+    path = package / 'Files' / 'kubernetes' / 'nfs-pv1.yaml'
+    path.unlink()
+    make(path)
+    started = time.monotonic()
+    found = load_errors(package, 'Files/kubernetes/nfs-pv1.yaml')
+    assert time.monotonic() - started < 1
+    assert list(found.values()) == [
+        "'Files/kubernetes/nfs-pv1.yaml' is not a regular file but %s" % kind]
+
+
+def test_symlink_to_a_fifo_inside_the_package_is_refused(package):
+    fifo = package / 'Files' / 'fifo'
+    os.mkfifo(fifo)
+    os.symlink('../fifo', package / 'Files' / 'kubernetes' / 'link.yaml')
+    found = load_errors(package, 'Files/kubernetes/link.yaml')
+    assert 'not a regular file but a FIFO' in list(found.values())[0]
+
+
+def test_rendering_a_deeply_nested_but_allowed_manifest(package):
+    deep = pv('deep', 'x').replace(
+        '  capacity:', '  deep: %s1%s\n  capacity:' % ('[' * 95, ']' * 95))
+    (package / 'deep.yaml').write_text(deep)
+    loaded = manifests.load(str(package), [registration('deep.yaml')])
+    assert loaded[0].rendered('10.0.0.1')['spec']['nfs']['server'] == \
+        '10.0.0.1'

@@ -197,3 +197,115 @@ def test_passwords_are_not_in_the_model_repr():
 
 def test_missing_root_is_named():
     assert errors_of({}) == {ROOT: 'is required'}
+
+
+MOUNT = ROOT + '.storage_server.cinder_volume_setup_params[0].mount_to'
+EXPORT = ROOT + '.storage_server.nfs_server_setup_params[0].export_dir'
+REFUSED_DIRECTORIES = [
+    '/', '/var', '/var/lib', '/var/log', '/var/cache', '/var/spool',
+    '/var/tmp', '/var/backups', '/var/mail', '/var/opt', '/var/local',
+    '/root', '/root/data', '/home', '/home/ubuntu', '/home/admin', '/tmp',
+    '/opt', '/srv', '/mnt', '/media', '/snap', '/boot', '/boot/efi',
+    '/etc', '/etc/nfs', '/usr', '/usr/local/data', '/bin', '/sbin', '/lib',
+    '/lib64', '/dev', '/dev/shm', '/proc', '/sys', '/run', '/run/nfs',
+    '/var/run', '/var/lock/x', '/lost+found']
+
+
+def with_volume_and_export(mount_to, export_dir):
+    value = sample()
+    storage = value[ROOT]['storage_server']
+    storage['cinder_volume_setup_params'][0]['mount_to'] = mount_to
+    storage['nfs_server_setup_params'] = [
+        {'export_dir': export_dir, 'export_to': '10.10.0.0/24'}]
+    return value
+
+
+@pytest.mark.parametrize('directory', REFUSED_DIRECTORIES)
+def test_system_and_home_directories_are_refused_as_mount_point(directory):
+    found = errors_of(with_volume_and_export(directory, '/volume/nfs'))
+    assert 'system or home directory' in found[MOUNT]
+    assert repr(directory) in found[MOUNT]
+
+
+@pytest.mark.parametrize('directory', REFUSED_DIRECTORIES)
+def test_system_and_home_directories_are_refused_as_export(directory):
+    found = errors_of(with_volume_and_export('/volume', directory))
+    assert 'system or home directory' in found[EXPORT]
+
+
+@pytest.mark.parametrize('mount_to, export_dir', [
+    ('/mnt/data', '/mnt/data/nfs'), ('/srv/nfs', '/srv/nfs'),
+    ('/home/ubuntu/data', '/home/ubuntu/data/pv1'), ('/data', '/data'),
+    ('/var/lib/nfs-volume', '/var/lib/nfs-volume/pv'), ('/volume', '/volume'),
+    ('/optional', '/optional/x'), ('/homes', '/homes/a'),
+])
+def test_directories_below_system_and_home_directories_are_allowed(
+        mount_to, export_dir):
+    parsed = params.parse(with_volume_and_export(mount_to, export_dir))
+    assert parsed.storage.volumes[0].mount_to == mount_to
+    assert parsed.storage.exports[0].export_dir == export_dir
+
+
+@pytest.mark.parametrize('export_dir', ['/data', '/volumes', '/volume1/nfs',
+                                        '/srv/nfs'])
+def test_export_outside_every_mount_point_is_an_error(export_dir):
+    found = errors_of(with_volume_and_export('/volume', export_dir))
+    assert found == {EXPORT: '%r is not inside any mount_to (/volume): it '
+                             'would export a directory of the root disk, '
+                             'not of a Cinder volume' % export_dir}
+
+
+def test_export_inside_the_second_volume_is_accepted():
+    value = with_volume_and_export('/volume', '/volume2/nfs')
+    value[ROOT]['storage_server']['cinder_volume_setup_params'].append(
+        {'volume_resource_id': 'storage_server_volume2',
+         'mount_to': '/volume2'})
+    assert params.parse(value).storage.exports[0].export_dir == '/volume2/nfs'
+
+
+def test_exports_are_not_judged_against_an_invalid_mount_point():
+    found = errors_of(with_volume_and_export('/var', '/var/nfs'))
+    assert set(found) == {MOUNT}
+
+
+@pytest.mark.parametrize('name', [
+    'masterNode_CP1', 'storage_server_volume1', 'worker_instance',
+    'storage_server_CP', 'Node.CP-2', '0cp', 'x' * 255])
+def test_heat_resource_names_of_the_samples_are_accepted(name):
+    value = sample()
+    storage = value[ROOT]['storage_server']
+    storage['ssh_cp_name'] = storage['nic_cp_name'] = name
+    storage['cinder_volume_setup_params'][0]['volume_resource_id'] = name
+    value[ROOT]['worker_node']['aspect_id'] = name
+    value[ROOT]['pv_registration_params'][0]['nfs_server_cp'] = name
+    parsed = params.parse(value)
+    assert parsed.storage.ssh_cp_name == name
+    assert parsed.worker.aspect_id == name
+
+
+def test_a_cp_name_that_leaves_the_heat_resource_path_is_refused():
+    value = sample()
+    value[ROOT]['storage_server']['ssh_cp_name'] = \
+        '../../../../v3/auth/tokens'
+    found = errors_of(value)
+    assert found == {ROOT + '.storage_server.ssh_cp_name': (
+        "must be a Heat resource name (a letter or digit, then up to 254 "
+        "letters, digits and _ . -), got '../../../../v3/auth/tokens'")}
+
+
+@pytest.mark.parametrize('url', [
+    'http://proxy:3128', 'http://user:p%40ss@proxy.example.com:8080/',
+    'https://[fd00::1]:3128', 'http://10.0.0.1'])
+def test_proxy_urls_that_are_accepted(url):
+    value = sample()
+    value[ROOT]['proxy']['http_proxy'] = url
+    assert params.parse(value).proxy.http_proxy == url
+
+
+def test_text_errors_never_echo_the_value():
+    value = sample()
+    value[ROOT]['storage_server']['password'] = 's3cret\x00'
+    found = errors_of(value)
+    reason = found[ROOT + '.storage_server.password']
+    assert reason == ('must not contain control characters or lone '
+                      'surrogates, found U+0000 at offset 6')
