@@ -14,25 +14,59 @@ group = cfg.OptGroup(
     title='Kubernetes management driver with persistent volumes',
     help='Options of the mgmt-drivers-kubernetes Tacker management driver.')
 
-HOST_KEY_POLICIES = ('reject', 'known_hosts', 'warn')
+HOST_KEY_POLICIES = ('console', 'reject', 'known_hosts', 'warn')
+CONSOLE_KEY_FALLBACKS = ('reject', 'known_hosts', 'warn')
 
 ssh_opts = [
     cfg.StrOpt(
-        'host_key_policy', default='warn', choices=HOST_KEY_POLICIES,
-        help='What to do with the SSH host key of a VM. "reject": accept only '
-             'keys already listed in known_hosts_file (and the system and '
-             'user known_hosts files); "known_hosts": trust on first use, '
-             'recording new keys in known_hosts_file and refusing a host whose '
-             'key changed; "warn": accept any key and log a warning. The '
-             'default is "warn" because the VMs are created by Heat just '
-             'before the driver logs in, with fresh keys that cannot be known '
-             'in advance, and heal recreates a VM with a new key at the same '
-             'address.'),
+        'host_key_policy', default='console', choices=HOST_KEY_POLICIES,
+        help='How the SSH host key of a VM is verified before the password '
+             'is sent. "console": accept only a key that the VM printed on '
+             'its console (cloud-init keys_to_console, on by default in '
+             'Ubuntu and Debian cloud images), read through Nova\'s '
+             'console-output API with the VIM credentials, waiting up to '
+             'console_key_timeout while the VM boots; protects against an '
+             'impostor at the VM\'s address on first contact and after a '
+             'heal, which gives the VM a new key. "reject": accept only keys '
+             'already listed in known_hosts_file (and the system and user '
+             'known_hosts files); protects fully, but VMs that Heat creates '
+             'have new keys, which must be added there before each operation. '
+             '"known_hosts": trust on first use, recording new keys in '
+             'known_hosts_file and refusing a host whose key changed; '
+             'protects only after the first contact, and refuses a healed '
+             'VM until its old entry is removed. "warn": accept any key and '
+             'log a warning; no protection: an impostor at the VM\'s address '
+             'receives the password.'),
+    cfg.FloatOpt(
+        'console_key_timeout', default=300.0, min=0.0,
+        help='With host_key_policy "console": seconds to wait for a '
+             'booting VM to print its SSH host keys on its console before '
+             'console_key_fallback applies. The console is read again with '
+             'a doubling delay (1 to 15 seconds) until then.'),
+    cfg.StrOpt(
+        'console_key_fallback', default='reject',
+        choices=CONSOLE_KEY_FALLBACKS,
+        help='With host_key_policy "console", what to do when the VM\'s '
+             'console lists no SSH host keys within console_key_timeout, or '
+             'cannot be read (console logs not readable by the VIM user or '
+             'not supported by the hypervisor). "reject": refuse the VM, '
+             'before the password is sent. "known_hosts": trust on first '
+             'use with known_hosts_file, where keys verified on the console '
+             'are recorded too, so a VM whose console has since lost its '
+             'keys is still checked. "warn": accept any key and log a '
+             'warning.'),
     cfg.StrOpt(
         'known_hosts_file',
         default='/var/lib/tacker/kubernetes_mgmt_pv_known_hosts',
         help='known_hosts file used by the "reject" and "known_hosts" host '
-             'key policies.'),
+             'key policies and by console_key_fallback "known_hosts".'),
+    cfg.FloatOpt(
+        'ssh_keepalive_interval', default=10.0, min=0.0,
+        help='Seconds of silence after which an SSH keepalive is sent; a '
+             'host that leaves three of them unacknowledged is considered '
+             'dead and its connection closed, so a VM that stops answering '
+             'fails the running step instead of hanging the hook. 0 turns '
+             'keepalives off (the command timeouts still apply).'),
     cfg.FloatOpt(
         'ssh_connect_timeout', default=30.0, min=1.0,
         help='Seconds to wait for one SSH connection attempt (TCP, banner '

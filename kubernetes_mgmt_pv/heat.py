@@ -15,6 +15,7 @@ import dataclasses
 import ipaddress
 import itertools
 import posixpath
+import re
 
 from heatclient import client as heat_client_module
 from heatclient import exc as heat_exc
@@ -25,6 +26,11 @@ from keystoneauth1 import session as keystone_session
 from kubernetes_mgmt_pv import exceptions
 
 AUTO_SCALING_GROUP = 'OS::Heat::AutoScalingGroup'
+# Nova server ids are UUIDs; the id goes into a Nova URL, so nothing else
+# (no '/', no '..') may pass.
+NOVA_SERVER_ID = re.compile(
+    r'[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}',
+    re.IGNORECASE)
 _TRUE_WORDS = ('true', 'yes', 'on', '1')
 _FALSE_WORDS = ('false', 'no', 'off', '0')
 
@@ -104,6 +110,11 @@ class HeatStack:
         self._heat = heat_client
         self.stack_id = stack_id
 
+    @property
+    def client(self):
+        """The heatclient, whose session also reaches Nova."""
+        return self._heat
+
     def cp_address(self, cp_name, stack_id=None) -> CpAddress:
         """Addresses of a CP resource of stack_id (default: the top stack).
 
@@ -133,6 +144,45 @@ class HeatStack:
             _check_ip(stack_id, cp_name, 'floating_ip_address', floating_ip)
         return CpAddress(cp_name=cp_name, fixed_ip=fixed_ip,
                          floating_ip=floating_ip or None)
+
+    def cp_server_id(self, cp_name, stack_id=None) -> str:
+        """Nova id of the server behind a CP of stack_id (default: top stack).
+
+        A port names its server in ``device_id``. A floating IP names it in
+        ``port_details.device_id`` when Neutron has the fip-port-details
+        extension; otherwise the driver reads the ``device_id`` of the port
+        resource of the same stack that the floating IP is associated with.
+        """
+        stack_id = stack_id or self.stack_id
+        attributes = self._resource_attributes(stack_id, cp_name)
+        if 'floating_ip_address' in attributes:
+            server_id = (attributes.get('port_details') or {}).get('device_id')
+            if not server_id:
+                server_id = self._floating_ip_port_device(
+                    stack_id, cp_name, attributes.get('port_id'))
+        else:
+            server_id = attributes.get('device_id')
+        if not server_id:
+            raise self._missing(stack_id, cp_name, 'device_id',
+                                'is the port attached to a server?')
+        if not NOVA_SERVER_ID.fullmatch(server_id):
+            raise exceptions.HeatLookupError(
+                'Heat resource %r of stack %s has device_id %r, which is not '
+                'a Nova server id' % (cp_name, stack_id, server_id))
+        return server_id
+
+    def _floating_ip_port_device(self, stack_id, cp_name, port_id):
+        if not port_id:
+            raise self._missing(stack_id, cp_name, 'port_id',
+                                'is the floating IP associated with a port?')
+        for resource in self._list(stack_id):
+            if resource.physical_resource_id == port_id:
+                return self._resource_attributes(
+                    stack_id, resource.resource_name).get('device_id')
+        raise exceptions.HeatLookupError(
+            'Heat resource %r of stack %s is associated with port %s, which '
+            'is not a resource of that stack: cannot tell which server it '
+            'belongs to' % (cp_name, stack_id, port_id))
 
     def volume_attachment(self, volume_resource_id) -> VolumeAttachment:
         """Cinder id and device path of a volume of the top stack."""

@@ -1,4 +1,4 @@
-"""An HTTP fake of Keystone v3 and Heat v1 for tests.
+"""An HTTP fake of Keystone v3, Heat v1 and Nova's console log for tests.
 
 The driver talks to Heat through the real python-heatclient on a real
 keystoneauth1 session, so the fake speaks their wire protocol instead of
@@ -13,6 +13,10 @@ the ``show`` attribute, i.e. the Neutron/Cinder/Nova API representation of
 the resource, so a port carries ``fixed_ips``, a floating IP carries
 ``floating_ip_address`` and ``fixed_ip_address``, and a volume carries the
 Cinder ``attachments`` list.
+
+Nova answers one call, the console log of a server (``POST
+/servers/<id>/action`` with ``os-getConsoleOutput``), for the servers added
+with ``add_server``; a server leaves Nova when its resource is removed.
 
 Tests build the model with the ``add_*`` helpers, mutate it between calls
 (``remove_*``, or ``resource(...).attributes``) and assert on ``requests``.
@@ -29,6 +33,7 @@ import urllib.parse
 import uuid
 
 HEAT_PREFIX = '/heat/v1'
+NOVA_PREFIX = '/compute/v2.1'
 # Heat answers these sub-paths of /stacks/<name or id> with a redirect to the
 # canonical stacks/<name>/<id>/<sub-path> URL (heat/api/openstack/v1).
 LOOKUP_SUBPATHS = ('resources', 'events', 'template', 'actions',
@@ -51,6 +56,17 @@ class FakeStack:
     name: str
     parent_id: str = None
     resources: dict = dataclasses.field(default_factory=dict)
+
+
+@dataclasses.dataclass
+class InjectedFailure:
+    """Requests FakeOpenStack.fail_requests() answers with an error."""
+    method: str
+    path: re.Pattern
+    remaining: int  # None: unlimited
+    status: int
+    message: str
+    hits: list = dataclasses.field(default_factory=list)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -88,8 +104,11 @@ class FakeOpenStack:
         self.regions = tuple(regions)
         self._lock = threading.RLock()
         self._stacks = {}
+        self._consoles = {}  # Nova server id -> console log
+        self._console_failures = {}  # Nova server id -> HTTP status
         self._tokens = set()
         self._requests = []
+        self._failures = []  # InjectedFailure, see fail_requests()
         self._server = None
         self._thread = None
 
@@ -135,6 +154,10 @@ class FakeOpenStack:
     def heat_url(self):
         return '%s%s/%s' % (self.base_url, HEAT_PREFIX, self.project_id)
 
+    @property
+    def compute_url(self):
+        return self.base_url + NOVA_PREFIX
+
     def access_info(self, **overrides):
         """VIM access_info as Tacker hands it to a management driver."""
         info = {
@@ -160,9 +183,46 @@ class FakeOpenStack:
         return [record for record in self.requests
                 if record.path.startswith(HEAT_PREFIX + '/')]
 
+    def nova_requests(self):
+        return [record for record in self.requests
+                if record.path.startswith(NOVA_PREFIX + '/')]
+
     def clear_requests(self):
         with self._lock:
             self._requests.clear()
+
+    # -- injected failures -------------------------------------------------
+
+    def fail_requests(self, method, path, count=1, status=500,
+                      message='injected fault'):
+        """Answer matching requests with an error instead of serving them.
+
+        The next ``count`` (None: every one until clear_failures()) requests
+        whose method is ``method`` and whose path fully matches the regular
+        expression ``path``; the returned record lists the paths answered.
+        """
+        failure = InjectedFailure(method.upper(), re.compile(path), count,
+                                  status, message)
+        with self._lock:
+            self._failures.append(failure)
+        return failure
+
+    def clear_failures(self):
+        with self._lock:
+            self._failures.clear()
+
+    def _injected_failure(self, method, path):
+        """(status, headers, body) of an injected failure, or None."""
+        with self._lock:
+            for failure in self._failures:
+                if failure.remaining != 0 and failure.method == method and \
+                        failure.path.fullmatch(path):
+                    if failure.remaining is not None:
+                        failure.remaining -= 1
+                    failure.hits.append(path)
+                    return _heat_error(failure.status, 'InjectedFault',
+                                       failure.message)
+        return None
 
     # -- model: stacks and generic resources -------------------------------
 
@@ -199,6 +259,8 @@ class FakeOpenStack:
         """Remove a resource; like Heat, its nested stack goes with it."""
         with self._lock:
             resource = self._stacks[stack_id].resources.pop(name)
+            if resource.resource_type == 'OS::Nova::Server':
+                self._consoles.pop(resource.physical_resource_id, None)
             if resource.nested_stack_id:
                 self.remove_stack(resource.nested_stack_id)
 
@@ -212,11 +274,13 @@ class FakeOpenStack:
 
     # -- model: typed resources -------------------------------------------
 
-    def add_port(self, stack_id, name, fixed_ips, port_id=None):
+    def add_port(self, stack_id, name, fixed_ips, port_id=None,
+                 device_id=''):
         """Add an OS::Neutron::Port; fixed_ips are IP strings or dicts.
 
-        A port never has floating_ip_address: model a CP reached through a
-        floating IP with add_floating_ip.
+        device_id is the Nova server the port is attached to ('' when none,
+        as Neutron says). A port never has floating_ip_address: model a CP
+        reached through a floating IP with add_floating_ip.
         """
         port_id = port_id or str(uuid.uuid4())
         attributes = {
@@ -225,13 +289,20 @@ class FakeOpenStack:
             'status': 'ACTIVE',
             'network_id': str(uuid.uuid4()),
             'mac_address': 'fa:16:3e:00:00:01',
+            'device_id': device_id,
+            'device_owner': 'compute:nova' if device_id else '',
             'fixed_ips': [_fixed_ip_entry(entry) for entry in fixed_ips],
         }
         return self.add_resource(stack_id, name, 'OS::Neutron::Port',
                                  port_id, attributes)
 
-    def add_floating_ip(self, stack_id, name, floating_ip, port_name=None):
-        """Add an OS::Neutron::FloatingIP, associated to port_name if given."""
+    def add_floating_ip(self, stack_id, name, floating_ip, port_name=None,
+                        port_details=True):
+        """Add an OS::Neutron::FloatingIP, associated to port_name if given.
+
+        port_details is what Neutron's fip-port-details extension adds
+        (with the port's device_id); False models a Neutron without it.
+        """
         fip_id = str(uuid.uuid4())
         attributes = {
             'id': fip_id,
@@ -246,6 +317,11 @@ class FakeOpenStack:
             attributes['port_id'] = port.physical_resource_id
             attributes['fixed_ip_address'] = (
                 port.attributes['fixed_ips'][0]['ip_address'])
+            if port_details:
+                attributes['port_details'] = {
+                    key: port.attributes[key] for key in (
+                        'name', 'network_id', 'mac_address', 'status',
+                        'device_id', 'device_owner')}
         return self.add_resource(stack_id, name, 'OS::Neutron::FloatingIP',
                                  fip_id, attributes)
 
@@ -273,13 +349,33 @@ class FakeOpenStack:
         return self.add_resource(stack_id, name, 'OS::Cinder::Volume',
                                  volume_id, attributes)
 
-    def add_server(self, stack_id, name, server_id=None):
-        """Add an OS::Nova::Server whose physical_resource_id is server_id."""
+    def add_server(self, stack_id, name, server_id=None, console_output=''):
+        """Add an OS::Nova::Server whose physical_resource_id is server_id.
+
+        Nova serves console_output as its console log: empty, as for a VM
+        that has just started, unless given.
+        """
         server_id = server_id or str(uuid.uuid4())
+        with self._lock:
+            self._consoles[server_id] = console_output
         attributes = {'id': server_id, 'name': name, 'status': 'ACTIVE',
                       'addresses': {}}
         return self.add_resource(stack_id, name, 'OS::Nova::Server',
                                  server_id, attributes)
+
+    def set_console_output(self, server_id, console_output):
+        """Replace the console log of a server, e.g. as its boot goes on."""
+        with self._lock:
+            self._consoles[server_id] = console_output
+
+    def fail_console(self, server_id, status):
+        """Answer the server's console requests with an HTTP error status
+        (409 while building, 403 by policy, 501 unsupported; None stops)."""
+        with self._lock:
+            if status is None:
+                self._console_failures.pop(server_id, None)
+            else:
+                self._console_failures[server_id] = status
 
     def add_scaling_group(self, stack_id, aspect_id):
         """Add an OS::Heat::AutoScalingGroup and return its nested stack id."""
@@ -372,6 +468,8 @@ class FakeOpenStack:
                                self.regions),
                 _catalog_entry('orchestration', 'heat', self.heat_url,
                                self.regions),
+                _catalog_entry('compute', 'nova', self.compute_url,
+                               self.regions),
             ],
         }
 
@@ -410,6 +508,41 @@ class FakeOpenStack:
                 return 200, {}, {'resource': self._resource_body(
                     stack, resource, detail=True)}
         return _heat_error(404, 'NotFound', 'Unknown Heat path.')
+
+    # -- HTTP: Nova ----------------------------------------------------------
+
+    def _nova_post(self, path, body):
+        """Route a Nova POST below /compute/v2.1: a server action."""
+        match = re.fullmatch(r'/servers/([^/]+)/action', path)
+        if not match:
+            return _nova_error(404, 'itemNotFound', 'Unknown Nova path.')
+        server_id = urllib.parse.unquote(match.group(1))
+        request = body.get('os-getConsoleOutput') if isinstance(
+            body, dict) else None
+        if not isinstance(request, dict):
+            return _nova_error(400, 'badRequest',
+                               'Only os-getConsoleOutput is supported.')
+        length = request.get('length')
+        if length is not None and (not isinstance(length, int)
+                                   or length < -1):
+            return _nova_error(400, 'badRequest',
+                               'Invalid input for field/attribute length.')
+        with self._lock:
+            if server_id not in self._consoles:
+                return _nova_error(404, 'itemNotFound',
+                                   'Instance %s could not be found.'
+                                   % server_id)
+            status = self._console_failures.get(server_id)
+            output = self._consoles[server_id]
+        if status is not None:
+            return _nova_error(status, 'computeFault',
+                               'Console output of %s is not available.'
+                               % server_id)
+        if length not in (None, -1):
+            # Nova returns the last `length` lines of the log.
+            output = ''.join(output.splitlines(keepends=True)[-length:]
+                             if length else [])
+        return 200, {}, {'output': output}
 
     def _lookup_redirect(self, name_or_id, subpath):
         """Heat's stacks:lookup: 302 to stacks/<name>/<id>[/<subpath>]."""
@@ -497,7 +630,8 @@ def _handler_class(fake):
 
         def do_POST(self):
             path = urllib.parse.urlsplit(self.path).path
-            if path != '/v3/auth/tokens':
+            is_nova = path.startswith(NOVA_PREFIX + '/')
+            if path != '/v3/auth/tokens' and not is_nova:
                 return self._answer('POST', path, False, *_heat_error(
                     404, 'NotFound', 'Unknown path.'))
             length = int(self.headers.get('Content-Length') or 0)
@@ -505,10 +639,26 @@ def _handler_class(fake):
                 body = json.loads(self.rfile.read(length) or b'{}')
             except ValueError:
                 body = None
+            injected = fake._injected_failure('POST', path)
+            if injected is not None:
+                return self._answer('POST', path, False, *injected)
+            if is_nova:
+                return self._nova_answer(path, body)
             return self._answer('POST', path, False, *fake._issue_token(body))
+
+        def _nova_answer(self, path, body):
+            if not fake._token_is_valid(self.headers.get('X-Auth-Token')):
+                return self._answer('POST', path, False, *_keystone_error(
+                    401, 'Unauthorized',
+                    'The request you have made requires authentication.'))
+            return self._answer('POST', path, True, *fake._nova_post(
+                path[len(NOVA_PREFIX):], body))
 
         def do_GET(self):
             path = urllib.parse.urlsplit(self.path).path
+            injected = fake._injected_failure('GET', path)
+            if injected is not None:
+                return self._answer('GET', path, False, *injected)
             if not path.startswith(HEAT_PREFIX + '/'):
                 return self._answer('GET', path, False, *_heat_error(
                     404, 'NotFound', 'Unknown path.'))
@@ -549,6 +699,10 @@ def _heat_error(code, error_type, message):
         'explanation': message,
         'error': {'type': error_type, 'message': message, 'traceback': None},
     }
+
+
+def _nova_error(code, fault, message):
+    return code, {}, {fault: {'code': code, 'message': message}}
 
 
 def _stack_not_found(name_or_id):

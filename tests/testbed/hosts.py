@@ -29,6 +29,35 @@ ROLES = ('storage', 'master', 'worker')
 HOST_PATH = '/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin'
 FIRST_HOST_OCTET = 11
 MAX_PREFIX_LEN = 10  # leaves room for 'v<seq>' in 15-char interface names
+# Each boot gets its own SSH host key, like a new VM: sshd uses only it, so
+# a replaced host presents a new key at the same address.
+HOST_KEY = '/etc/ssh/testbed_host_ed25519_key'
+HOST_KEY_CONFIG = '/etc/ssh/sshd_config.d/10-testbed-host-key.conf'
+# A Nova console log of an Ubuntu VM, as cloud-init's keys_to_console leaves
+# it: boot noise, the fingerprints block through logger (syslog header and
+# its "ec2" tag), then the public keys; serial lines end in CRLF.
+CONSOLE_LOG = """\
+[    0.000000] Linux version 5.15.0-91-generic (buildd@lcy02-amd64-045)
+[    2.315424] EXT4-fs (vda1): mounted filesystem with ordered data mode.
+[  OK  ] Started OpenBSD Secure Shell server.
+[   11.204915] cloud-init[812]: Cloud-init v. 23.3.3-0ubuntu0~22.04.1 \
+running 'modules:final' at Mon, 08 Jan 2024 10:11:10 +0000. Up 11.05 seconds.
+ci-info: no authorized SSH keys fingerprints found for user ubuntu.
+<14>Jan  8 10:11:12 ec2:
+<14>Jan  8 10:11:12 ec2: {rule}
+<14>Jan  8 10:11:12 ec2: -----BEGIN SSH HOST KEY FINGERPRINTS-----
+<14>Jan  8 10:11:12 ec2: {fingerprint}
+<14>Jan  8 10:11:12 ec2: -----END SSH HOST KEY FINGERPRINTS-----
+<14>Jan  8 10:11:12 ec2: {rule}
+-----BEGIN SSH HOST KEY KEYS-----
+{public_key}
+-----END SSH HOST KEY KEYS-----
+[   12.001234] cloud-init[905]: Cloud-init v. 23.3.3-0ubuntu0~22.04.1 \
+finished at Mon, 08 Jan 2024 10:11:12 +0000. Up 12.00 seconds
+
+Ubuntu 22.04.3 LTS {name} ttyS0
+
+{name} login: """
 
 # Runs inside fresh mount/PID/UTS/IPC namespaces.
 # Usage: boot.sh ROOT UPPER WORK HOSTNAME [vdX=MAJOR:MINOR ...] -- COMMAND...
@@ -280,10 +309,30 @@ class Host:
     def write_file(self, path, text):
         self.run(f'cat > {shlex.quote(path)}', input=text)
 
+    @property
+    def public_host_key_file(self):
+        """The runner's path of this boot's public SSH host key."""
+        return os.path.join(self._dir, 'upper', HOST_KEY.lstrip('/') + '.pub')
+
+    def console_output(self):
+        """This VM's console log as Nova would serve it, with the real
+        fingerprint and public key of its sshd's host key."""
+        with open(self.public_host_key_file) as f:
+            public_key = f.read().strip()
+        fingerprint = _run(['ssh-keygen', '-l', '-f',
+                            self.public_host_key_file]).strip()
+        return CONSOLE_LOG.format(
+            name=self.name, rule='#' * 61, fingerprint=fingerprint,
+            public_key=public_key).replace('\n', '\r\n')
+
+    def sshd_log(self):
+        """What this host's sshd logged (-e: connections, auth attempts)."""
+        return _read_log(self)
+
     def ssh_client(self, timeout=10):
         """A paramiko client logged in by password, as the driver does."""
         client = paramiko.SSHClient()
-        # All hosts share the runner's host keys, so known_hosts is useless.
+        # Every boot has a new host key: known_hosts would only get in the way.
         client.set_missing_host_key_policy(paramiko.AutoAddPolicy())
         client.connect(self.ip, username=self._username,
                        password=self._password, look_for_keys=False,
@@ -476,6 +525,7 @@ class Testbed:
                 f.write(name + '\n')
             with open(os.path.join(upper, 'etc', 'hosts'), 'w') as f:
                 f.write(self._hosts_file(name, ip))
+            _new_host_key(upper, name)
             self._plug(host)
             devices = [f'{os.path.basename(path)}={disk.devno}'
                        for path, disk in zip(host.volumes, disks)]
@@ -571,6 +621,16 @@ class Testbed:
             raise RuntimeError(f'still mounted, not removing: {mounted}')
         shutil.rmtree(self.workdir)
         self.workdir = None
+
+
+def _new_host_key(upper, name):
+    """Give a booting host its own ed25519 host key, the only one its sshd
+    offers (the runner's keys stay in the shared lower layer)."""
+    key = os.path.join(upper, HOST_KEY.lstrip('/'))
+    _run(['ssh-keygen', '-q', '-t', 'ed25519', '-N', '', '-C',
+          f'root@{name}', '-f', key])
+    with open(os.path.join(upper, HOST_KEY_CONFIG.lstrip('/')), 'w') as f:
+        f.write(f'HostKey {HOST_KEY}\n')
 
 
 def _read_log(host):

@@ -19,7 +19,8 @@ def test_defaults_and_validation():
     config.register_opts(conf)
     conf([])
     options = config.options(conf)
-    assert options.host_key_policy == 'warn'
+    assert options.host_key_policy == 'console'
+    assert options.console_key_fallback == 'reject'
     assert 'ubuntu:22.04' in options.supported_os
     # Overrides live in the shared option group: always clear them.
     try:

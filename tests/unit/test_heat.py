@@ -384,3 +384,89 @@ def test_unknown_server_is_not_found(cloud, stack_id):
         'no-such-server', ['worker_instance'])
 
     assert found is None
+
+
+# -- the Nova server behind a CP ---------------------------------------------
+
+SERVER_ID = '6f1c4b2e-8a0d-4f4e-9b7a-2d3c5e6f7a8b'
+
+
+def test_server_of_a_port_is_its_device_id(cloud, stack_id):
+    cloud.add_port(stack_id, 'master_cp', ['10.10.0.5'], device_id=SERVER_ID)
+
+    assert heat_stack(cloud, stack_id).cp_server_id('master_cp') == SERVER_ID
+
+
+def test_server_of_a_port_in_a_group_member(cloud, stack_id):
+    group_stack_id = cloud.add_scaling_group(stack_id, 'worker_instance')
+    member_stack_id = cloud.add_group_member(group_stack_id)
+    cloud.add_port(member_stack_id, 'worker_cp', ['10.10.0.21'],
+                   device_id=SERVER_ID)
+
+    assert heat_stack(cloud, stack_id).cp_server_id(
+        'worker_cp', member_stack_id) == SERVER_ID
+
+
+def test_server_of_a_floating_ip_from_its_port_details(cloud, stack_id):
+    cloud.add_port(stack_id, 'master_cp', ['10.10.0.5'], device_id=SERVER_ID)
+    cloud.add_floating_ip(stack_id, 'master_fip', '192.0.2.50',
+                          port_name='master_cp')
+
+    assert heat_stack(cloud, stack_id).cp_server_id('master_fip') == (
+        SERVER_ID)
+    assert len(cloud.heat_requests()) == 2  # lookup redirect + the FIP
+
+
+def test_server_of_a_floating_ip_without_port_details(cloud, stack_id):
+    """Neutron without fip-port-details: the port resource of the stack."""
+    cloud.add_port(stack_id, 'master_cp', ['10.10.0.5'], device_id=SERVER_ID)
+    cloud.add_floating_ip(stack_id, 'master_fip', '192.0.2.50',
+                          port_name='master_cp', port_details=False)
+
+    assert heat_stack(cloud, stack_id).cp_server_id('master_fip') == (
+        SERVER_ID)
+
+
+def test_floating_ip_with_a_port_of_another_stack_is_reported(cloud,
+                                                             stack_id):
+    other_stack_id = cloud.add_stack('elsewhere')
+    cloud.add_port(other_stack_id, 'master_cp', ['10.10.0.5'],
+                   device_id=SERVER_ID)
+    port_id = cloud.resource(other_stack_id,
+                             'master_cp').physical_resource_id
+    cloud.add_floating_ip(stack_id, 'master_fip', '192.0.2.50')
+    cloud.resource(stack_id, 'master_fip').attributes['port_id'] = port_id
+
+    with pytest.raises(exceptions.HeatLookupError,
+                       match='port %s, which is not a resource of that '
+                             'stack' % port_id):
+        heat_stack(cloud, stack_id).cp_server_id('master_fip')
+
+
+def test_unassociated_floating_ip_has_no_server(cloud, stack_id):
+    cloud.add_floating_ip(stack_id, 'master_fip', '192.0.2.50')
+
+    with pytest.raises(exceptions.HeatLookupError,
+                       match="'master_fip' of stack %s has no port_id"
+                             % stack_id):
+        heat_stack(cloud, stack_id).cp_server_id('master_fip')
+
+
+def test_port_without_server_is_reported(cloud, stack_id):
+    cloud.add_port(stack_id, 'master_cp', ['10.10.0.5'])
+
+    with pytest.raises(exceptions.HeatLookupError,
+                       match="'master_cp' of stack %s has no device_id: is "
+                             'the port attached to a server' % stack_id):
+        heat_stack(cloud, stack_id).cp_server_id('master_cp')
+
+
+@pytest.mark.parametrize('device_id', [
+    '../../v3/auth/tokens', SERVER_ID + '/action', 'dhcp-agent-1'])
+def test_device_id_that_is_not_a_server_id_is_rejected(cloud, stack_id,
+                                                       device_id):
+    cloud.add_port(stack_id, 'master_cp', ['10.10.0.5'], device_id=device_id)
+
+    with pytest.raises(exceptions.HeatLookupError,
+                       match='which is not a Nova server id'):
+        heat_stack(cloud, stack_id).cp_server_id('master_cp')
