@@ -8,6 +8,7 @@ objects are only read through attributes, so plain objects work in tests.
 """
 
 import dataclasses
+import functools
 
 from oslo_log import log as logging
 
@@ -31,8 +32,39 @@ class HealTargets(object):
     nodes: list = dataclasses.field(default_factory=list)  # (access, server)
 
 
+def _hook_boundary(hook, method):
+    """``method`` letting only the driver's own errors out.
+
+    Tacker shows a hook's exception to the operator as the LCM operation
+    error. The steps turn every failure they foresee into a
+    ``MgmtDriverError`` naming host and step; anything else (a paramiko,
+    socket, Unicode or YAML error, or a bug) becomes one naming the hook,
+    with its traceback in the log.
+    """
+    @functools.wraps(method)
+    def hook_method(self, *args, **kwargs):
+        try:
+            return method(self, *args, **kwargs)
+        except exceptions.MgmtDriverError:
+            raise
+        except Exception as error:
+            LOG.exception('%s failed unexpectedly', hook)
+            raise exceptions.MgmtDriverError('%s failed: %s' % (
+                hook, exceptions.failure_reason(error))) from error
+    return hook_method
+
+
 class KubernetesMgmtDriver(tacker_compat.VnflcmMgmtAbstractDriver):
-    """Kubernetes cluster management driver: hooks and shared plumbing."""
+    """Kubernetes cluster management driver: hooks and shared plumbing.
+
+    The hooks a subclass defines are wrapped by ``_hook_boundary``.
+    """
+
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+        for hook in tacker_compat.HOOKS:
+            if hook in vars(cls):
+                setattr(cls, hook, _hook_boundary(hook, vars(cls)[hook]))
 
     def get_type(self):
         return DRIVER_NAME
@@ -173,8 +205,7 @@ class KubernetesMgmtDriver(tacker_compat.VnflcmMgmtAbstractDriver):
             if stack_id is None:
                 raise exceptions.HeatLookupError(
                     'no Heat stack holds the healed server %s' % server_id)
-            found.append((workflow.heat.cp_address(
-                access.ssh_cp_name, stack_id=stack_id).ssh_host, access))
+            found.append(workflow.node_in_stack(access, stack_id))
         return found
 
     @staticmethod

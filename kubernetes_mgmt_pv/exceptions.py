@@ -43,21 +43,25 @@ class RemoteConnectError(MgmtDriverError):
 
 
 class RemoteCommandError(MgmtDriverError):
-    """A remote command exited non-zero or timed out.
+    """A remote command exited non-zero, timed out or lost its connection.
 
-    ``description`` is a human summary of the command (already redacted);
-    stdout/stderr are kept (truncated, redacted) to explain the failure.
+    ``description`` is a human summary of the command; stdout/stderr are
+    kept to explain the failure. All three are already redacted: this
+    message may reach Tacker's LCM operation error as it is. ``reason``
+    replaces the exit status when the command did not finish.
     """
 
     def __init__(self, host, description, exit_status, stdout='', stderr='',
-                 timed_out=False):
+                 timed_out=False, reason=None):
         self.host = host
         self.description = description
         self.exit_status = exit_status
         self.stdout = stdout
         self.stderr = stderr
         self.timed_out = timed_out
-        if timed_out:
+        if reason:
+            what = reason
+        elif timed_out:
             what = 'timed out'
         else:
             what = 'failed with exit status %s' % exit_status
@@ -82,10 +86,41 @@ class NodeStepError(MgmtDriverError):
     def __init__(self, step, failures):
         self.step = step
         self.failures = dict(failures)
-        parts = ['%s: %s' % (host, error)
+        parts = [str(error) if isinstance(error, StepError) else
+                 '%s: %s' % (host, failure_reason(error, host))
                  for host, error in sorted(self.failures.items())]
         super().__init__('%s failed on %d node(s): %s' % (
             step, len(self.failures), '; '.join(parts)))
+
+
+class StepError(MgmtDriverError):
+    """One step failed on one host: "<step> failed on <host>: <reason>".
+
+    ``cause`` is the original error, whatever its type.
+    """
+
+    def __init__(self, step, host, cause):
+        self.step = step
+        self.host = host
+        self.cause = cause
+        super().__init__('%s failed on %s: %s' % (
+            step, host, failure_reason(cause, host)))
+
+
+def failure_reason(error, host=None):
+    """Why ``error`` happened, never empty (``str(EOFError())`` is '').
+
+    A leading "<host>: " is dropped, the caller names the host; an error
+    that is not the driver's own shows its type, which explains messages
+    such as "timed out" or "SSH session not active".
+    """
+    text = str(error).strip()
+    if host and text.startswith(host + ':'):
+        text = text[len(host) + 1:].strip()
+    if isinstance(error, MgmtDriverError) and text:
+        return text
+    name = type(error).__name__
+    return '%s: %s' % (name, text) if text else name
 
 
 class PersistentVolumeError(MgmtDriverError):

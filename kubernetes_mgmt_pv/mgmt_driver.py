@@ -32,7 +32,10 @@ class KubernetesPvMgmtDriver(base_driver.KubernetesMgmtDriver):
                            grant_request, **kwargs)
         workflow, targets = self._heal_plan(context, vnf_instance,
                                             heal_vnf_request)
-        if workflow is not None and targets.storage_server:
+        # An entire-cluster heal re-creates the storage server and its
+        # volume too: the same refusal while a PV is Bound applies.
+        if workflow is not None and (targets.storage_server or
+                                     targets.entire_cluster):
             workflow.release_storage()
 
     def heal_end(self, context, vnf_instance, heal_vnf_request, grant,

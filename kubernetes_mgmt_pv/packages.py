@@ -1,31 +1,43 @@
 """Operating-system check and idempotent Debian package installation."""
 
-import shlex
+import re
 
 from kubernetes_mgmt_pv import exceptions
 
 _INSTALLED = 'install ok installed'
+# os-release(5): KEY=value, the value optionally in single or double quotes.
+_ASSIGNMENT = re.compile(r'^([A-Za-z0-9_]+)=(.*)$')
+_ESCAPED = re.compile(r'\\(.)')
 
 
-def os_release(executor):
-    """``(ID, VERSION_ID)`` from /etc/os-release of the host."""
-    text = executor.read_file('/etc/os-release') or ''
+def _unquote(value):
+    """An os-release value without its quotes (never raises, unlike shlex
+    on a stray quote)."""
+    value = value.strip()
+    if len(value) >= 2 and value[0] == value[-1] and value[0] in '"\'':
+        inner = value[1:-1]
+        return _ESCAPED.sub(r'\1', inner) if value[0] == '"' else inner
+    return value
+
+
+def parse_os_release(text):
+    """``(ID, VERSION_ID)`` of an os-release file's text ('' when absent)."""
     fields = {}
-    for line in text.splitlines():
-        key, sep, value = line.partition('=')
-        if sep:
-            parts = shlex.split(value) if value else ['']
-            fields[key.strip()] = parts[0] if parts else ''
+    for line in text.split('\n'):
+        match = _ASSIGNMENT.match(line.strip())
+        if match:
+            fields[match.group(1)] = _unquote(match.group(2))
     return fields.get('ID', ''), fields.get('VERSION_ID', '')
 
 
 def check_supported_os(executor, supported):
     """Refuse hosts whose OS is not listed in ``supported`` (ID:VERSION_ID)."""
-    os_id, version = os_release(executor)
+    os_id, version = parse_os_release(
+        executor.read_file('/etc/os-release') or '')
     if '%s:%s' % (os_id, version) not in supported:
         raise exceptions.UnsupportedOSError(
             '%s: operating system %s %s is not supported; supported: %s' % (
-                executor.host, os_id or 'unknown', version or '',
+                executor.host, os_id or 'unknown', version,
                 ', '.join(supported)))
     return os_id, version
 
@@ -38,6 +50,8 @@ def is_installed(executor, package):
     """
     result = executor.run(['dpkg-query', '-W', '-f=${Status}', package],
                           check=False)
+    if not result.ok and 'no packages found matching' not in result.stderr:
+        raise executor.failure('dpkg-query -W %s' % package, result)
     return result.ok and result.stdout.strip() == _INSTALLED
 
 
@@ -65,8 +79,8 @@ def ensure_installed(executor, packages, proxy, timeout, report):
     still_missing = [p for p in missing if not is_installed(executor, p)]
     if still_missing:
         raise exceptions.MgmtDriverError(
-            '%s: apt-get reported success but %s is not installed' % (
-                executor.host, ', '.join(still_missing)))
+            'apt-get reported success but %s is not installed'
+            % ', '.join(still_missing))
     report.record(executor.host, 'packages %s' % ' '.join(packages), True,
                   'installed %s' % ' '.join(missing))
     return True

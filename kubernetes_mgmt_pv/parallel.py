@@ -34,7 +34,8 @@ def run_on_nodes(step, function, nodes, max_workers):
             name = pending[future]
             error = future.exception()
             if error is not None:
-                LOG.error('%s failed on %s: %s', step, name, error)
+                LOG.error('%s failed on %s: %s', step, name,
+                          exceptions.failure_reason(error, name))
                 failures[name] = error
     if failures:
         raise exceptions.NodeStepError(step, failures)

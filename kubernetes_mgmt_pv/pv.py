@@ -4,12 +4,10 @@ kubectl runs as the login user of the Master (its ~/.kube/config). Waits
 use ``kubectl wait`` and ``kubectl delete --wait``: no sleep loops.
 """
 
-import json
-import shlex
-
 import yaml
 
 from kubernetes_mgmt_pv import exceptions
+from kubernetes_mgmt_pv import safe_yaml
 
 AVAILABLE = 'Available'
 BOUND = 'Bound'
@@ -31,23 +29,26 @@ def live_volumes(executor, names):
     result = executor.run(['kubectl', 'get', 'persistentvolumes', '-o',
                            'json'])
     try:
-        items = json.loads(result.stdout).get('items') or []
+        listing = safe_yaml.loads_json(result.stdout)
     except ValueError:
+        listing = None
+    items = listing.get('items') if isinstance(listing, dict) else None
+    if not isinstance(items, list) or not all(
+            isinstance(item, dict) and isinstance(item.get('metadata'), dict)
+            for item in items):
         raise exceptions.PersistentVolumeError(
-            '%s: kubectl get persistentvolumes did not return JSON'
-            % executor.host)
+            'kubectl get persistentvolumes -o json did not return a list of '
+            'PersistentVolumes')
     wanted = set(names)
-    return {item['metadata']['name']: item for item in items
-            if item.get('metadata', {}).get('name') in wanted}
+    return {item['metadata'].get('name'): item for item in items
+            if item['metadata'].get('name') in wanted}
 
 
-def ensure_not_bound(executor, names):
-    """Fail, naming them, if any of the PVs is Bound to a claim."""
-    live = live_volumes(executor, names)
+def refuse_if_bound(live):
+    """Fail, naming them, if any of the ``live`` PVs is Bound to a claim."""
     bound = [name for name, volume in live.items() if _phase(volume) == BOUND]
     if bound:
         raise exceptions.PersistentVolumeInUseError(bound)
-    return live
 
 
 def delete_volumes(executor, names, timeout, report):
@@ -61,11 +62,13 @@ def delete_volumes(executor, names, timeout, report):
          '--wait=true', '--timeout=%ds' % timeout] + present,
         timeout=timeout + 60, check=False)
     remaining = sorted(live_volumes(executor, present))
-    if remaining or not result.ok:
+    if not result.ok:
+        raise executor.failure('kubectl delete persistentvolumes %s'
+                               % ' '.join(present), result)
+    if remaining:
         raise exceptions.PersistentVolumeError(
-            '%s: PersistentVolume(s) %s still exist %ds after deletion: %s' % (
-                executor.host, ', '.join(remaining or present), timeout,
-                (result.stderr or result.stdout).strip()))
+            'PersistentVolume(s) %s still exist %ds after deletion'
+            % (', '.join(remaining), timeout))
     report.record(executor.host, 'delete PersistentVolumes', True,
                   ', '.join(present))
 
@@ -86,10 +89,9 @@ def register_volumes(executor, manifests, servers, timeout, report):
         if volume is not None and _nfs_source(volume) != desired:
             if _phase(volume) == BOUND:
                 raise exceptions.PersistentVolumeError(
-                    '%s: PersistentVolume %s is Bound but points at %s:%s '
+                    'PersistentVolume %s is Bound but points at %s:%s '
                     'instead of %s:%s; release its claim first' % (
-                        (executor.host, manifest.name) + _nfs_source(volume)
-                        + desired))
+                        (manifest.name,) + _nfs_source(volume) + desired))
             stale.append(manifest.name)
     if stale:
         delete_volumes(executor, stale, timeout, report)
@@ -125,21 +127,15 @@ def _apply(executor, outdated, report):
     """kubectl apply (manifest, document) pairs in one call; return the
     names it created.
 
-    The manifests go to a private temporary directory on the Master, which
-    is removed whatever happens.
+    The manifests reach kubectl on its standard input, as one multi-document
+    YAML stream: nothing is written on the Master.
     """
-    staging = executor.make_private_dir()
-    try:
-        for manifest, document in outdated:
-            text = yaml.safe_dump(document, default_flow_style=False,
-                                  sort_keys=False)
-            executor.upload(text.encode('utf-8'),
-                            '%s/%s.yaml' % (staging, manifest.name))
-        output = executor.run(['kubectl', 'apply', '-f', staging]).stdout
-    finally:
-        executor.run(['rm', '-rf', '--', staging], check=False)
+    stream = yaml.safe_dump_all([document for _, document in outdated],
+                                default_flow_style=False, sort_keys=False)
+    output = executor.run(['kubectl', 'apply', '-f', '-'],
+                          stdin=stream.encode('utf-8')).stdout
     actions = {}
-    for line in output.splitlines():  # "persistentvolume/<name> <action>"
+    for line in output.split('\n'):  # "persistentvolume/<name> <action>"
         resource, _, action = line.strip().partition(' ')
         actions[resource.rpartition('/')[2]] = action.strip()
     for manifest, _ in outdated:
@@ -164,13 +160,25 @@ def _wait_available(executor, names, created, timeout):
         return
     rollback = sorted(name for name in failed if name in created and
                       name in live)
+    states = ', '.join('%s (%s)' % item for item in sorted(failed.items()))
+    if 'timed out waiting' in result.stderr:
+        message = ('PersistentVolume(s) did not become Available within '
+                   '%ds: %s' % (timeout, states))
+    else:  # kubectl itself failed: say why, not "timed out"
+        message = '%s; not Available: %s' % (
+            executor.failure('kubectl wait', result), states)
     if rollback:
+        message += '; ' + _roll_back(executor, rollback)
+    raise exceptions.PersistentVolumeError(message)
+
+
+def _roll_back(executor, names):
+    """Delete the PVs this run created; say how that went, never raise:
+    the error that caused the rollback is the one to report."""
+    try:
         executor.run(['kubectl', 'delete', 'persistentvolumes',
-                      '--ignore-not-found', '--wait=false'] + rollback,
-                     check=False)
-    raise exceptions.PersistentVolumeError(
-        '%s: PersistentVolume(s) did not become Available within %ds: %s%s' % (
-            executor.host, timeout,
-            ', '.join('%s (%s)' % item for item in sorted(failed.items())),
-            '; rolled back: %s' % ' '.join(map(shlex.quote, rollback))
-            if rollback else ''))
+                      '--ignore-not-found', '--wait=false'] + names)
+    except exceptions.MgmtDriverError as error:
+        return 'rollback of %s failed: %s' % (
+            ' '.join(names), exceptions.failure_reason(error, executor.host))
+    return 'rolled back: %s' % ' '.join(names)

@@ -1,12 +1,23 @@
 """Remote command execution on the VMs over SSH (paramiko).
 
 One ``RemoteCommandExecutor`` holds one SSH connection to one host; every
-command and every SFTP transfer of a hook reuses it. Commands are given as
-argument lists and quoted with ``shlex`` so no value ever reaches a shell
-unquoted. Failure is decided by the exit status, never by stderr noise.
-Passwords and proxy credentials are scrubbed from every log line and error.
+command of a hook reuses it. Commands are given as argument lists and quoted
+with ``shlex`` so no value ever reaches a shell unquoted; data (file
+contents, manifests, proxy settings) travels over the command's standard
+input, never in its argument list, where ``ps`` and sudo's log would show it.
+
+Output is returned exactly as the host printed it: the steps parse it and
+write parts of it back (``/etc/fstab``, ``/etc/exports``). Secrets are
+scrubbed only from text that leaves the driver: log lines and error
+messages.
+
+A host that stops answering cannot hang a hook: SSH keepalives and a TCP
+user timeout detect a dead peer, and every operation on the connection
+(opening a channel, sending, reading) runs under one deadline, after which
+the connection is closed.
 """
 
+import hashlib
 import io
 import re
 import select
@@ -25,6 +36,37 @@ LOG = logging.getLogger(__name__)
 
 _URL_CREDENTIALS = re.compile(r'(?P<scheme>[A-Za-z][A-Za-z0-9+.-]*://)[^/@\s]+@')
 _KNOWN_HOSTS_LOCK = threading.Lock()
+_ENV_NAME = re.compile(r'^[A-Za-z_][A-Za-z0-9_]*$')
+# Exit status of the read script below when the file does not exist.
+_MISSING = 44
+# Seconds past a command's deadline before a connection that does not even
+# let us give up the command (a silent peer) is torn down.
+_CLOSE_GRACE = 2.0
+
+# Sources the variables given on standard input, then runs the command:
+# values never appear in the argument list.
+_WITH_ENV = 'set -a; . /dev/stdin; set +a; exec "$@"'
+_READ = 'if [ -e "$1" ]; then exec cat -- "$1"; fi; exit %d' % _MISSING
+# Replace a file atomically with standard input, through a symlink, keeping
+# the mode and owner of an existing file; refuse a truncated upload.
+_INSTALL = r'''set -eu
+target=$(readlink -f -- "$1")
+mode=$2 owner=$3 group=$4 sum=$5
+if [ -e "$target" ]; then
+    mode=$(stat -c %a -- "$target")
+    owner=$(stat -c %u -- "$target")
+    group=$(stat -c %g -- "$target")
+fi
+tmp=$(mktemp -- "$target.kubernetes-mgmt-pv.XXXXXX")
+trap 'rm -f -- "$tmp"' EXIT
+cat > "$tmp"
+echo "$sum  $tmp" | sha256sum -c --status - || {
+    echo "content arrived incomplete" >&2; exit 1; }
+chown -- "$owner:$group" "$tmp"
+chmod -- "$mode" "$tmp"
+mv -f -- "$tmp" "$target"
+trap - EXIT
+'''
 
 
 def redact(text, secrets=()):
@@ -35,13 +77,21 @@ def redact(text, secrets=()):
     return _URL_CREDENTIALS.sub(r'\g<scheme>***@', text)
 
 
-class CommandResult(object):
-    """Exit status and decoded output of one remote command."""
+def describe_error(error):
+    """A non-empty reason for any exception (``str(EOFError())`` is '')."""
+    text = str(error).strip()
+    name = type(error).__name__
+    return '%s: %s' % (name, text) if text else name
 
-    def __init__(self, exit_status, stdout, stderr):
+
+class CommandResult(object):
+    """Exit status and output of one remote command, exactly as printed."""
+
+    def __init__(self, exit_status, stdout_bytes, stderr_bytes):
         self.exit_status = exit_status
-        self.stdout = stdout
-        self.stderr = stderr
+        self.stdout_bytes = stdout_bytes
+        self.stdout = stdout_bytes.decode('utf-8', 'surrogateescape')
+        self.stderr = stderr_bytes.decode('utf-8', 'surrogateescape')
 
     @property
     def ok(self):
@@ -80,22 +130,50 @@ class _AcceptAndWarn(paramiko.MissingHostKeyPolicy):
                     key.fingerprint)
 
 
+class _Deadline(object):
+    """Closes a connection whose operation outlives its deadline.
+
+    paramiko blocks without a time limit in a few places (waiting for the
+    answer to an exec request, for window space when sending); closing the
+    transport from a timer thread wakes them with an error.
+    """
+
+    def __init__(self, executor, seconds):
+        self.expired = False
+        self._executor = executor
+        self._timer = threading.Timer(seconds, self._expire)
+        self._timer.daemon = True
+
+    def _expire(self):
+        self.expired = True
+        LOG.warning('%s: no answer in time, closing the SSH connection',
+                    self._executor.host)
+        self._executor.close()
+
+    def __enter__(self):
+        self._timer.start()
+        return self
+
+    def __exit__(self, *exc_info):
+        self._timer.cancel()
+
+
 class RemoteCommandExecutor(object):
-    """An SSH session to one VM: commands, sudo, and SFTP uploads."""
+    """An SSH session to one VM: commands, sudo, and file transfers."""
 
     _connections_lock = threading.Lock()
     connections_opened = 0  # every successful login, for the benchmark
 
     def __init__(self, host, username, password, port=22, secrets=(),
-                 conf=None):
+                 conf=None, host_key_policy=None):
         self.host = host
         self.username = username
         self._password = password
         self.port = port
         self._secrets = tuple(s for s in (password,) + tuple(secrets) if s)
         self._conf = conf or config.options()
+        self._host_key_policy = host_key_policy
         self._client = None
-        self._sftp = None
 
     def __repr__(self):
         return '<RemoteCommandExecutor %s@%s>' % (self.username, self.host)
@@ -112,12 +190,17 @@ class RemoteCommandExecutor(object):
     def connect(self):
         """Log in, retrying with exponential back-off while the VM boots.
 
-        Authentication failures and changed host keys are not retried: they
-        do not heal by waiting, and retrying a wrong password only delays the
-        error.
+        Authentication failures and rejected host keys are not retried:
+        they do not heal by waiting, and retrying a wrong password only
+        delays the error.
         """
         if self._client is not None:
             return
+        prepare = getattr(self._host_key_policy, 'prepare', None)
+        if prepare is not None:
+            # Slow look-ups (waiting for a booting VM's console) happen
+            # before the handshake, where sshd's LoginGraceTime runs.
+            prepare()
         delay = self._conf.ssh_retry_backoff
         attempts = self._conf.ssh_connect_retries + 1
         for attempt in range(1, attempts + 1):
@@ -143,6 +226,9 @@ class RemoteCommandExecutor(object):
                     'if the VM was legitimately re-created, remove its old '
                     'entry from that file' % (self.host,
                                               self._conf.known_hosts_file))
+            except exceptions.MgmtDriverError:
+                client.close()  # a host key policy refused the host
+                raise
             except paramiko.SSHException as error:
                 client.close()
                 if 'not found in known_hosts' in str(error):
@@ -150,28 +236,58 @@ class RemoteCommandExecutor(object):
                         '%s: unknown SSH host key and host_key_policy is '
                         '"reject"' % self.host)
                 last_error = error
-            except (socket.error, EOFError) as error:
+            except (OSError, EOFError) as error:
                 client.close()
                 last_error = error
             else:
                 self._client = client
+                self._tune_socket(client.get_transport())
                 with RemoteCommandExecutor._connections_lock:
                     RemoteCommandExecutor.connections_opened += 1
                 LOG.debug('Connected to %s@%s', self.username, self.host)
                 return
             if attempt < attempts:
                 LOG.info('SSH to %s failed (%s), retry %d/%d in %.1fs',
-                         self.host, self._redact(str(last_error)), attempt,
-                         attempts - 1, delay)
+                         self.host, self._redact(describe_error(last_error)),
+                         attempt, attempts - 1, delay)
                 time.sleep(delay)
                 delay = min(delay * 2 or 0.1, self._conf.ssh_retry_max_delay)
         raise exceptions.RemoteConnectError(
             '%s: cannot connect over SSH after %d attempt(s): %s' % (
-                self.host, attempts, self._redact(str(last_error))))
+                self.host, attempts,
+                self._redact(describe_error(last_error))))
+
+    def _tune_socket(self, transport):
+        """Send small packets at once and detect a silent peer.
+
+        Without TCP_NODELAY every command waits ~40 ms for Nagle's
+        algorithm to meet the VM's delayed ACK. Keepalives go out after
+        ``ssh_keepalive_interval`` of silence, and the kernel drops the
+        connection when they stay unacknowledged for three intervals.
+        """
+        sock = transport.sock
+        interval = self._conf.ssh_keepalive_interval
+        try:
+            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            if interval and hasattr(socket, 'TCP_USER_TIMEOUT'):
+                sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_USER_TIMEOUT,
+                                int(interval * 3 * 1000))
+        except (OSError, AttributeError):
+            pass  # not a TCP socket (a proxy channel): keepalives alone
+        if interval:
+            transport.set_keepalive(max(1, int(interval)))
 
     def _new_client(self):
         client = paramiko.SSHClient()
+        if self._host_key_policy is not None:
+            client.set_missing_host_key_policy(self._host_key_policy)
+            return client
         policy = self._conf.host_key_policy
+        if policy == 'console':
+            raise exceptions.RemoteConnectError(
+                '%s: host_key_policy is "console" but no Nova server is '
+                'known for this address, so its host key cannot be checked'
+                % self.host)
         if policy == 'warn':
             client.set_missing_host_key_policy(_AcceptAndWarn())
             return client
@@ -188,64 +304,106 @@ class RemoteCommandExecutor(object):
         return client
 
     def close(self):
-        if self._sftp is not None:
-            self._sftp.close()
-            self._sftp = None
-        if self._client is not None:
-            self._client.close()
-            self._client = None
+        client, self._client = self._client, None
+        if client is not None:
+            client.close()
 
     # -- commands -----------------------------------------------------------
 
-    def run(self, argv, sudo=False, check=True, timeout=None, env=None):
+    def run(self, argv, sudo=False, check=True, timeout=None, env=None,
+            stdin=None, description=None):
         """Run ``argv`` on the host and return its ``CommandResult``.
 
-        ``env`` values are passed through ``env(1)`` and never logged (they
-        may hold proxy credentials). With ``check`` a non-zero exit status
-        raises ``RemoteCommandError`` carrying the (redacted) output.
+        ``stdin`` (bytes) is fed to the command. ``env`` values reach the
+        command through its standard input too, so they cannot be combined
+        with ``stdin``. The command runs in the C locale, so its messages
+        parse the same on every VM. ``description`` names the command in
+        logs and errors instead of its argument list. With ``check`` a
+        non-zero exit status raises ``RemoteCommandError``; a timeout or a
+        lost connection always does.
         """
-        self.connect()
-        description = self._redact(shlex.join(argv))
-        prefix = []
-        if sudo:
-            prefix += ['sudo', '-n', '--']
+        argv = list(argv)
+        description = self._redact(description or shlex.join(argv))
         if env:
-            prefix += ['env'] + ['%s=%s' % item for item in sorted(env.items())]
-        command = shlex.join(prefix + list(argv))
+            if stdin is not None:
+                raise ValueError('env and stdin cannot be combined')
+            stdin = self._environment_script(env)
+            argv = ['sh', '-c', _WITH_ENV, 'sh'] + argv
+        argv = ['env', 'LC_ALL=C'] + argv
+        if sudo:
+            argv = ['sudo', '-n', '--'] + argv
         timeout = timeout or self._conf.command_timeout
         LOG.debug('%s: run%s `%s`', self.host, ' (sudo)' if sudo else '',
                   description)
-        channel = self._client.get_transport().open_session()
+        self.connect()
+        started = time.monotonic()
         try:
-            channel.exec_command(command)
-            channel.shutdown_write()
-            stdout, stderr, exit_status = self._collect(channel, timeout)
-        finally:
-            channel.close()
-        stdout = self._redact(stdout)
-        stderr = self._redact(stderr)
+            with _Deadline(self, timeout + _CLOSE_GRACE):
+                exit_status, stdout, stderr = self._execute(
+                    shlex.join(argv), stdin, timeout)
+        except (paramiko.SSHException, OSError, EOFError) as error:
+            self.close()
+            silent = time.monotonic() - started >= timeout
+            reason = ('no answer within %.0fs' % timeout if silent
+                      else 'connection lost: %s' % describe_error(error))
+            raise exceptions.RemoteCommandError(
+                self.host, description, None, reason=self._redact(reason),
+                timed_out=silent)
         if exit_status is None:
+            self.close()  # the command may still run: never reuse the session
             raise exceptions.RemoteCommandError(
-                self.host, description, None, stdout, stderr, timed_out=True)
+                self.host, description, None, self._redact_bytes(stdout),
+                self._redact_bytes(stderr), timed_out=True,
+                reason='timed out after %.0fs' % timeout)
         result = CommandResult(exit_status, stdout, stderr)
-        if sudo and exit_status == 1 and 'password is required' in stderr:
+        if sudo and exit_status == 1 and 'password is required' in \
+                result.stderr:
             raise exceptions.RemoteCommandError(
-                self.host, description, exit_status, stdout,
-                'user %r needs passwordless sudo on this host' % self.username)
+                self.host, description, exit_status,
+                reason='user %r needs passwordless sudo on this host'
+                % self.username)
         if check and not result.ok:
             raise exceptions.RemoteCommandError(
-                self.host, description, exit_status, stdout, stderr)
+                self.host, description, exit_status,
+                self._redact(result.stdout), self._redact(result.stderr))
         return result
 
     @staticmethod
-    def _collect(channel, timeout):
+    def _environment_script(env):
+        lines = []
+        for name, value in sorted(env.items()):
+            if not _ENV_NAME.match(name):
+                raise ValueError('invalid environment variable name %r' % name)
+            lines.append('%s=%s\n' % (name, shlex.quote(value)))
+        return ''.join(lines).encode('utf-8')
+
+    def _execute(self, command, stdin, timeout):
+        """Open a channel, run ``command``, feed ``stdin``, collect output.
+
+        Returns (exit status or None on timeout, stdout, stderr).
+        """
+        deadline = time.monotonic() + timeout
+        transport = self._client.get_transport()
+        if transport is None or not transport.is_active():
+            raise paramiko.SSHException('SSH session not active')
+        channel = transport.open_session(timeout=timeout)
+        try:
+            channel.exec_command(command)
+            if stdin:
+                channel.sendall(stdin)
+            channel.shutdown_write()
+            return self._collect(channel, deadline)
+        finally:
+            channel.close()
+
+    @staticmethod
+    def _collect(channel, deadline):
         """Read stdout and stderr until the command exits or time runs out.
 
         Blocks on the channel's file descriptor, which paramiko wakes when
-        data arrives on either stream or the remote end sends EOF, then on
-        the exit-status event: no polling. Exit status is None on timeout.
+        data arrives on either stream, the remote end sends EOF or the
+        connection dies; then on the exit-status event: no polling.
         """
-        deadline = time.monotonic() + timeout
         stdout, stderr = io.BytesIO(), io.BytesIO()
         while True:
             while channel.recv_ready():
@@ -258,59 +416,63 @@ class RemoteCommandExecutor(object):
             if remaining <= 0:
                 break
             select.select([channel], [], [], remaining)
-        remaining = max(0.0, deadline - time.monotonic())
         exit_status = None
-        if channel.status_event.wait(remaining):
+        if channel.status_event.wait(max(0.0, deadline - time.monotonic())):
             exit_status = channel.recv_exit_status()
-        return (stdout.getvalue().decode('utf-8', 'replace'),
-                stderr.getvalue().decode('utf-8', 'replace'),
-                exit_status)
+            # -1: no exit status came; either the command died of a signal
+            # (a failure like any other) or the connection is gone.
+            if exit_status == -1 and not channel.get_transport().is_active():
+                raise EOFError('the connection closed before the command '
+                               'reported its exit status')
+        return exit_status, stdout.getvalue(), stderr.getvalue()
 
     def _redact(self, text):
         return redact(text, self._secrets)
 
+    def failure(self, description, result, stderr=None):
+        """The error for a result the caller judged a failure, redacted
+        like the executor's own (``stderr`` replaces the result's)."""
+        return exceptions.RemoteCommandError(
+            self.host, self._redact(description), result.exit_status,
+            self._redact(result.stdout),
+            self._redact(result.stderr if stderr is None else stderr))
+
+    def _redact_bytes(self, data):
+        return self._redact(data.decode('utf-8', 'replace'))
+
     # -- files --------------------------------------------------------------
 
-    def read_file(self, path, sudo=False):
-        """Contents of a remote text file, or None if it does not exist."""
-        result = self.run(['cat', '--', path], sudo=sudo, check=False)
-        if result.ok:
-            return result.stdout
-        exists = self.run(['test', '-e', path], sudo=sudo, check=False)
-        if not exists.ok:
+    def read_bytes(self, path, sudo=False):
+        """Contents of a remote file, or None if it does not exist."""
+        result = self.run(['sh', '-c', _READ, 'sh', path], sudo=sudo,
+                          check=False, description='cat -- %s' % path)
+        if result.exit_status == _MISSING:
             return None
-        raise exceptions.RemoteCommandError(
-            self.host, 'cat -- %s' % path, result.exit_status, '',
-            result.stderr)
+        if not result.ok:
+            raise self.failure('cat -- %s' % path, result)
+        return result.stdout_bytes
 
-    def make_private_dir(self):
-        """A fresh directory only the login user can read (``mktemp -d``)."""
-        return self.run(['mktemp', '-d']).stdout.strip()
+    def read_file(self, path, sudo=False):
+        """A remote text file (UTF-8, undecodable bytes kept), or None."""
+        data = self.read_bytes(path, sudo=sudo)
+        return None if data is None else data.decode('utf-8',
+                                                      'surrogateescape')
 
-    def upload(self, data, remote_path, mode=0o600):
-        """Write bytes to ``remote_path`` over SFTP as the login user."""
-        self.connect()
-        if self._sftp is None:
-            self._sftp = self._client.open_sftp()
-        self._sftp.putfo(io.BytesIO(data), remote_path, confirm=True)
-        self._sftp.chmod(remote_path, mode)
-
-    def install_file(self, data, path, mode='0644'):
+    def install_file(self, data, path, mode='0644', owner='root',
+                     group='root'):
         """Replace a root-owned file atomically with ``data``.
 
-        The content is uploaded into a private directory, installed next to
-        the target and renamed over it, so readers never see a partial file.
+        The content goes over standard input into a temporary file next to
+        the target, is checked against its SHA-256 (a dropped connection
+        leaves no half-written file) and renamed over the target. A
+        symlinked ``path`` keeps its link: the file it points to is
+        replaced. An existing file keeps its mode and owner; ``mode``,
+        ``owner`` and ``group`` apply to a new file only.
         """
-        staging = self.make_private_dir()
-        try:
-            staged = staging + '/content'
-            self.upload(data, staged)
-            temporary = path + '.kubernetes-mgmt-pv.new'
-            self.run(['install', '-m', mode, '-o', 'root', '-g', 'root',
-                      staged, temporary], sudo=True)
-            self.run(['mv', '-f', '--', temporary, path], sudo=True)
-        finally:
-            self.run(['rm', '-rf', '--', staging], check=False)
+        digest = hashlib.sha256(data).hexdigest()
+        self.run(['sh', '-c', _INSTALL, 'sh', path, mode, owner, group,
+                  digest], sudo=True, stdin=data,
+                 description='install new content of %s' % path)
 
 
 class SessionPool(object):
@@ -320,9 +482,12 @@ class SessionPool(object):
     for the single connection instead of opening a second one.
     """
 
-    def __init__(self, conf=None, secrets=()):
+    def __init__(self, conf=None, secrets=(), host_key_policy=None):
+        """``host_key_policy(host)`` gives the MissingHostKeyPolicy of a
+        host (or None: the configured policy applies)."""
         self._conf = conf
         self._secrets = tuple(secrets)
+        self._host_key_policy = host_key_policy or (lambda host: None)
         self._lock = threading.Lock()
         self._host_locks = {}
         self._sessions = {}
@@ -341,7 +506,8 @@ class SessionPool(object):
             if session is None:
                 session = RemoteCommandExecutor(
                     host, username, password, secrets=self._secrets,
-                    conf=self._conf)
+                    conf=self._conf,
+                    host_key_policy=self._host_key_policy(host))
                 session.connect()
                 self._sessions[host] = session
             return session

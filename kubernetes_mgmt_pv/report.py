@@ -1,9 +1,13 @@
-"""Changed/unchanged reporting of idempotent steps, Ansible style."""
+"""What each idempotent step did, Ansible style: changed, unchanged, or
+failed (naming the step and the host)."""
 
+import contextlib
 import dataclasses
 import threading
 
 from oslo_log import log as logging
+
+from kubernetes_mgmt_pv import exceptions
 
 LOG = logging.getLogger(__name__)
 
@@ -39,3 +43,18 @@ class Report(object):
         changed = sum(outcome.changed for outcome in self.outcomes)
         return '%d step(s) changed, %d unchanged' % (
             changed, len(self.outcomes) - changed)
+
+
+@contextlib.contextmanager
+def step(host, name):
+    """Turn any failure inside into ``StepError(name, host, error)``.
+
+    A failure already named by an inner step keeps that, more precise,
+    name.
+    """
+    try:
+        yield
+    except exceptions.StepError:
+        raise
+    except Exception as error:
+        raise exceptions.StepError(name, host, error) from error

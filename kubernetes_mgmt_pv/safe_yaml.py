@@ -251,7 +251,12 @@ def _check_expansion(root, limits):
 def load_json(path, max_bytes=REQUEST_MAX_BYTES, max_depth=REQUEST_MAX_DEPTH):
     """The JSON value of the file at path, refusing what json would choke
     on: the nesting depth is measured before parsing."""
-    text = read_text(path, max_bytes)
+    return loads_json(read_text(path, max_bytes), max_depth)
+
+
+def loads_json(text, max_depth=REQUEST_MAX_DEPTH):
+    """The JSON value of text (a file's or a command's output), with the
+    nesting depth measured before parsing."""
     if _json_too_deep(text, max_depth):
         raise LoadError('nests deeper than %d levels' % max_depth)
     try:

@@ -11,6 +11,7 @@ from oslo_log import log as logging
 
 from kubernetes_mgmt_pv import config
 from kubernetes_mgmt_pv import exceptions
+from kubernetes_mgmt_pv import host_keys
 from kubernetes_mgmt_pv import nfs_client
 from kubernetes_mgmt_pv import packages
 from kubernetes_mgmt_pv import parallel
@@ -20,6 +21,8 @@ from kubernetes_mgmt_pv import report as report_mod
 from kubernetes_mgmt_pv import storage as storage_mod
 
 LOG = logging.getLogger(__name__)
+
+REGISTRATION = 'PersistentVolume registration'
 
 
 class PvWorkflow(object):
@@ -31,11 +34,19 @@ class PvWorkflow(object):
         self.heat = heat
         self.conf = conf or config.options()
         self.report = report_mod.Report()
+        # SSH address -> (CP name, stack id) it was found at, so the host
+        # key of the VM behind it can be checked against Nova's console.
+        self._found_at = {}
 
     # -- lookups (no host touched) -----------------------------------------
 
+    def _address(self, cp_name, stack_id=None):
+        address = self.heat.cp_address(cp_name, stack_id=stack_id).ssh_host
+        self._found_at[address] = (cp_name, stack_id)
+        return address
+
     def storage_address(self):
-        return self.heat.cp_address(self.params.storage.ssh_cp_name).ssh_host
+        return self._address(self.params.storage.ssh_cp_name)
 
     def _volume_attachments(self):
         return {volume.volume_resource_id:
@@ -51,8 +62,10 @@ class PvWorkflow(object):
     def _nodes(self, access):
         if access is None:
             return []
-        return [(cp.ssh_host, access) for cp in
-                self.heat.node_addresses(access.ssh_cp_name, access.aspect_id)]
+        if access.aspect_id is None:
+            return [self.node_in_stack(access, None)]
+        return self.member_nodes(
+            access, self.heat.group_member_stack_ids(access.aspect_id))
 
     def masters(self):
         return self._nodes(self.params.master)
@@ -60,10 +73,14 @@ class PvWorkflow(object):
     def all_nodes(self):
         return self.masters() + self._nodes(self.params.worker)
 
+    def node_in_stack(self, access, stack_id):
+        """(address, access) of the node whose CP is in stack_id (None: the
+        top-level stack)."""
+        return self._address(access.ssh_cp_name, stack_id), access
+
     def member_nodes(self, access, member_stack_ids):
         """Nodes of the given scaling-group members (new VMs of a scale-out)."""
-        return [(self.heat.cp_address(access.ssh_cp_name,
-                                      stack_id=member).ssh_host, access)
+        return [self.node_in_stack(access, member)
                 for member in member_stack_ids]
 
     # -- flows --------------------------------------------------------------
@@ -72,7 +89,17 @@ class PvWorkflow(object):
         params = self.params
         secrets = [params.storage.password] + list(params.proxy.secrets())
         secrets += [n.password for n in (params.master, params.worker) if n]
-        return remote.SessionPool(conf=self.conf, secrets=secrets)
+        return remote.SessionPool(conf=self.conf, secrets=secrets,
+                                  host_key_policy=self._host_key_policy)
+
+    def _host_key_policy(self, address):
+        """How to check the host key at address (None: as configured)."""
+        if self.conf.host_key_policy != 'console':
+            return None
+        cp_name, stack_id = self._found_at[address]
+        server_id = self.heat.cp_server_id(cp_name, stack_id)
+        return host_keys.console_policy(self.heat.client, server_id,
+                                        self.conf)
 
     def _preflight(self, sessions, targets):
         """Log in to every host of the flow and check its OS, concurrently,
@@ -86,7 +113,7 @@ class PvWorkflow(object):
             address: functools.partial(check, address, access)
             for address, access in targets})
 
-    def _kubectl_session(self, sessions, masters):
+    def _kubectl_session(self, sessions, masters, step):
         """An SSH session on the first Master that accepts one."""
         errors = []
         for address, access in masters:
@@ -94,10 +121,11 @@ class PvWorkflow(object):
                 return sessions.get(address, access.username, access.password)
             except exceptions.RemoteConnectError as error:
                 LOG.warning('Master %s unreachable: %s', address, error)
-                errors.append(str(error))
+                errors.append('%s: %s' % (
+                    address, exceptions.failure_reason(error, address)))
         raise exceptions.RemoteConnectError(
-            'no Master node reachable for kubectl: %s'
-            % ('; '.join(errors) or 'the stack has no Master node'))
+            '%s failed: no Master node reachable for kubectl: %s' % (
+                step, '; '.join(errors) or 'the stack has no Master node'))
 
     def _setup_storage(self, sessions, address, attachments):
         storage = self.params.storage
@@ -119,8 +147,10 @@ class PvWorkflow(object):
 
     def _register(self, executor, servers):
         if self.manifests:
-            pv.register_volumes(executor, self.manifests, servers,
-                                self.conf.pv_available_timeout, self.report)
+            with report_mod.step(executor.host, REGISTRATION):
+                pv.register_volumes(executor, self.manifests, servers,
+                                    self.conf.pv_available_timeout,
+                                    self.report)
 
     def _finish(self, flow):
         LOG.info('%s done: %s', flow, self.report.summary())
@@ -142,21 +172,28 @@ class PvWorkflow(object):
             tasks[address] = functools.partial(self._setup_storage, sessions,
                                                address, attachments)
             self._on_hosts('storage server and NFS client setup', tasks)
-            self._register(self._kubectl_session(sessions, masters), servers)
+            self._register(
+                self._kubectl_session(sessions, masters, REGISTRATION),
+                servers)
         return self._finish('deploy')
 
     def release_storage(self):
-        """heal_start of the storage server: refuse if a PV is Bound, else
-        delete the package's PVs and wait until they are gone."""
+        """heal_start of the storage server or of the entire cluster (both
+        re-create the storage VM and its volume): refuse if a PV is Bound,
+        else delete the package's PVs and wait until they are gone."""
         names = [manifest.name for manifest in self.manifests]
         if not names:
             return self._finish('release_storage')
         masters = self.masters()
         with self._sessions() as sessions:
-            executor = self._kubectl_session(sessions, masters)
-            pv.ensure_not_bound(executor, names)
-            pv.delete_volumes(executor, names, self.conf.pv_delete_timeout,
-                              self.report)
+            step = 'PersistentVolume check'
+            executor = self._kubectl_session(sessions, masters, step)
+            with report_mod.step(executor.host, step):
+                live = pv.live_volumes(executor, names)
+            pv.refuse_if_bound(live)
+            with report_mod.step(executor.host, 'PersistentVolume deletion'):
+                pv.delete_volumes(executor, names,
+                                  self.conf.pv_delete_timeout, self.report)
         return self._finish('release_storage')
 
     def rebuild_storage(self):
@@ -164,7 +201,7 @@ class PvWorkflow(object):
         address, attachments = self.storage_address(), self._volume_attachments()
         servers, masters = self._nfs_servers(), self.masters()
         with self._sessions() as sessions:
-            kubectl = self._kubectl_session(sessions, masters)
+            kubectl = self._kubectl_session(sessions, masters, REGISTRATION)
             self._preflight(sessions, [(address, self.params.storage)])
             self._setup_storage(sessions, address, attachments)
             self._register(kubectl, servers)

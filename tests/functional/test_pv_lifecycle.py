@@ -30,7 +30,7 @@ def assert_storage_ready(cluster):
     assert active == {(d, cluster.testbed.subnet)
                       for d in cluster.export_dirs()}
     fstab = storage.read_file('/etc/fstab')
-    assert fstab.count(managed_block.BEGIN) == 1
+    assert fstab.count(managed_block.BEGIN.decode()) == 1
     for mount in cluster.mount_points():
         assert ' %s ext4 defaults,nofail' % mount in fstab
 
@@ -109,13 +109,18 @@ def test_instantiate_end_again_changes_nothing(instantiated, caplog):
     assert_storage_ready(cluster)
 
 
-def test_heal_storage_server_refuses_while_bound_then_rebuilds(instantiated):
-    cluster = instantiated
-    master = cluster.nodes('master')[0]
+def bind_claim(master):
+    """A PersistentVolumeClaim bound to nfs-pv1, as an application makes."""
     master.write_file('/tmp/claim.yaml', CLAIM)
     kubectl(master, 'apply', '-f', '/tmp/claim.yaml')
     kubectl(master, 'wait', '--for=jsonpath={.status.phase}=Bound',
             'pvc/claim1', '--timeout=20s')
+
+
+def test_heal_storage_server_refuses_while_bound_then_rebuilds(instantiated):
+    cluster = instantiated
+    master = cluster.nodes('master')[0]
+    bind_claim(master)
     storage_vnfc = cluster.vnfcs['storage'].vnfc_id
 
     with pytest.raises(exceptions.PersistentVolumeInUseError) as caught:
@@ -176,6 +181,20 @@ def test_heal_of_a_node_installs_nfs_client_on_the_new_vm(instantiated, node):
     assert_pvs_available(cluster)
 
 
+def test_entire_cluster_heal_refuses_while_bound(instantiated):
+    """An entire-cluster heal re-creates the storage VM and its volume,
+    so, like the storage-server heal, it refuses while a PV is Bound."""
+    cluster = instantiated
+    master = cluster.nodes('master')[0]
+    bind_claim(master)
+    with pytest.raises(exceptions.PersistentVolumeInUseError) as caught:
+        cluster.heal_start()
+    assert caught.value.names == ['nfs-pv1']
+    volumes = persistent_volumes(master)
+    assert sorted(volumes) == PV_NAMES  # nothing deleted
+    assert volumes['nfs-pv1']['status']['phase'] == 'Bound'
+
+
 def test_entire_cluster_heal_rebuilds_storage_clients_and_pvs(instantiated):
     cluster = instantiated
     cluster.heal_start()
@@ -186,6 +205,68 @@ def test_entire_cluster_heal_rebuilds_storage_clients_and_pvs(instantiated):
     assert_pvs_available(cluster)
     for node in cluster.nodes():
         assert installed(node, 'nfs-common'), node.name
+
+
+# -- guards that keep data ---------------------------------------------------
+
+def test_mount_over_a_non_empty_directory_is_refused(cluster):
+    storage = cluster.host('storage')
+    storage.run('mkdir -p /volume2 && echo precious > /volume2/keep.txt')
+    fstab = storage.read_file('/etc/fstab')
+    with pytest.raises(exceptions.NodeStepError) as caught:
+        cluster.instantiate_end()
+    message = str(caught.value)
+    assert 'mount /volume2 failed on %s: /volume2 is not empty' % storage.ip \
+        in message, message
+    assert "'keep.txt'" in message
+    # Every mount point is checked first: volume1 is neither formatted nor
+    # mounted either.
+    mounts = storage.run('findmnt -rn -o TARGET').stdout.split()
+    assert '/volume1' not in mounts and '/volume2' not in mounts
+    assert all(storage.run('blkid -p ' + device, check=False).returncode == 2
+               for device in storage.volumes)
+    assert storage.read_file('/etc/fstab') == fstab
+    assert storage.read_file('/volume2/keep.txt') == 'precious\n'
+
+    storage.run('rm /volume2/keep.txt')
+    cluster.instantiate_end()
+    assert_storage_ready(cluster)
+
+
+def test_export_directory_off_its_volume_is_neither_chowned_nor_exported(
+        instantiated):
+    """An export directory replaced by a symlink to data elsewhere."""
+    cluster = instantiated
+    storage = cluster.host('storage')
+    export = cluster.export_dirs()[0]
+    storage.run('mkdir -p /srv/private && echo secret > /srv/private/data')
+    storage.run('rm -r %s && ln -s /srv/private %s' % (export, export))
+    with pytest.raises(exceptions.NodeStepError) as caught:
+        cluster.instantiate_end()
+    message = str(caught.value)
+    assert 'export directories failed on %s: %s is on device' % (
+        storage.ip, export) in message, message
+    assert 'not on the volume mounted on /volume1' in message
+    assert storage.run('stat -c %U:%G /srv/private').stdout.strip() == \
+        'root:root'
+
+
+def test_export_to_host_name_in_capitals_converges(cluster, caplog):
+    """exportfs -v lists WORKER1 as worker1; a re-run changes nothing."""
+    params = cluster.additional_params()
+    params['k8s_cluster_installation_param']['storage_server'][
+        'nfs_server_setup_params'][0]['export_to'] = 'WORKER1'
+    driver = cluster.driver()
+    driver.instantiate_end(None, cluster.vnf_instance(), _request(params),
+                           None, None)
+    listed = cluster.host('storage').run('exportfs -v').stdout
+    assert 'worker1(' in listed and 'WORKER1' not in listed
+    caplog.set_level(logging.INFO, logger='kubernetes_mgmt_pv.report')
+    driver.instantiate_end(None, cluster.vnf_instance(), _request(params),
+                           None, None)
+    outcomes = [r.getMessage() for r in caplog.records
+                if r.name == 'kubernetes_mgmt_pv.report']
+    assert outcomes and not [o for o in outcomes if ' changed' in o], outcomes
 
 
 # -- bad input: a clear error, and the hosts exactly as they were ------------
@@ -232,7 +313,8 @@ def test_unreachable_worker_stops_before_any_change(cluster):
     cluster.openstack.remove_resource(worker.member_stack_id, worker.cp_name)
     unused_ip = cluster.testbed.subnet.rsplit('.', 1)[0] + '.250'
     cluster.openstack.add_port(worker.member_stack_id, worker.cp_name,
-                               fixed_ips=[unused_ip])
+                               fixed_ips=[unused_ip],
+                               device_id=worker.server_id)
     with pytest.raises(exceptions.NodeStepError) as caught:
         cluster.instantiate_end()
     assert list(caught.value.failures) == [unused_ip]
@@ -275,9 +357,12 @@ spec:
 def test_pv_that_never_becomes_available_is_rolled_back(cluster):
     config.CONF.set_override('pv_available_timeout', 3, config.GROUP_NAME)
     cluster.kube.keep_pending('nfs-pv2')
-    with pytest.raises(exceptions.PersistentVolumeError) as caught:
+    with pytest.raises(exceptions.StepError) as caught:
         cluster.instantiate_end()
+    assert isinstance(caught.value.cause, exceptions.PersistentVolumeError)
     message = str(caught.value)
+    assert message.startswith('PersistentVolume registration failed on %s: '
+                              % cluster.nodes('master')[0].ip)
     assert 'nfs-pv2 (Pending)' in message and 'rolled back: nfs-pv2' in message
     assert 'nfs-pv1' not in message.split('rolled back')[0]
     volumes = persistent_volumes(cluster.nodes('master')[0])

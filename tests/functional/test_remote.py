@@ -2,6 +2,8 @@
 
 import socket
 import subprocess
+import threading
+import time
 
 import paramiko
 import pytest
@@ -9,6 +11,7 @@ import pytest
 from kubernetes_mgmt_pv import config
 from kubernetes_mgmt_pv import exceptions
 from kubernetes_mgmt_pv import remote
+from tests.testbed import hosts
 
 
 @pytest.fixture(scope='module')
@@ -20,6 +23,8 @@ def host(testbed):
 def options():
     config.CONF.set_override('ssh_connect_retries', 0, config.GROUP_NAME)
     config.CONF.set_override('ssh_connect_timeout', 5, config.GROUP_NAME)
+    # No Nova here: host keys are the subject of test_host_keys.py.
+    config.CONF.set_override('host_key_policy', 'warn', config.GROUP_NAME)
     yield config.options()
     config.CONF.reset()
 
@@ -77,17 +82,59 @@ def test_passwords_and_proxy_credentials_are_redacted(host, options):
     assert 'pw@' not in text and 'pass ubuntu' not in text and '***' in text
 
 
-def test_files_upload_and_atomic_install(executor):
-    directory = executor.make_private_dir()
-    assert executor.run(['stat', '-c', '%a', directory]).stdout.strip() == \
-        '700'
-    executor.upload(b'data\n', directory + '/f', mode=0o640)
-    assert executor.read_file(directory + '/f') == 'data\n'
-    executor.install_file(b'managed\n', '/etc/kmpv-test.conf')
-    assert executor.read_file('/etc/kmpv-test.conf') == 'managed\n'
-    owner = executor.run(['stat', '-c', '%U %a', '/etc/kmpv-test.conf'])
-    assert owner.stdout.strip() == 'root 644'
+def test_output_is_returned_exactly_even_when_it_holds_a_secret(host,
+                                                                 options):
+    """The login password 'ubuntu' occurs in paths the driver parses and
+    writes back: it is hidden in error messages only."""
+    with remote.RemoteCommandExecutor(host.ip, 'ubuntu', 'ubuntu') as session:
+        result = session.run(['printf', '/home/ubuntu/data\\n\\377'])
+        assert result.stdout_bytes == b'/home/ubuntu/data\n\xff'
+        assert result.stdout.encode('utf-8', 'surrogateescape') == \
+            result.stdout_bytes
+        with pytest.raises(exceptions.RemoteCommandError) as caught:
+            session.run(['sh', '-c', 'echo /home/ubuntu/data >&2; exit 1'])
+    assert 'ubuntu' not in str(caught.value)
+    assert '/home/***/data' in str(caught.value)
+
+
+def test_install_file_keeps_mode_owner_and_symlink(executor, host):
+    assert executor.read_bytes('/etc/does-not-exist') is None
     assert executor.read_file('/etc/does-not-exist') is None
+    executor.install_file(b'new\n', '/etc/kmpv-new.conf')
+    assert host.run('stat -c "%U %a" /etc/kmpv-new.conf').stdout == \
+        'root 644\n'
+    host.run('printf old > /srv/kmpv-real && chown ubuntu:adm /srv/kmpv-real'
+             ' && chmod 640 /srv/kmpv-real'
+             ' && ln -sf /srv/kmpv-real /etc/kmpv-link')
+    content = b'caf\xe9\r\nline\x0cfeed\n'  # Latin-1, CRLF, form feed
+    executor.install_file(content, '/etc/kmpv-link')
+    assert executor.read_bytes('/etc/kmpv-link', sudo=True) == content
+    assert host.run('readlink /etc/kmpv-link').stdout == '/srv/kmpv-real\n'
+    assert host.run('stat -c "%U %G %a" /srv/kmpv-real').stdout == \
+        'ubuntu adm 640\n'
+    assert host.run('ls /srv /etc | grep -c kubernetes-mgmt-pv',
+                    check=False).stdout.strip() == '0'
+
+
+def test_truncated_content_is_never_installed(executor, host):
+    host.run('printf intact > /etc/kmpv-keep.conf')
+    with pytest.raises(exceptions.RemoteCommandError) as caught:
+        executor.run(['sh', '-c', remote._INSTALL, 'sh', '/etc/kmpv-keep.conf',
+                      '0644', 'root', 'root', '0' * 64], sudo=True,
+                     stdin=b'half of it')
+    assert 'incomplete' in str(caught.value)
+    assert host.read_file('/etc/kmpv-keep.conf') == 'intact'
+    assert 'kubernetes-mgmt-pv' not in host.run('ls /etc').stdout
+
+
+def test_environment_stays_out_of_the_process_list(executor):
+    proxy = 'http://user:s3cret@proxy.invalid:3128'
+    result = executor.run(
+        ['sh', '-c', 'ps -eo args; echo "proxy=$http_proxy"'], sudo=True,
+        env={'http_proxy': proxy})
+    lines = result.stdout.splitlines()
+    assert lines[-1] == 'proxy=' + proxy
+    assert not [line for line in lines[:-1] if 's3cret' in line]
 
 
 def test_wrong_password_fails_at_once_without_retry(host, options):
@@ -158,6 +205,13 @@ def _other_public_key(directory, key_type):
         return ' '.join(stream.read().split()[:2])
 
 
+def test_console_policy_without_a_server_is_a_clear_error(host, options):
+    config.CONF.set_override('host_key_policy', 'console', config.GROUP_NAME)
+    with pytest.raises(exceptions.RemoteConnectError) as caught:
+        remote.RemoteCommandExecutor(host.ip, 'ubuntu', 'ubuntu').connect()
+    assert 'no Nova server is known' in str(caught.value)
+
+
 def test_session_pool_opens_one_connection_per_host(host, options):
     before = remote.RemoteCommandExecutor.connections_opened
     with remote.SessionPool() as pool:
@@ -166,3 +220,76 @@ def test_session_pool_opens_one_connection_per_host(host, options):
         assert first is again
         first.run(['true'])
     assert remote.RemoteCommandExecutor.connections_opened == before + 1
+
+
+# -- a host that stops answering ----------------------------------------------
+
+@pytest.fixture
+def silent_host(testbed):
+    """A host whose link the test can cut: packets vanish, no reset."""
+    host = testbed.add_host('silent', 'worker')
+    yield host
+    testbed.remove_host('silent')
+
+
+def _silence(host):
+    host.run('ip link set eth0 down')
+
+
+def test_silent_host_during_a_command_fails_it_in_time(silent_host, options):
+    config.CONF.set_override('command_timeout', 4, config.GROUP_NAME)
+    config.CONF.set_override('ssh_keepalive_interval', 1, config.GROUP_NAME)
+    session = remote.RemoteCommandExecutor(silent_host.ip, 'ubuntu', 'ubuntu')
+    session.connect()
+    started = threading.Event()
+
+    def cut_when_running():
+        hosts.wait_for(lambda: silent_host.run('pgrep -x sleep',
+                                               check=False).returncode == 0,
+                       'the command to start')
+        _silence(silent_host)
+        started.set()
+
+    cutter = threading.Thread(target=cut_when_running)
+    cutter.start()
+    begin = time.monotonic()
+    with pytest.raises(exceptions.RemoteCommandError) as caught:
+        session.run(['sleep', '600'])
+    elapsed = time.monotonic() - begin
+    cutter.join()
+    assert started.is_set()
+    assert elapsed < 4 + 5, elapsed
+    message = str(caught.value)
+    assert message.startswith(silent_host.ip + ': `sleep 600`')
+    assert message.split('`sleep 600`', 1)[1].strip()
+
+
+def test_silent_host_before_a_command_fails_it_in_time(silent_host, options):
+    config.CONF.set_override('command_timeout', 3, config.GROUP_NAME)
+    config.CONF.set_override('ssh_keepalive_interval', 0, config.GROUP_NAME)
+    session = remote.RemoteCommandExecutor(silent_host.ip, 'ubuntu', 'ubuntu')
+    session.connect()
+    _silence(silent_host)
+    begin = time.monotonic()
+    with pytest.raises(exceptions.RemoteCommandError) as caught:
+        session.run(['true'])
+    assert time.monotonic() - begin < 3 + 5
+    assert 'no answer within 3s' in str(caught.value) or \
+        'timed out' in str(caught.value)
+    # The next command does not wait on the dead connection again forever.
+    config.CONF.set_override('ssh_connect_timeout', 2, config.GROUP_NAME)
+    begin = time.monotonic()
+    with pytest.raises(exceptions.MgmtDriverError):
+        session.run(['true'])
+    assert time.monotonic() - begin < 2 + 5
+
+
+def test_dropped_connection_is_named_and_the_next_command_reconnects(
+        executor, host):
+    with pytest.raises(exceptions.RemoteCommandError) as caught:
+        # The parent of the command is the sshd process of this session.
+        executor.run(['sh', '-c', 'kill -9 $PPID; sleep 5'])
+    message = str(caught.value)
+    assert message.startswith(host.ip + ': ')
+    assert 'connection lost' in message, message
+    assert executor.run(['true']).ok

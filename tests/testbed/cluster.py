@@ -29,12 +29,29 @@ STORAGE_CP = 'storage_server_CP'
 MASTER_ASPECT, MASTER_CP = 'master_instance', 'masterNode_CP1'
 WORKER_ASPECT, WORKER_CP = 'worker_instance', 'workerNode_CP2'
 
+# The user guide's guests: Ubuntu 22.04, login ubuntu/ubuntu, and a storage
+# password that occurs in the export paths (/volumeN/nfs/pvN), so a driver
+# that parses or writes back redacted output fails every test.
+STORAGE_PASSWORD = 'nfs'
+UBUNTU_OS_RELEASE = '''PRETTY_NAME="Ubuntu 22.04.4 LTS"
+NAME="Ubuntu"
+VERSION_ID="22.04"
+VERSION="22.04.4 LTS (Jammy Jellyfish)"
+VERSION_CODENAME=jammy
+ID=ubuntu
+ID_LIKE=debian
+HOME_URL="https://www.ubuntu.com/"
+SUPPORT_URL="https://help.ubuntu.com/"
+BUG_REPORT_URL="https://bugs.launchpad.net/ubuntu/"
+UBUNTU_CODENAME=jammy
+'''
+
 
 # Fast failure in tests: hosts are up before the driver runs.
 TEST_OPTIONS = {'ssh_connect_retries': 1, 'ssh_retry_backoff': 0.2,
                 'ssh_connect_timeout': 5, 'command_timeout': 120,
                 'package_install_timeout': 300, 'pv_available_timeout': 20,
-                'pv_delete_timeout': 20}
+                'pv_delete_timeout': 20, 'console_key_timeout': 5}
 
 
 def kubectl(master, *args):
@@ -55,6 +72,14 @@ def installed(host, package):
 
 def dpkg_log_size(host):
     return len(host.run('cat /var/log/dpkg.log 2>/dev/null || true').stdout)
+
+
+def look_like_the_user_guides_guest(host):
+    """Make a freshly booted test host an Ubuntu 22.04 guest of the guide."""
+    host.write_file('/etc/os-release', UBUNTU_OS_RELEASE)
+    if host.role == 'storage':
+        host.run('chpasswd', input='ubuntu:%s\n' % STORAGE_PASSWORD)
+        host._password = STORAGE_PASSWORD  # for host.ssh_client()
 
 
 def use_test_options(**overrides):
@@ -118,6 +143,7 @@ class VirtualCluster(object):
                 'vnflcm_%s' % uuid.uuid4())
             storage = self.testbed.add_host('storage', 'storage',
                                             volumes=self.volume_count)
+            look_like_the_user_guides_guest(storage)
             self._describe_storage(storage)
             for aspect in (MASTER_ASPECT, WORKER_ASPECT):
                 self._groups[aspect] = self.openstack.add_scaling_group(
@@ -171,7 +197,8 @@ class VirtualCluster(object):
             'worker_node': dict(login, aspect_id=WORKER_ASPECT,
                                 ssh_cp_name=WORKER_CP, nic_cp_name=WORKER_CP),
             'storage_server': dict(
-                login, ssh_cp_name=STORAGE_CP, nic_cp_name=STORAGE_CP,
+                login, password=STORAGE_PASSWORD,
+                ssh_cp_name=STORAGE_CP, nic_cp_name=STORAGE_CP,
                 cinder_volume_setup_params=[
                     {'volume_resource_id': 'storage_server_volume%d' % n,
                      'mount_to': mount}
@@ -190,9 +217,11 @@ class VirtualCluster(object):
     def _describe_storage(self, host):
         vnfc = self.vnfcs[host.name] = _Vnfc(host.name, STORAGE_CP)
         self.openstack.add_server(self.stack_id, 'storage_server',
-                                  server_id=vnfc.server_id)
+                                  server_id=vnfc.server_id,
+                                  console_output=host.console_output())
         self.openstack.add_port(self.stack_id, STORAGE_CP,
-                                fixed_ips=[host.ip])
+                                fixed_ips=[host.ip],
+                                device_id=vnfc.server_id)
         for number, device in enumerate(host.volumes, 1):
             self.openstack.add_volume(self.stack_id,
                                       'storage_server_volume%d' % number,
@@ -204,15 +233,18 @@ class VirtualCluster(object):
         self._seq[role] += 1
         name = '%s%d' % (role, self._seq[role])
         host = self.testbed.add_host(name, role)
+        look_like_the_user_guides_guest(host)
         aspect, cp_name = ((MASTER_ASPECT, MASTER_CP) if role == 'master'
                            else (WORKER_ASPECT, WORKER_CP))
         vnfc = self.vnfcs[name] = _Vnfc(name, cp_name)
         vnfc.member_stack_id = self.openstack.add_group_member(
             self._groups[aspect])
         self.openstack.add_server(vnfc.member_stack_id, role + 'Node',
-                                  server_id=vnfc.server_id)
+                                  server_id=vnfc.server_id,
+                                  console_output=host.console_output())
         self.openstack.add_port(vnfc.member_stack_id, cp_name,
-                                fixed_ips=[host.ip])
+                                fixed_ips=[host.ip],
+                                device_id=vnfc.server_id)
         self._remove_nfs_client(host)
         if role == 'master':
             self._install_kubeconfig(host)
@@ -239,6 +271,7 @@ class VirtualCluster(object):
         the old ones re-attached; returns the vnfc id."""
         host = self.testbed.replace_host(name, same_ip=same_ip,
                                          keep_volumes=keep_volumes)
+        look_like_the_user_guides_guest(host)
         vnfc = self.vnfcs[name]
         stack_id = vnfc.member_stack_id or self.stack_id
         vnfc.server_id = str(uuid.uuid4())
@@ -246,9 +279,11 @@ class VirtualCluster(object):
                        else host.role + 'Node')
         self.openstack.remove_resource(stack_id, server_name)
         self.openstack.add_server(stack_id, server_name,
-                                  server_id=vnfc.server_id)
+                                  server_id=vnfc.server_id,
+                                  console_output=host.console_output())
         self.openstack.remove_resource(stack_id, vnfc.cp_name)
-        self.openstack.add_port(stack_id, vnfc.cp_name, fixed_ips=[host.ip])
+        self.openstack.add_port(stack_id, vnfc.cp_name, fixed_ips=[host.ip],
+                                device_id=vnfc.server_id)
         if vnfc.cp_name == STORAGE_CP:
             for number, device in enumerate(host.volumes, 1):
                 volume = 'storage_server_volume%d' % number

@@ -143,3 +143,24 @@ def test_report_summary_counts_changed_and_unchanged_steps():
     outcomes.record('h1', 'exports', False)
     assert outcomes.summary() == '1 step(s) changed, 1 unchanged'
     assert str(outcomes.outcomes[0]) == 'h1: mount /v changed (/dev/vdb)'
+
+
+@pytest.mark.parametrize('vnfc_ids, released', [
+    ((), True),                 # entire cluster: the storage VM is re-created
+    (('v-storage',), True),
+    (('v-worker',), False),
+])
+def test_heal_start_releases_the_pvs_when_the_storage_vm_is_recreated(
+        vnfc_ids, released):
+    calls = []
+    workflow = types.SimpleNamespace(
+        params=params.parse(sample()),
+        release_storage=lambda: calls.append('release_storage'))
+
+    class Driver(mgmt_driver.KubernetesPvMgmtDriver):
+        def pv_workflow(self, context, vnf_instance, request=None):
+            return workflow
+
+    Driver().heal_start(None, instance(sample()), heal_request(*vnfc_ids),
+                        None, None)
+    assert calls == (['release_storage'] if released else [])

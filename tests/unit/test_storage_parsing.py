@@ -1,3 +1,5 @@
+import pytest
+
 from kubernetes_mgmt_pv import params
 from kubernetes_mgmt_pv import storage
 
@@ -28,3 +30,44 @@ def test_export_lines_group_clients_per_directory():
     assert storage.export_lines(exports) == [
         '/v/a 10.0.0.0/24(%s) fd00::/64(%s)' % (options, options),
         '/v/b 10.0.0.0/24(%s)' % options]
+
+
+EXPORTFS_V = (
+    '/volume1/nfs/pv1\n'
+    '\t\tworker1(sync,wdelay,hide,no_subtree_check,sec=sys,rw,insecure,'
+    'root_squash,all_squash)\n'
+    '/volume1/nfs/pv2\n'
+    '\t\t10.10.0.0/24(sync,wdelay,hide,no_subtree_check,sec=sys,rw)\n')
+
+
+@pytest.mark.parametrize('export_to, missing', [
+    ('worker1', False),
+    ('WORKER1', False),    # exportfs prints the name as the resolver does
+    ('Worker1', False),
+    ('worker2', True),
+    ('worker1.example', True),
+])
+def test_export_host_names_compare_case_insensitively(export_to, missing):
+    exports = [params.NfsExport('/volume1/nfs/pv1', export_to),
+               params.NfsExport('/volume1/nfs/pv2', '10.10.0.0/24')]
+    expected = [('/volume1/nfs/pv1', export_to)] if missing else []
+    assert storage.missing_exports(exports, EXPORTFS_V) == expected
+
+
+def test_exports_of_another_directory_do_not_count():
+    exports = [params.NfsExport('/volume1/nfs/PV2', '10.10.0.0/24')]
+    assert storage.missing_exports(exports, EXPORTFS_V) == [
+        ('/volume1/nfs/PV2', '10.10.0.0/24')]
+
+
+@pytest.mark.parametrize('directory, volume', [
+    ('/volume1', '/volume1'),
+    ('/volume1/nfs/pv1', '/volume1'),
+    ('/volume1/data/pv', '/volume1/data'),   # the deepest mount wins
+    ('/volume10/pv', None),                  # a prefix is not a parent
+    ('/home/ubuntu', None),
+])
+def test_export_directory_belongs_to_the_mount_that_contains_it(directory,
+                                                                 volume):
+    mounts = {'/volume1': '7:0', '/volume1/data': '7:1', '/volume2': '7:2'}
+    assert storage.volume_of(directory, mounts) == volume
