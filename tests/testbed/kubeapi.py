@@ -578,6 +578,18 @@ def _table(res: _Resource, objects: list, metadata: dict) -> dict:
     }
 
 
+@dataclasses.dataclass
+class InjectedFailure:
+    """Requests KubeApiServer.fail_requests() answers with an error."""
+    method: str
+    path: 're.Pattern'
+    remaining: Optional[int]  # None: unlimited
+    code: int
+    message: str
+    skip: int = 0  # matching requests still to let through
+    hits: list = dataclasses.field(default_factory=list)
+
+
 # --- the server ------------------------------------------------------------
 
 class KubeApiServer:
@@ -617,6 +629,7 @@ class KubeApiServer:
         self._events = []
         self._changes = 0  # bumped on every change the controller must see
         self._stuck_pending = set()
+        self._failures = []  # InjectedFailure, see fail_requests()
         self._available_at = {}  # PV name -> monotonic time to leave Pending
         self._requests = []
         self._watchers = 0
@@ -746,6 +759,43 @@ class KubeApiServer:
         """
         with self._cond:
             self._set_status(PV, self._get(PV, None, name), phase=phase)
+
+    def fail_requests(self, method: str, path: str,
+                      count: Optional[int] = 1, code: int = 500,
+                      message: str = 'injected fault',
+                      skip: int = 0) -> 'InjectedFailure':
+        """Answer matching requests with an error Status instead of
+        serving them: after letting ``skip`` of them through, the next
+        ``count`` (None: every one until clear_failures()) whose method is
+        ``method`` and whose path, with ``?query`` when there is one, fully
+        matches the regular expression ``path``. The returned record lists
+        the requests it answered."""
+        failure = InjectedFailure(method.upper(), re.compile(path), count,
+                                  code, message, skip)
+        with self._cond:
+            self._failures.append(failure)
+        return failure
+
+    def clear_failures(self) -> None:
+        with self._cond:
+            self._failures.clear()
+
+    def _injected_failure(self, method: str,
+                          target: str) -> Optional[ApiError]:
+        with self._cond:
+            for failure in self._failures:
+                if failure.remaining != 0 and failure.method == method and \
+                        failure.path.fullmatch(target):
+                    if failure.skip > 0:
+                        failure.skip -= 1
+                        continue
+                    if failure.remaining is not None:
+                        failure.remaining -= 1
+                    failure.hits.append(target)
+                    return ApiError(failure.code, 'InternalError'
+                                    if failure.code >= 500 else 'BadRequest',
+                                    failure.message)
+        return None
 
     def keep_pending(self, *names: str) -> None:
         """Make the named PVs (existing or future ones) stay Pending."""
@@ -1261,6 +1311,12 @@ class _Handler(http.server.BaseHTTPRequestHandler):
             url.query, keep_blank_values=True).items()}
         api._log_request(method, url.path)
         body = self.rfile.read(int(self.headers.get('Content-Length') or 0))
+        injected = api._injected_failure(
+            method, url.path + ('?' + url.query if url.query else ''))
+        if injected is not None:
+            self._send(injected.code, json.dumps(injected.status()).encode(),
+                       'application/json')
+            return
         try:
             self._authenticate(url.path)
             if method == 'GET' and url.path == '/openapi/v2':
