@@ -11,6 +11,7 @@ from kubernetes_mgmt_pv import mgmt_driver
 from kubernetes_mgmt_pv import parallel
 from kubernetes_mgmt_pv import params
 from kubernetes_mgmt_pv import report
+from kubernetes_mgmt_pv import storage_feature
 from kubernetes_mgmt_pv import tacker_compat
 from tests.unit.test_params import sample
 
@@ -53,11 +54,11 @@ def test_every_abstract_hook_is_implemented():
 
 def test_heal_targets_classify_by_cp_descriptor():
     parsed = params.parse(sample())
-    targets = base_driver.KubernetesMgmtDriver.heal_targets(
+    targets = storage_feature.heal_targets(
         instance(), heal_request('v-storage', 'v-worker'), parsed)
     assert not targets.entire_cluster and targets.storage_server
     assert targets.nodes == [(parsed.worker, 'srv-w')]
-    entire = base_driver.KubernetesMgmtDriver.heal_targets(
+    entire = storage_feature.heal_targets(
         instance(), heal_request(), parsed)
     assert entire.entire_cluster and not entire.storage_server
 
@@ -65,7 +66,7 @@ def test_heal_targets_classify_by_cp_descriptor():
 def test_additional_params_prefer_the_request_then_the_instance():
     stored = sample()
     request = types.SimpleNamespace(additional_params={'other': 1})
-    read = base_driver.KubernetesMgmtDriver.additional_params
+    read = storage_feature.additional_params
     assert read(instance(stored), request) is stored
     fresh = sample()
     assert read(instance(stored),
@@ -75,13 +76,13 @@ def test_additional_params_prefer_the_request_then_the_instance():
 
 def test_scale_credentials_can_be_overridden_per_request():
     parsed = params.parse(sample())
-    access = base_driver.KubernetesMgmtDriver.scaled_node_access(
+    access = storage_feature.scaled_node_access(
         parsed, types.SimpleNamespace(
             aspect_id='worker_instance',
             additional_params={'worker_node_password': 'rotated'}))
     assert access.ssh_cp_name == 'workerNode_CP2'
     assert access.password == 'rotated' and access.username == 'ubuntu'
-    assert base_driver.KubernetesMgmtDriver.scaled_node_access(
+    assert storage_feature.scaled_node_access(
         parsed, types.SimpleNamespace(aspect_id='other',
                                       additional_params=None)) is None
 
@@ -157,10 +158,9 @@ def test_heal_start_releases_the_pvs_when_the_storage_vm_is_recreated(
         params=params.parse(sample()),
         release_storage=lambda: calls.append('release_storage'))
 
-    class Driver(mgmt_driver.KubernetesPvMgmtDriver):
-        def pv_workflow(self, context, vnf_instance, request=None):
-            return workflow
-
-    Driver().heal_start(None, instance(sample()), heal_request(*vnfc_ids),
-                        None, None)
+    driver = mgmt_driver.KubernetesPvMgmtDriver()
+    driver.storage.workflow = lambda context, vnf_instance, request=None: \
+        workflow
+    driver.heal_start(None, instance(sample()), heal_request(*vnfc_ids),
+                      None, None)
     assert calls == (['release_storage'] if released else [])

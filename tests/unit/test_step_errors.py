@@ -79,10 +79,11 @@ def test_node_step_error_lists_every_node_with_a_reason(failures, message):
 
 
 def _failing_driver(error):
-    class Driver(mgmt_driver.KubernetesPvMgmtDriver):
-        def pv_workflow(self, context, vnf_instance, request=None):
-            raise error
-    return Driver()
+    def workflow(context, vnf_instance, request=None):
+        raise error
+    driver = mgmt_driver.KubernetesPvMgmtDriver()
+    driver.storage.workflow = workflow
+    return driver
 
 
 def _instantiate_end(driver):

@@ -1,0 +1,183 @@
+"""The persistent-volume feature: what each LCM hook does for the Storage
+server, the NFS clients and the PersistentVolumes.
+
+The entry-point class only delegates here: every decision (is the feature
+on, what a heal request targets, which nodes a scale-out added, with which
+credentials) is made in this module, which Tacker does not hash, so fixing
+one never forces operators to rebuild their VNF packages.
+"""
+
+import dataclasses
+
+from oslo_log import log as logging
+
+from kubernetes_mgmt_pv import exceptions
+from kubernetes_mgmt_pv import heat
+from kubernetes_mgmt_pv import manifests
+from kubernetes_mgmt_pv import params as params_mod
+from kubernetes_mgmt_pv import workflows
+
+LOG = logging.getLogger(__name__)
+
+
+@dataclasses.dataclass
+class HealTargets(object):
+    """What a heal request asks for, as far as persistent volumes care."""
+    entire_cluster: bool = False
+    storage_server: bool = False
+    nodes: list = dataclasses.field(default_factory=list)  # (access, server)
+
+    @property
+    def recreates_storage(self):
+        """The Storage VM and its volume are re-created (their data lost)."""
+        return self.entire_cluster or self.storage_server
+
+
+class StorageFeature(object):
+    """The feature's hooks for one driver, whose seams (``vnf_package_dir``,
+    ``vim_access_info``) answer the lookups that need Tacker's database."""
+
+    def __init__(self, driver):
+        self._driver = driver
+
+    # -- hooks ----------------------------------------------------------------
+
+    def instantiate_end(self, context, vnf_instance, instantiate_vnf_request,
+                        grant, grant_request, **kwargs):
+        workflow = self.workflow(context, vnf_instance,
+                                 instantiate_vnf_request)
+        if workflow is not None:
+            workflow.deploy()
+
+    def heal_start(self, context, vnf_instance, heal_vnf_request, grant,
+                   grant_request, **kwargs):
+        """Refuse while a PV is Bound, then delete the PVs, when the heal
+        re-creates the Storage VM (a Storage or an entire-cluster heal)."""
+        workflow, targets = self._heal_plan(context, vnf_instance,
+                                            heal_vnf_request)
+        if workflow is not None and targets.recreates_storage:
+            workflow.release_storage()
+
+    def heal_end(self, context, vnf_instance, heal_vnf_request, grant,
+                 grant_request, **kwargs):
+        workflow, targets = self._heal_plan(context, vnf_instance,
+                                            heal_vnf_request)
+        if workflow is None:
+            return
+        if targets.entire_cluster:
+            workflow.deploy()
+            return
+        if targets.storage_server:
+            workflow.rebuild_storage()
+        if targets.nodes:
+            workflow.install_clients(
+                healed_node_addresses(workflow, targets.nodes))
+
+    def scale_end(self, context, vnf_instance, scale_vnf_request, grant,
+                  grant_request, **kwargs):
+        """NFS client on the new Masters/Workers of a scale-out."""
+        if scale_vnf_request.type != 'SCALE_OUT':
+            return
+        workflow = self.workflow(context, vnf_instance)
+        if workflow is None:
+            return
+        access = scaled_node_access(workflow.params, scale_vnf_request)
+        if access is None:
+            LOG.info('Aspect %s is not a Master/Worker aspect: no NFS client '
+                     'to install', scale_vnf_request.aspect_id)
+            return
+        workflow.install_clients(workflow.member_nodes(
+            access, kwargs.get('scale_out_id_list') or []))
+
+    # -- plumbing -------------------------------------------------------------
+
+    def workflow(self, context, vnf_instance, request=None):
+        """The workflow of this VNF, or None if it has no storage_server.
+
+        Parameters and manifests are validated here, before Heat or any VM
+        is contacted.
+        """
+        params = params_mod.parse(additional_params(vnf_instance, request))
+        if not params.pv_enabled:
+            LOG.debug('No storage_server parameter: persistent volumes off')
+            return None
+        loaded = manifests.load(
+            self._driver.vnf_package_dir(context, vnf_instance),
+            params.pv_registrations)
+        stack_id = vnf_instance.instantiated_vnf_info.instance_id
+        client = heat.build_heat_client(
+            self._driver.vim_access_info(context, vnf_instance))
+        return workflows.PvWorkflow(params, loaded,
+                                    heat.HeatStack(client, stack_id))
+
+    def _heal_plan(self, context, vnf_instance, heal_vnf_request):
+        workflow = self.workflow(context, vnf_instance)
+        if workflow is None:
+            return None, None
+        return workflow, heal_targets(vnf_instance, heal_vnf_request,
+                                      workflow.params)
+
+
+def additional_params(vnf_instance, request=None):
+    """additionalParams of the instantiate request.
+
+    instantiate_end gets them with the request; later hooks read the copy
+    Tacker stored in the instance's InstantiatedVnfInfo.
+    """
+    from_request = getattr(request, 'additional_params', None)
+    if from_request and params_mod.ROOT in from_request:
+        return from_request
+    info = getattr(vnf_instance, 'instantiated_vnf_info', None)
+    return getattr(info, 'additional_params', None) or {}
+
+
+def heal_targets(vnf_instance, heal_vnf_request, params):
+    """Classify the VNFCs of a heal request by their CP descriptor ids.
+
+    No vnfcInstanceId means the entire cluster (SOL003).
+    """
+    wanted = set(getattr(heal_vnf_request, 'vnfc_instance_id', None) or [])
+    targets = HealTargets(entire_cluster=not wanted)
+    info = vnf_instance.instantiated_vnf_info
+    for vnfc in getattr(info, 'vnfc_resource_info', None) or []:
+        if vnfc.id not in wanted:
+            continue
+        cpds = {cp.cpd_id for cp in vnfc.vnfc_cp_info or []}
+        server_id = vnfc.compute_resource.resource_id
+        if params.storage.nic_cp_name in cpds:
+            targets.storage_server = True
+        for access in (params.master, params.worker):
+            if access is not None and access.nic_cp_name in cpds:
+                targets.nodes.append((access, server_id))
+    return targets
+
+
+def healed_node_addresses(workflow, nodes):
+    """(address, access) of healed nodes, found by their Nova server id."""
+    aspects = [access.aspect_id for access in
+               (workflow.params.master, workflow.params.worker)
+               if access is not None and access.aspect_id]
+    found = []
+    for access, server_id in nodes:
+        stack_id = workflow.heat.find_member_stack_of_server(server_id,
+                                                             aspects)
+        if stack_id is None:
+            raise exceptions.HeatLookupError(
+                'no Heat stack holds the healed server %s' % server_id)
+        found.append(workflow.node_in_stack(access, stack_id))
+    return found
+
+
+def scaled_node_access(params, scale_vnf_request):
+    """Access of the nodes of the scaled aspect, with the credential
+    overrides a scale request may carry (``worker_node_username`` ...)."""
+    overrides = getattr(scale_vnf_request, 'additional_params', None) or {}
+    for role, access in (('master_node', params.master),
+                         ('worker_node', params.worker)):
+        if access is None or access.aspect_id != scale_vnf_request.aspect_id:
+            continue
+        return dataclasses.replace(
+            access,
+            username=overrides.get(role + '_username') or access.username,
+            password=overrides.get(role + '_password') or access.password)
+    return None
