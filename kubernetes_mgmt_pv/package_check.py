@@ -4,8 +4,10 @@ Everything here would otherwise surface much later: at upload (TOSCA.meta
 hashes), at the first LCM hook (Tacker's driver hash check, a VNFD that
 does not route a hook to the driver) or in the middle of instantiate_end
 (a CP or volume name the BaseHOT does not define, a manifest that is not
-an NFS PersistentVolume). Each problem becomes a ``Finding`` naming where
-it is: a JSON path of the request, or a file of the package.
+an NFS PersistentVolume, an install script the package lacks). The request
+is read by ``params`` alone; these checks only cross its model with the
+package. Each problem becomes a ``Finding`` naming where it is: a JSON
+path of the request, or a file of the package.
 """
 
 import dataclasses
@@ -83,15 +85,17 @@ def check(package_dir, request, found):
                     'flavourId must be letters, digits and _ . -, got %r'
                     % flavour[:80])
         return
-    additional = request.get('additionalParams')
-    try:
-        params.parse(additional)
-    except exceptions.ParameterErrors as errors:
-        for error in errors.errors:
-            found.error('param-invalid', error.path, error.reason)
-    root = _mapping(_mapping(additional).get(params.ROOT))
-    _check_manifests(package_dir, root, found)
-    _check_heat(package_dir, flavour, root, found)
+    parsed = params.parse_partially(request.get('additionalParams'))
+    for error in parsed.errors:
+        found.error('param-invalid', error.path, error.reason)
+    for warning in parsed.params.warnings:
+        found.warning('param-warning', warning.path, warning.reason)
+    # The cross-checks see only the values that parsed: an invalid one is
+    # already a param-invalid finding, and cannot name a file or resource.
+    _check_script(package_dir, parsed.params, found)
+    _check_manifests(package_dir, parsed.params, found)
+    _check_heat(package_dir, flavour, parsed.params,
+                {error.path for error in parsed.errors}, found)
     _check_vnfd(package_dir, flavour, found)
 
 
@@ -107,25 +111,10 @@ def _load_request(path, found):
     return request
 
 
-# -- tolerant views of the request: the parameter check reports bad values ----
-
 def _mapping(value):
+    """A mapping of the package's own YAML, or {}: a malformed part of a
+    template simply defines nothing."""
     return value if isinstance(value, dict) else {}
-
-
-def _items(parent, key):
-    value = parent.get(key)
-    if not isinstance(value, list):
-        return []
-    return [(index, item) for index, item in enumerate(value)
-            if isinstance(item, dict)]
-
-
-def _text(parent, key):
-    """The string at key if parse would accept it as text, else None: the
-    parameter check reports the others, and they cannot name files."""
-    value = parent.get(key)
-    return value if params.is_sendable_text(value) else None
 
 
 def _within(path, directory):
@@ -198,28 +187,30 @@ def _check_artifact_hash(package_dir, block, found):
                     'package`' % (algorithm, expected, actual))
 
 
-# -- PersistentVolume manifests and NFS exports -------------------------------
+# -- the install script, PersistentVolume manifests and NFS exports ----------
 
-def _check_manifests(package_dir, root, found):
-    registrations = [
-        params.PvRegistration(
-            manifest_path=_text(item, 'pv_manifest_file_path'),
-            nfs_server_cp=_text(item, 'nfs_server_cp'),
-            json_path='%s.pv_registration_params[%d]' % (params.ROOT, index))
-        for index, item in _items(root, 'pv_registration_params')
-        if _text(item, 'pv_manifest_file_path')]
+def _check_script(package_dir, model, found):
+    if model.script_path is None:
+        return
+    root = os.path.realpath(package_dir)
+    path = os.path.realpath(os.path.join(root, model.script_path))
+    if not (_within(path, root) and os.path.isfile(path)):
+        found.error('script-missing', params.ROOT + '.script_path',
+                    '%s is not a file of the package; the cluster install '
+                    'uploads it to every node' % model.script_path)
+
+
+def _check_manifests(package_dir, model, found):
+    registrations = [r for r in model.pv_registrations if r.manifest_path]
     try:
         loaded = manifests.load(package_dir, registrations)
     except exceptions.ParameterErrors as errors:
         for error in errors.errors:
             found.error('manifest-invalid', error.path, error.reason)
         return
-    storage = _mapping(root.get('storage_server'))
-    base = '%s.storage_server.' % params.ROOT
-    exports = [(base + 'nfs_server_setup_params[%d].export_dir' % index,
-                _text(item, 'export_dir'))
-               for index, item in _items(storage, 'nfs_server_setup_params')]
-    exports = [(where, d) for where, d in exports if d]
+    exports = [(export.json_path + '.export_dir', export.export_dir)
+               for export in (model.storage.exports if model.storage else ())
+               if export.export_dir]
     # An export outside every mount_to is a parameter error (params.parse).
     for where, directory in exports:
         if not any(_within(pv.nfs_path, directory) for pv in loaded):
@@ -301,28 +292,35 @@ def _load_base_hot(package_dir, flavour, found):
     return _BaseHot(relative, tops[0], top, nested)
 
 
-def _check_heat(package_dir, flavour, root, found):
+def _check_heat(package_dir, flavour, model, invalid_paths, found):
     hot = _load_base_hot(package_dir, flavour, found)
     if hot is None:
         return
-    storage = _mapping(root.get('storage_server'))
-    base = '%s.storage_server' % params.ROOT
-    if storage:
-        for key in ('ssh_cp_name', 'nic_cp_name'):
-            _top_resource(hot, found, '%s.%s' % (base, key),
-                          _text(storage, key), _CP_TYPES)
-        for index, item in _items(storage, 'cinder_volume_setup_params'):
-            _top_resource(
-                hot, found, '%s.cinder_volume_setup_params[%d].'
-                'volume_resource_id' % (base, index),
-                _text(item, 'volume_resource_id'), _VOLUME_TYPES)
-    for index, item in _items(root, 'pv_registration_params'):
-        _top_resource(hot, found, '%s.pv_registration_params[%d].'
-                      'nfs_server_cp' % (params.ROOT, index),
-                      _text(item, 'nfs_server_cp'), _CP_TYPES)
-    for role in ('master_node', 'worker_node'):
-        _check_node_cps(hot, found, '%s.%s' % (params.ROOT, role),
-                        _mapping(root.get(role)))
+    storage = model.storage
+    if storage is not None:
+        for where, name in _cp_names(params.STORAGE_PATH, storage):
+            _top_resource(hot, found, where, name, _CP_TYPES)
+        for volume in storage.volumes:
+            _top_resource(hot, found, volume.json_path + '.volume_resource_id',
+                          volume.volume_resource_id, _VOLUME_TYPES)
+    for registration in model.pv_registrations:
+        _top_resource(hot, found, registration.json_path + '.nfs_server_cp',
+                      registration.nfs_server_cp, _CP_TYPES)
+    for path, access in ((params.MASTER_PATH, model.master),
+                         (params.WORKER_PATH, model.worker)):
+        # Without its (invalid) aspect_id a node's CPs would be looked up
+        # on the top-level stack, where they are not.
+        if access is not None and path + '.aspect_id' not in invalid_paths:
+            _check_node_cps(hot, found, path, access)
+
+
+def _cp_names(path, access):
+    """(JSON path, name) of the CPs of a node or the Storage server; one
+    name when nic_cp_name is ssh_cp_name (also when it defaulted to it)."""
+    names = [(path + '.ssh_cp_name', access.ssh_cp_name)]
+    if access.nic_cp_name != access.ssh_cp_name:
+        names.append((path + '.nic_cp_name', access.nic_cp_name))
+    return names
 
 
 def _top_resource(hot, found, where, name, types):
@@ -350,12 +348,11 @@ def _top_resource(hot, found, where, name, types):
     return _mapping(resource)
 
 
-def _check_node_cps(hot, found, path, node):
+def _check_node_cps(hot, found, path, access):
     """Master/Worker CPs: in the member template of the aspect's scaling
     group, or on the top-level stack for nodes outside any group."""
-    names = [('%s.%s' % (path, key), _text(node, key))
-             for key in ('ssh_cp_name', 'nic_cp_name')]
-    aspect = _text(node, 'aspect_id')
+    names = _cp_names(path, access)
+    aspect = access.aspect_id
     if aspect is None:
         for where, name in names:
             _top_resource(hot, found, where, name, _CP_TYPES)
@@ -458,7 +455,9 @@ def _check_driver_artifact(package_dir, where, artifact, found):
                     'the Vnflcm interfaces name artifact %s, which the VNF '
                     'node does not define' % base_driver.DRIVER_NAME)
         return
-    relative = _text(artifact, 'file')
+    relative = artifact.get('file')
+    if not isinstance(relative, str):
+        relative = None
     # Tacker joins the artifact file to the package root, not to the VNFD.
     path = os.path.join(package_dir, relative or '')
     if relative is None or not os.path.isfile(path):

@@ -1,10 +1,15 @@
-"""additionalParams -> a validated, immutable model of what the PV flows need.
+"""additionalParams -> a validated, immutable model of the whole
+``k8s_cluster_installation_param``: the cluster keys and the PV keys.
 
 Everything is checked before any host is touched, and all problems are
 reported at once, each named by its JSON path, e.g.
 ``k8s_cluster_installation_param.storage_server.nfs_server_setup_params[1].export_to``.
-Only the keys the persistent-volume flows use are modelled; the cluster
-installation keys (pod_cidr, script_path, ...) are left to the cluster half.
+This is the one parser of these parameters: the hooks use ``parse`` and
+``validate`` uses ``parse_partially``, so both accept exactly the same
+requests. Mappings the PV half owns (``storage_server`` and the list
+items) refuse unknown keys; the mappings Tacker's own sample driver shares
+(the root, ``master_node``, ``worker_node``, ``proxy``) accept extra keys
+with a warning, so a request written for that driver still parses.
 Whatever the input (wrong types, control characters, lone surrogates,
 20 000-deep nesting), the only exception is ``ParameterErrors``, and every
 string of the model can be sent to a host as it is.
@@ -20,6 +25,12 @@ import urllib.parse
 from kubernetes_mgmt_pv import exceptions
 
 ROOT = 'k8s_cluster_installation_param'
+# JSON paths of the mappings that occur once; validate names findings by
+# them. Items of lists carry their own ``json_path``.
+MASTER_PATH = ROOT + '.master_node'
+WORKER_PATH = ROOT + '.worker_node'
+PROXY_PATH = ROOT + '.proxy'
+STORAGE_PATH = ROOT + '.storage_server'
 
 # Conservative on purpose: these strings end up in /etc/exports, /etc/fstab
 # and command lines; anything outside this set is refused, not escaped.
@@ -56,6 +67,13 @@ _SYSTEM_TREES = ('/bin', '/boot', '/dev', '/etc', '/lib', '/lib32', '/lib64',
                  '/libx32', '/proc', '/root', '/run', '/sbin', '/sys', '/usr',
                  '/var/lock', '/var/run')
 _HOME_DIR = re.compile(r'^/home/[^/]+$')
+# kubeadm and the API server refuse a service CIDR with more host bits,
+# which would make the service IP allocator too large to store in etcd.
+MAX_SERVICE_HOST_BITS = 20
+# kubeadm gives each node a /24 of an IPv4 pod CIDR and refuses a pod CIDR
+# more than 16 bits larger than that.
+IPV4_NODE_MASK = 24
+IPV4_MIN_POD_PREFIX = IPV4_NODE_MASK - 16
 _PLAIN_KEY = re.compile(r'^[A-Za-z_][A-Za-z0-9_-]*$')
 _TRAILING_INDICES = re.compile(r'(\[\d+\])+$')
 
@@ -74,12 +92,15 @@ class NodeAccess(object):
 class VolumeSetup(object):
     volume_resource_id: str
     mount_to: str
+    # Where validate names a package problem; not part of the value.
+    json_path: str = dataclasses.field(default=None, compare=False)
 
 
 @dataclasses.dataclass(frozen=True)
 class NfsExport(object):
     export_dir: str
     export_to: str
+    json_path: str = dataclasses.field(default=None, compare=False)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -104,6 +125,8 @@ class Proxy(object):
     http_proxy: str = None
     https_proxy: str = None
     no_proxy: str = None
+    # The network of the nodes' NICs, for the cluster half's no_proxy.
+    k8s_node_cidr: str = None
 
     def environment(self):
         """Variables for apt-get; empty when no proxy is configured."""
@@ -120,12 +143,36 @@ class Proxy(object):
 
 
 @dataclasses.dataclass(frozen=True)
+class ClusterNetwork(object):
+    """The cluster-wide keys given with master_node. CIDRs are kept as the
+    user wrote them (kubeadm accepts host bits); each may be a dual-stack
+    pair "IPv4,IPv6". None means kubeadm's default."""
+    pod_cidr: str = None
+    cluster_cidr: str = None  # the Service CIDR
+    cluster_cp_name: str = None  # the CP holding the API server address
+    cluster_fip_name: str = None  # its floating IP, for the VIM's URL
+
+
+@dataclasses.dataclass(frozen=True)
+class ParameterWarning(object):
+    """A value that is accepted but probably not what the user meant."""
+    path: str
+    reason: str
+
+
+@dataclasses.dataclass(frozen=True)
 class ClusterParams(object):
     master: NodeAccess = None
     worker: NodeAccess = None
     proxy: Proxy = Proxy()
     storage: StorageServer = None
     pv_registrations: tuple = ()
+    # Relative path of the cluster install script inside the VNF package.
+    script_path: str = None
+    # Name of the Kubernetes VIM; None lets the cluster half choose one.
+    vim_name: str = None
+    network: ClusterNetwork = ClusterNetwork()
+    warnings: tuple = dataclasses.field(default=(), compare=False)
 
     @property
     def pv_enabled(self):
@@ -137,9 +184,13 @@ class _Checker(object):
 
     def __init__(self):
         self.errors = []
+        self.warnings = []
 
     def fail(self, path, reason):
         self.errors.append(exceptions.ParameterError(path, reason))
+
+    def warn(self, path, reason):
+        self.warnings.append(ParameterWarning(path, reason))
 
     def mapping(self, value, path, required=True):
         if value is None:
@@ -156,6 +207,14 @@ class _Checker(object):
             self.fail(_key_path(path, key),
                       'unknown key; expected one of: %s'
                       % ', '.join(sorted(known)))
+
+    def unused_keys(self, value, path, known):
+        """Warn of keys this driver ignores (a typo, or a key of another
+        driver's schema) in a mapping that tolerates them."""
+        for key in sorted(set(value) - set(known), key=repr):
+            self.warn(_key_path(path, key),
+                      'is not used by this driver and is ignored; known '
+                      'keys: %s' % ', '.join(sorted(known)))
 
     def text(self, parent, key, path, required=True):
         """A non-empty string that can be sent to a host as it is.
@@ -190,6 +249,46 @@ class _Checker(object):
                   'must be a Heat resource name (a letter or digit, then up '
                   'to 254 letters, digits and _ . -), got %s' % _shown(value))
         return None
+
+    def name(self, parent, key, path):
+        """An optional name such as the VIM's: the resource name rules."""
+        value = self.text(parent, key, path, required=False)
+        if value is None or _RESOURCE_NAME.match(value):
+            return value
+        self.fail('%s.%s' % (path, key),
+                  'must be a letter or digit, then up to 254 letters, '
+                  'digits and _ . -, got %s' % _shown(value))
+        return None
+
+    def cidrs(self, parent, key, path):
+        """(text, networks) of a CIDR or a dual-stack "IPv4,IPv6" pair, as
+        kubeadm accepts them: host bits are allowed, with a warning."""
+        value = self.text(parent, key, path, required=False)
+        where = '%s.%s' % (path, key)
+        if value is None:
+            return None, ()
+        networks = []
+        for entry in value.split(','):
+            address, _, prefix = entry.partition('/')
+            try:
+                network = ipaddress.ip_network(entry, strict=False)
+            except ValueError:
+                network = None
+            if network is None or not prefix.isdigit() or '%' in entry:
+                self.fail(where, 'must be a network in CIDR notation such as '
+                                 '10.96.0.0/12, or an IPv4 and an IPv6 one '
+                                 'separated by ",", got %s' % _shown(value))
+                return None, ()
+            if network.network_address != ipaddress.ip_address(address):
+                self.warn(where, '%s has host bits set; kubeadm uses %s'
+                          % (_shown(entry), network))
+            networks.append(network)
+        if len(networks) > 2 or len({n.version for n in networks}) != len(
+                networks):
+            self.fail(where, 'a dual-stack value is one IPv4 and one IPv6 '
+                             'CIDR, got %s' % _shown(value))
+            return None, ()
+        return value, tuple(networks)
 
     def items(self, parent, key, path, minimum):
         value = parent.get(key)
@@ -241,8 +340,8 @@ class _Checker(object):
                   'host name, got %s' % _shown(value))
         return None
 
-    def package_path(self, parent, key, path):
-        value = self.text(parent, key, path)
+    def package_path(self, parent, key, path, required=True):
+        value = self.text(parent, key, path, required)
         where = '%s.%s' % (path, key)
         if value is None:
             return None
@@ -260,13 +359,20 @@ class _Checker(object):
         value = self.text(parent, key, path, required=False)
         if value is None:
             return None
+        where = '%s.%s' % (path, key)
         if not _is_proxy_url(value):
             # Not echoed: a malformed URL may still contain a password.
-            self.fail('%s.%s' % (path, key),
-                      'must be an http:// or https:// URL with a host and '
-                      'an optional port, its special characters '
-                      'percent-encoded')
+            self.fail(where, 'must be an http:// or https:// URL with a host '
+                             'and an optional port from 1 to 65535, its '
+                             'special characters percent-encoded')
             return None
+        port = _proxy_port(value)
+        if port and not port.isdigit():
+            # The user guide's own sample has "host1:port1": accepted so
+            # that it parses, but apt cannot use it.
+            self.warn(where, 'its port is not a number, so nothing can '
+                             'connect through this proxy; replace the '
+                             'placeholder with the port number')
         return value
 
 
@@ -289,15 +395,27 @@ def _unsendable_reason(value):
 
 
 def _is_proxy_url(value):
+    """An http(s) URL with a host; its port, if a number, in range (one
+    that is not a number is a placeholder the caller warns of)."""
     if not _URL.match(value):
         return False
     try:
         parsed = urllib.parse.urlsplit(value)
-        port = parsed.port  # ValueError when out of range or not a number
     except ValueError:
         return False
-    return (parsed.scheme in ('http', 'https') and bool(parsed.hostname) and
-            port != 0)
+    port = _proxy_port(value)
+    if port.isdigit() and not 0 < int(port) < 65536:
+        return False
+    return parsed.scheme in ('http', 'https') and bool(parsed.hostname)
+
+
+def _proxy_port(url):
+    """The port text of a proxy URL whose syntax urlsplit accepted; '' when
+    it has none."""
+    host_and_port = urllib.parse.urlsplit(url).netloc.rpartition('@')[2]
+    if host_and_port.startswith('['):
+        host_and_port = host_and_port.partition(']')[2]
+    return host_and_port.rpartition(':')[2] if ':' in host_and_port else ''
 
 
 def _is_system_dir(path):
@@ -355,12 +473,30 @@ def _check_depth(check, value):
                          for index, child in enumerate(node))
 
 
+@dataclasses.dataclass(frozen=True)
+class ParseResult(object):
+    """What ``parse_partially`` found: the model, with its warnings, of
+    every valid value (an invalid one is None, a list item that is not an
+    object is left out) and the errors, capped at MAX_REPORTED."""
+    params: ClusterParams
+    errors: tuple
+
+
 def parse(additional_params):
     """Validate additionalParams and return a ``ClusterParams``.
 
     Raises ``ParameterErrors`` listing every problem found (the first
     MAX_REPORTED of them), and nothing else whatever the input.
     """
+    result = parse_partially(additional_params)
+    if result.errors:
+        raise exceptions.ParameterErrors(result.errors)
+    return result.params
+
+
+def parse_partially(additional_params):
+    """A ``ParseResult`` even for an invalid request, so that ``validate``
+    can also check what is valid of it against the package. Never raises."""
     check = _Checker()
     top = check.mapping(additional_params, 'additionalParams')
     params = ClusterParams()
@@ -369,42 +505,66 @@ def parse(additional_params):
         root = check.mapping(top.get(ROOT), ROOT)
         if root is not None:
             params = _parse_root(check, root)
-    if check.errors:
-        errors = check.errors[:MAX_REPORTED]
-        if len(check.errors) > MAX_REPORTED:
-            errors.append(exceptions.ParameterError(
-                'additionalParams', '%d more problems are not listed'
-                % (len(check.errors) - MAX_REPORTED)))
-        raise exceptions.ParameterErrors(errors)
-    return params
+    return ParseResult(
+        dataclasses.replace(params,
+                            warnings=tuple(check.warnings[:MAX_REPORTED])),
+        tuple(_capped(check.errors)))
+
+
+def _capped(errors):
+    if len(errors) <= MAX_REPORTED:
+        return errors
+    return errors[:MAX_REPORTED] + [exceptions.ParameterError(
+        'additionalParams', '%d more problems are not listed'
+        % (len(errors) - MAX_REPORTED))]
+
+
+_ROOT_KEYS = ('script_path', 'vim_name', 'master_node', 'worker_node',
+              'proxy', 'storage_server', 'pv_registration_params')
 
 
 def _parse_root(check, root):
+    check.unused_keys(root, ROOT, _ROOT_KEYS)
     storage = None
     if root.get('storage_server') is not None:
-        storage = _parse_storage(check, root['storage_server'],
-                                 ROOT + '.storage_server')
+        storage = _parse_storage(check, root['storage_server'], STORAGE_PATH)
     registrations = _parse_registrations(check, root)
     if registrations and storage is None:
         check.fail(ROOT + '.pv_registration_params',
                    'requires storage_server: without it the persistent '
                    'volume feature is disabled')
-    master = worker = None
-    if storage is not None:
-        master = _parse_node(check, root.get('master_node'),
-                             ROOT + '.master_node', required=True)
-        worker = _parse_node(check, root.get('worker_node'),
-                             ROOT + '.worker_node', required=False)
-    proxy = _parse_proxy(check, root.get('proxy'), ROOT + '.proxy')
-    return ClusterParams(master=master, worker=worker, proxy=proxy,
-                         storage=storage,
-                         pv_registrations=tuple(registrations))
+    # The PV feature reaches the cluster through a Master; the cluster
+    # half will require master_node whatever storage_server says.
+    master_value = root.get('master_node')
+    master = _parse_node(check, master_value, MASTER_PATH,
+                         required=storage is not None,
+                         known=_NODE_KEYS + _NETWORK_KEYS)
+    worker = _parse_node(check, root.get('worker_node'), WORKER_PATH,
+                         required=False, known=_NODE_KEYS)
+    proxy, node_networks = _parse_proxy(check, root.get('proxy'), PROXY_PATH)
+    network = ClusterNetwork()
+    if isinstance(master_value, dict):
+        network = _parse_network(check, master_value, node_networks)
+    return ClusterParams(
+        master=master, worker=worker, proxy=proxy, storage=storage,
+        pv_registrations=tuple(registrations),
+        script_path=check.package_path(root, 'script_path', ROOT,
+                                       required=False),
+        vim_name=check.name(root, 'vim_name', ROOT),
+        network=network)
 
 
-def _parse_node(check, value, path, required):
+_NODE_KEYS = ('aspect_id', 'ssh_cp_name', 'nic_cp_name', 'username',
+              'password')
+_NETWORK_KEYS = ('pod_cidr', 'cluster_cidr', 'cluster_cp_name',
+                 'cluster_fip_name')
+
+
+def _parse_node(check, value, path, required, known):
     node = check.mapping(value, path, required=required)
     if node is None:
         return None
+    check.unused_keys(node, path, known)
     ssh_cp_name = check.resource_name(node, 'ssh_cp_name', path)
     nic_cp_name = check.resource_name(node, 'nic_cp_name', path,
                                       required=False)
@@ -415,6 +575,53 @@ def _parse_node(check, value, path, required):
         password=check.text(node, 'password', path),
         aspect_id=check.resource_name(node, 'aspect_id', path,
                                       required=False))
+
+
+def _parse_network(check, master, node_networks):
+    """The cluster keys of master_node; the pod, Service and node CIDRs
+    must not overlap, or kube-proxy and the CNI would route one network's
+    addresses into another."""
+    pod_cidr, pod_networks = check.cidrs(master, 'pod_cidr', MASTER_PATH)
+    cluster_cidr, service_networks = check.cidrs(master, 'cluster_cidr',
+                                                 MASTER_PATH)
+    pod_path = MASTER_PATH + '.pod_cidr'
+    service_path = MASTER_PATH + '.cluster_cidr'
+    for network in pod_networks:
+        if network.version == 4 and not (
+                IPV4_MIN_POD_PREFIX <= network.prefixlen <= IPV4_NODE_MASK):
+            check.fail(pod_path, 'an IPv4 pod CIDR needs a prefix length '
+                                 'from /%d to /%d (kubeadm gives each node '
+                                 'a /%d), got /%d' % (
+                                     IPV4_MIN_POD_PREFIX, IPV4_NODE_MASK,
+                                     IPV4_NODE_MASK, network.prefixlen))
+    for network in service_networks:
+        if network.max_prefixlen - network.prefixlen > MAX_SERVICE_HOST_BITS:
+            check.fail(service_path, 'a Service CIDR may have at most %d '
+                                     'host bits (/%d or longer), got /%d' % (
+                                         MAX_SERVICE_HOST_BITS,
+                                         network.max_prefixlen -
+                                         MAX_SERVICE_HOST_BITS,
+                                         network.prefixlen))
+    _reject_overlap(check, service_path, service_networks, 'pod_cidr',
+                    pod_networks)
+    _reject_overlap(check, pod_path, pod_networks, 'proxy.k8s_node_cidr',
+                    node_networks)
+    _reject_overlap(check, service_path, service_networks,
+                    'proxy.k8s_node_cidr', node_networks)
+    return ClusterNetwork(
+        pod_cidr=pod_cidr, cluster_cidr=cluster_cidr,
+        cluster_cp_name=check.resource_name(master, 'cluster_cp_name',
+                                            MASTER_PATH, required=False),
+        cluster_fip_name=check.resource_name(master, 'cluster_fip_name',
+                                             MASTER_PATH, required=False))
+
+
+def _reject_overlap(check, path, networks, other_key, others):
+    for network in networks:
+        for other in others:
+            if network.version == other.version and network.overlaps(other):
+                check.fail(path, '%s overlaps %s %s' % (network, other_key,
+                                                        other))
 
 
 _STORAGE_KEYS = ('ssh_cp_name', 'nic_cp_name', 'username', 'password',
@@ -464,7 +671,8 @@ def _parse_volumes(check, storage, path):
                               ('volume_resource_id', 'mount_to'))
         volumes.append((item_path, VolumeSetup(
             check.resource_name(item, 'volume_resource_id', item_path),
-            check.absolute_path(item, 'mount_to', item_path))))
+            check.absolute_path(item, 'mount_to', item_path),
+            json_path=item_path)))
     _reject_duplicates(check, volumes, 'volume_resource_id')
     _reject_duplicates(check, volumes, 'mount_to')
     all_valid = bool(items) and len(volumes) == len(items) and all(
@@ -482,7 +690,8 @@ def _parse_exports(check, storage, path):
         check.no_unknown_keys(item, item_path, ('export_dir', 'export_to'))
         exports.append((item_path, NfsExport(
             check.absolute_path(item, 'export_dir', item_path),
-            check.export_target(item, 'export_to', item_path))))
+            check.export_target(item, 'export_to', item_path),
+            json_path=item_path)))
     seen = set()
     for item_path, export in exports:
         if export in seen and export.export_dir:
@@ -523,9 +732,12 @@ def _parse_registrations(check, root):
 
 
 def _parse_proxy(check, value, path):
+    """The Proxy, and the networks of k8s_node_cidr for the overlap check."""
     proxy = check.mapping(value, path, required=False)
     if proxy is None:
-        return Proxy()
+        return Proxy(), ()
+    check.unused_keys(proxy, path, ('http_proxy', 'https_proxy', 'no_proxy',
+                                    'k8s_node_cidr'))
     no_proxy = check.text(proxy, 'no_proxy', path, required=False)
     if no_proxy is not None:
         for entry in no_proxy.split(','):
@@ -534,6 +746,8 @@ def _parse_proxy(check, value, path):
                 check.fail(path + '.no_proxy',
                            'entry %s is not a host name, address or CIDR'
                            % _shown(entry))
+    k8s_node_cidr, node_networks = check.cidrs(proxy, 'k8s_node_cidr', path)
     return Proxy(http_proxy=check.proxy_url(proxy, 'http_proxy', path),
                  https_proxy=check.proxy_url(proxy, 'https_proxy', path),
-                 no_proxy=no_proxy)
+                 no_proxy=no_proxy,
+                 k8s_node_cidr=k8s_node_cidr), node_networks

@@ -22,6 +22,7 @@ from kubernetes_mgmt_pv import params
 from kubernetes_mgmt_pv import safe_yaml
 from tests.unit import test_hostile_params
 from tests.unit import test_manifests
+from tests.unit import test_params_cluster
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(
     os.path.abspath(__file__))))
@@ -61,7 +62,11 @@ def package(built_zip, tmp_path):
 
 @pytest.fixture
 def body():
-    return sample_request()
+    """The simple sample request without its one warning (pod_cidr has host
+    bits set), so that a test sees only the findings of its own change."""
+    request = sample_request()
+    cluster_params(request)['master_node']['pod_cidr'] = '192.168.0.0/16'
+    return request
 
 
 class Validator(object):
@@ -111,7 +116,9 @@ def vnf_node(document):
 @pytest.mark.parametrize('request_file', ['instantiate_simple.json',
                                           'instantiate_ha.json'])
 def test_built_package_validates_clean(built_zip, validate, request_file):
-    assert validate(built_zip, sample_request(request_file)) == (0, set())
+    # The samples keep the user guide's pod_cidr, whose host bits are set.
+    assert validate(built_zip, sample_request(request_file)) == (0, {
+        ('param-warning', params.MASTER_PATH + '.pod_cidr')})
 
 
 def test_built_package_carries_the_installed_driver_and_every_hash(built_zip):
@@ -349,9 +356,9 @@ def test_cp_only_in_a_nested_template_is_named(built_zip, validate, body):
 def test_node_without_aspect_is_looked_up_on_the_top_stack(built_zip,
                                                            validate, body):
     del cluster_params(body)['worker_node']['aspect_id']
+    # nic_cp_name names the same CP as ssh_cp_name: one finding for both.
     assert validate(built_zip, body) == (1, {
-        ('hot-resource-missing', params.ROOT + '.worker_node.ssh_cp_name'),
-        ('hot-resource-missing', params.ROOT + '.worker_node.nic_cp_name')})
+        ('hot-resource-missing', params.ROOT + '.worker_node.ssh_cp_name')})
 
 
 @pytest.mark.parametrize('change, where', [
@@ -380,7 +387,8 @@ def test_member_template_of_a_group_is_missing(package, validate, body):
 def test_flavour_without_basehot(package, validate):
     shutil.rmtree(package / 'BaseHOT' / 'ha')
     assert validate.rebuilt(package, sample_request('instantiate_ha.json')) \
-        == (1, {('basehot-missing', 'BaseHOT/ha')})
+        == (1, {('basehot-missing', 'BaseHOT/ha'),
+                ('param-warning', params.MASTER_PATH + '.pod_cidr')})
 
 
 def test_two_top_level_templates_are_ambiguous(package, validate, body):
@@ -490,7 +498,9 @@ def test_text_output_and_exit_status(package, tmp_path, capsys):
         'ERROR   meta-source-missing: %s: UserData/__init__.py: TOSCA.meta '
         'lists UserData/__init__.py, which is not a file of the package'
         % META,
-        '1 error(s), 0 warning(s)']
+        "WARNING param-warning: %s.pod_cidr: '192.168.3.0/16' has host bits "
+        'set; kubeadm uses 192.168.0.0/16' % params.MASTER_PATH,
+        '1 error(s), 1 warning(s)']
 
 
 # -- validate: hostile input ends in findings, fast ---------------------------
@@ -652,7 +662,14 @@ def test_hostile_parameter_values_are_findings_in_text_output(
         STORAGE + '.cinder_volume_setup_params[0].mount_to',
         params.ROOT + '.pv_registration_params[1].pv_manifest_file_path',
         params.ROOT + '.worker_node.pod_cidr'}
-    assert lines[-1] == '8 error(s), 1 warning(s)'  # export-unused
+    warnings = {tuple(line.split(': ')[:2]) for line in lines
+                if line.startswith('WARNING ')}
+    assert warnings == {
+        ('WARNING param-warning', params.MASTER_PATH + '.pod_cidr'),
+        ('WARNING param-warning', params.WORKER_PATH + '.pod_cidr'),
+        ('WARNING export-unused',
+         STORAGE + '.nfs_server_setup_params[1].export_dir')}
+    assert lines[-1] == '8 error(s), 3 warning(s)'
 
 
 def test_flavour_id_that_is_not_a_name(built_zip, validate, body):
@@ -822,3 +839,48 @@ def test_terminal_escapes_in_the_package_are_printed_escaped(package,
     out = capsys.readouterr().out
     assert '\x1b' not in out
     assert 'Files/\\x1b[2Jx.txt, which is not a file of the package' in out
+
+
+# -- validate: the cluster parameters -----------------------------------------
+
+def test_the_user_guide_request_validates_with_no_error(built_zip, validate):
+    request = json.loads(test_params_cluster.USER_GUIDE_REQUEST)
+    assert validate(built_zip, request) == (0, {
+        ('param-warning', params.MASTER_PATH + '.pod_cidr'),
+        ('param-warning', params.PROXY_PATH + '.http_proxy'),
+        ('param-warning', params.PROXY_PATH + '.https_proxy')})
+
+
+@pytest.mark.parametrize('script_path, code', [
+    ('Scripts/missing.sh', 'script-missing'),
+    ('Scripts', 'script-missing'),
+    ('Files/kubernetes/../../x.sh', 'param-invalid')])
+def test_script_path_must_be_a_file_of_the_package(built_zip, validate, body,
+                                                   script_path, code):
+    cluster_params(body)['script_path'] = script_path
+    assert validate(built_zip, body) == (1, {
+        (code, params.ROOT + '.script_path')})
+
+
+def test_script_path_leaving_the_package_by_a_link_is_missing(
+        package, validate, body):
+    os.symlink('/etc/passwd', package / 'Scripts' / 'link.sh')
+    cluster_params(body)['script_path'] = 'Scripts/link.sh'
+    assert ('script-missing', params.ROOT + '.script_path') in \
+        validate(package, body)[1]
+
+
+def test_cluster_keys_are_checked_by_validate(built_zip, validate, body):
+    cluster = cluster_params(body)
+    cluster['vim_name'] = 'my vim'
+    cluster['master_node']['cluster_cidr'] = '192.168.1.0/24'
+    assert validate(built_zip, body) == (1, {
+        ('param-invalid', params.ROOT + '.vim_name'),
+        ('param-invalid', params.MASTER_PATH + '.cluster_cidr')})
+
+
+def test_an_invalid_aspect_id_does_not_move_the_cp_lookup(built_zip,
+                                                          validate, body):
+    cluster_params(body)['worker_node']['aspect_id'] = 'worker instance'
+    assert validate(built_zip, body) == (1, {
+        ('param-invalid', params.WORKER_PATH + '.aspect_id')})

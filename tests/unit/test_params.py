@@ -9,13 +9,17 @@ ROOT = params.ROOT
 
 
 def sample():
-    """The user guide's instantiate parameters (PV part)."""
+    """The user guide's instantiate parameters, with numeric proxy ports."""
     return {ROOT: {
+        'script_path': 'Scripts/install_k8s_cluster.sh',
+        'vim_name': 'kubernetes_vim',
         'master_node': {'aspect_id': 'master_instance',
                         'ssh_cp_name': 'masterNode_CP1',
                         'nic_cp_name': 'masterNode_CP1',
                         'username': 'ubuntu', 'password': 'ubuntu',
-                        'pod_cidr': '192.168.3.0/16'},
+                        'pod_cidr': '192.168.3.0/16',
+                        'cluster_cidr': '10.199.187.0/24',
+                        'cluster_cp_name': 'masterNode_CP1'},
         'worker_node': {'aspect_id': 'worker_instance',
                         'ssh_cp_name': 'workerNode_CP2',
                         'nic_cp_name': 'workerNode_CP2',
