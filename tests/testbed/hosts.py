@@ -605,12 +605,20 @@ class Testbed:
 
     @staticmethod
     def _kill(host):
+        """Kill the host's PID 1 and wait until every process of its PID
+        namespace is gone: the kernel kills the others asynchronously, so
+        they can outlive unshare by a moment."""
+        namespace = None
         # While unshare runs, its child cannot have been reaped, so the PID
         # cannot have been reused.
         if host._proc.poll() is None:
             pid = host.pid or Testbed._init_pid(host)
+            namespace = pid_namespace(pid) if pid else None
             os.kill(pid or host._proc.pid, signal.SIGKILL)
         host._proc.wait(timeout=30)
+        if namespace:
+            wait_for(lambda: not pids_in_namespace(namespace),
+                     f'the processes of {host.name} to exit', timeout=30)
 
     def _remove_workdir(self):
         """Delete the temp dir, unless something is still mounted below it."""
@@ -631,6 +639,27 @@ def _new_host_key(upper, name):
           f'root@{name}', '-f', key])
     with open(os.path.join(upper, HOST_KEY_CONFIG.lstrip('/')), 'w') as f:
         f.write(f'HostKey {HOST_KEY}\n')
+
+
+def pid_namespace(pid):
+    """The PID namespace of a process, as its /proc link names it."""
+    try:
+        return os.readlink(f'/proc/{pid}/ns/pid')
+    except FileNotFoundError:
+        return None  # it exited meanwhile
+
+
+def pids_in_namespace(namespace):
+    """All processes on the machine that live in the given PID namespace."""
+    pids = []
+    for entry in os.listdir('/proc'):
+        if entry.isdigit():
+            try:
+                if os.readlink(f'/proc/{entry}/ns/pid') == namespace:
+                    pids.append(int(entry))
+            except (FileNotFoundError, PermissionError):
+                pass  # exited meanwhile, or not ours to inspect
+    return pids
 
 
 def _read_log(host):

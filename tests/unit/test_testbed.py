@@ -44,26 +44,26 @@ def snapshot_real_machine():
     return state
 
 
+def all_pids():
+    return [int(entry) for entry in os.listdir('/proc') if entry.isdigit()]
+
+
+def started_processes(pids):
+    """(pid, start time) of the processes that still exist."""
+    found = set()
+    for pid in pids:
+        try:
+            with open(f'/proc/{pid}/stat') as f:
+                fields = f.read().rsplit(')', 1)[1].split()
+        except FileNotFoundError:
+            continue
+        found.add((pid, int(fields[19])))  # field 22: starttime
+    return found
+
+
 def real_mounts():
     with open('/proc/self/mountinfo') as f:
         return f.read()
-
-
-def pid_namespace(pid):
-    return os.readlink(f'/proc/{pid}/ns/pid')
-
-
-def pids_in_namespace(namespace):
-    """All processes on the machine that live in the given PID namespace."""
-    pids = []
-    for entry in os.listdir('/proc'):
-        if entry.isdigit():
-            try:
-                if os.readlink(f'/proc/{entry}/ns/pid') == namespace:
-                    pids.append(int(entry))
-            except (FileNotFoundError, PermissionError):
-                pass  # exited meanwhile, or not ours to inspect
-    return pids
 
 
 def leftovers(prefix, workdir):
@@ -262,11 +262,15 @@ def test_replace_host_gives_a_fresh_root(make_testbed):
     testbed = make_testbed()
     old = testbed.add_host('worker', 'worker')
     old.write_file('/home/ubuntu/before-heal', 'old\n')
-    old_namespace = pid_namespace(old.pid)
+    old_processes = started_processes(
+        hosts.pids_in_namespace(hosts.pid_namespace(old.pid)))
+    assert old_processes
 
     new = testbed.replace_host('worker')
 
-    assert pids_in_namespace(old_namespace) == []
+    # By PID and start time: the kernel recycles namespace inode numbers,
+    # so the new host's namespace may carry the old one's.
+    assert old_processes & started_processes(all_pids()) == set()
     assert (new.ip, new.role) == (old.ip, 'worker')
     assert new.run('test -e /home/ubuntu/before-heal',
                    check=False).returncode == 1
@@ -307,22 +311,22 @@ def test_remove_host_and_stop_leave_nothing_behind(make_testbed):
                 'mount /dev/vdb /volume')
     with worker.ssh_client() as client:
         assert ssh(client, 'nohup sleep 600 >/dev/null 2>&1 &')[0] == 0
-    namespaces = {name: pid_namespace(h.pid)
+    namespaces = {name: hosts.pid_namespace(h.pid)
                   for name, h in testbed.hosts.items()}
     # sshd plus the background sleep
-    assert len(pids_in_namespace(namespaces['worker'])) >= 2
+    assert len(hosts.pids_in_namespace(namespaces['worker'])) >= 2
     assert len([item for item in leftovers(prefix, workdir)
                 if item.startswith('loop')]) == 2
 
     testbed.remove_host('storage')
-    assert pids_in_namespace(namespaces['storage']) == []
+    assert hosts.pids_in_namespace(namespaces['storage']) == []
     assert set(leftovers(prefix, workdir)) == {
         f'netns {prefix}-worker', f'link {worker._veth}',
         f'link {prefix}br', f'dir {workdir}'}
     assert not os.path.exists(storage._dir)
 
     testbed.stop()
-    assert pids_in_namespace(namespaces['worker']) == []
+    assert hosts.pids_in_namespace(namespaces['worker']) == []
     assert leftovers(prefix, workdir) == []
     assert testbed.workdir is None
 
