@@ -67,19 +67,27 @@ def with_block(content, lines):
     return b''.join(parts)
 
 
-def ensure_block(executor, path, lines):
-    """Make the managed block of the remote ``path`` hold ``lines``.
-
-    The file is replaced atomically and keeps its mode, owner and, if it
-    is a symlink, its link. Returns True when the file was rewritten.
-    """
-    current = executor.read_bytes(path, sudo=True) or b''
+def planned_content(path, current, lines):
+    """The new content of ``path`` (bytes), or None if its block already
+    holds ``lines``. ``current`` is the file's content, None if missing."""
+    current = current or b''
     try:
         desired = with_block(current, lines)
     except ValueError as error:
         raise exceptions.StorageSetupError(
             '%s: %s; fix the file by hand' % (path, error))
-    if desired == current:
+    return None if desired == current else desired
+
+
+def ensure_block(executor, path, current, lines):
+    """Make the managed block of the remote ``path`` hold ``lines``.
+
+    ``current`` is the file's content as gathered (None: missing). The
+    file is replaced atomically and keeps its mode, owner and, if it is a
+    symlink, its link. Returns True when the file was rewritten.
+    """
+    desired = planned_content(path, current, lines)
+    if desired is None:
         return False
     executor.install_file(desired, path)
     return True

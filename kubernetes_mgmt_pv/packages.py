@@ -42,41 +42,70 @@ def check_supported_os(executor, supported):
     return os_id, version
 
 
-def is_installed(executor, package):
-    """True only when dpkg's Status is "install ok installed".
+def parse_dpkg_status(result):
+    """dpkg's Status of a package from ``dpkg-query -W -f=${Status}``'s
+    result: 'unknown ok not-installed' when dpkg has never heard of it,
+    None when the query itself failed."""
+    if result.ok:
+        return result.stdout.strip()
+    if 'no packages found matching' in result.stderr:
+        return 'unknown ok not-installed'
+    return None
 
-    ``dpkg -s`` alone is not enough: it also succeeds for a removed package
-    whose configuration files remain ("deinstall ok config-files").
-    """
+
+def query_status(executor, package):
+    """dpkg's Status of one package (one command)."""
     result = executor.run(['dpkg-query', '-W', '-f=${Status}', package],
                           check=False)
-    if not result.ok and 'no packages found matching' not in result.stderr:
+    status = parse_dpkg_status(result)
+    if status is None:
         raise executor.failure('dpkg-query -W %s' % package, result)
-    return result.ok and result.stdout.strip() == _INSTALLED
+    return status
 
 
-def ensure_installed(executor, packages, proxy, timeout, report):
+def missing_packages(wanted, statuses):
+    """The ``wanted`` packages to install, given their dpkg statuses.
+
+    Only "install ok installed" counts as installed: a removed package
+    whose configuration files remain ("deinstall ok config-files") or a
+    half-installed one must be installed (again).
+    """
+    return [package for package in wanted
+            if statuses.get(package) != _INSTALLED]
+
+
+def install_command(missing):
+    """apt-get install of ``missing``, keeping changed configuration files."""
+    return ['apt-get', '-y', '-q', '-o', 'DPkg::Lock::Timeout=300',
+            '-o', 'Dpkg::Options::=--force-confdef',
+            '-o', 'Dpkg::Options::=--force-confold', 'install'] + missing
+
+
+def ensure_installed(executor, packages, proxy, timeout, report,
+                     statuses=None):
     """Install the missing ``packages`` with apt-get; report what changed.
 
-    apt-get update runs only when the install from the current package
-    lists fails, so an up-to-date host is left untouched.
+    ``statuses`` are dpkg's statuses if already gathered; otherwise they
+    are queried. apt-get update runs only when the install from the
+    current package lists fails, so an up-to-date host is left untouched.
     """
-    missing = [p for p in packages if not is_installed(executor, p)]
+    if statuses is None:
+        statuses = {p: query_status(executor, p) for p in packages}
+    missing = missing_packages(packages, statuses)
     if not missing:
         report.record(executor.host, 'packages %s' % ' '.join(packages),
                       False)
         return False
     env = dict(proxy.environment(), DEBIAN_FRONTEND='noninteractive')
-    install = ['apt-get', '-y', '-q', '-o', 'DPkg::Lock::Timeout=300',
-               '-o', 'Dpkg::Options::=--force-confdef',
-               '-o', 'Dpkg::Options::=--force-confold', 'install'] + missing
+    install = install_command(missing)
     first = executor.run(install, sudo=True, env=env, check=False,
                          timeout=timeout)
     if not first.ok:
         executor.run(['apt-get', '-q', '-o', 'DPkg::Lock::Timeout=300',
                       'update'], sudo=True, env=env, timeout=timeout)
         executor.run(install, sudo=True, env=env, timeout=timeout)
-    still_missing = [p for p in missing if not is_installed(executor, p)]
+    still_missing = missing_packages(
+        missing, {p: query_status(executor, p) for p in missing})
     if still_missing:
         raise exceptions.MgmtDriverError(
             'apt-get reported success but %s is not installed'

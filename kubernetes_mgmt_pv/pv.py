@@ -4,6 +4,8 @@ kubectl runs as the login user of the Master (its ~/.kube/config). Waits
 use ``kubectl wait`` and ``kubectl delete --wait``: no sleep loops.
 """
 
+import dataclasses
+
 import yaml
 
 from kubernetes_mgmt_pv import exceptions
@@ -28,8 +30,14 @@ def live_volumes(executor, names):
     """The PersistentVolumes among ``names`` that exist, by name."""
     result = executor.run(['kubectl', 'get', 'persistentvolumes', '-o',
                            'json'])
+    return parse_volume_list(result.stdout, names)
+
+
+def parse_volume_list(output, names):
+    """The PVs among ``names`` in ``kubectl get persistentvolumes -o json``
+    output, by name."""
     try:
-        listing = safe_yaml.loads_json(result.stdout)
+        listing = safe_yaml.loads_json(output)
     except ValueError:
         listing = None
     items = listing.get('items') if isinstance(listing, dict) else None
@@ -73,16 +81,25 @@ def delete_volumes(executor, names, timeout, report):
                   ', '.join(present))
 
 
-def register_volumes(executor, manifests, servers, timeout, report):
-    """Apply the manifests with their real NFS server and wait for Available.
+@dataclasses.dataclass
+class RegistrationPlan(object):
+    """What registering the manifests must do, decided from the live PVs."""
+    recreate: list = dataclasses.field(default_factory=list)  # names
+    apply: list = dataclasses.field(default_factory=list)  # (manifest, doc)
+    unchanged: list = dataclasses.field(default_factory=list)  # (name, phase)
+    waiting: list = dataclasses.field(default_factory=list)  # names
+
+
+def plan_registration(manifests, servers, live):
+    """Decide, from the ``live`` PVs by name, what registration does.
 
     ``servers`` maps each nfs_server_cp to its address. A PV whose NFS
-    source must change is re-created (the source is immutable) unless it is
-    Bound. PVs created here that do not become Available in time are
-    deleted again and named in the error.
+    source must change is re-created (the source is immutable) unless it
+    is Bound: then registration is refused. A PV is applied when it is
+    missing, re-created or lacks a field of its manifest; a live PV that
+    is in no settled phase is waited for.
     """
-    live = live_volumes(executor, [m.name for m in manifests])
-    stale = []
+    plan = RegistrationPlan()
     for manifest in manifests:
         volume = live.get(manifest.name)
         desired = (servers[manifest.nfs_server_cp], manifest.nfs_path)
@@ -92,23 +109,37 @@ def register_volumes(executor, manifests, servers, timeout, report):
                     'PersistentVolume %s is Bound but points at %s:%s '
                     'instead of %s:%s; release its claim first' % (
                         (manifest.name,) + _nfs_source(volume) + desired))
-            stale.append(manifest.name)
-    if stale:
-        delete_volumes(executor, stale, timeout, report)
-    outdated = []
+            plan.recreate.append(manifest.name)
     for manifest in manifests:
         rendered = manifest.rendered(servers[manifest.nfs_server_cp])
         volume = live.get(manifest.name)
-        if manifest.name in stale or volume is None or \
+        if manifest.name in plan.recreate or volume is None or \
                 not _contains(volume, rendered):
-            outdated.append((manifest, rendered))
+            plan.apply.append((manifest, rendered))
         else:
-            report.record(executor.host, 'PersistentVolume %s'
-                          % manifest.name, False, _phase(volume))
-    created = _apply(executor, outdated, report) if outdated else []
-    waiting = sorted(set(created) | {
-        name for name, volume in live.items()
-        if name not in stale and _phase(volume) not in SETTLED})
+            plan.unchanged.append((manifest.name, _phase(volume)))
+    plan.waiting = sorted(name for name, volume in live.items()
+                          if name not in plan.recreate and
+                          _phase(volume) not in SETTLED)
+    return plan
+
+
+def register_volumes(executor, manifests, servers, timeout, report):
+    """Apply the manifests with their real NFS server and wait for Available.
+
+    ``servers`` maps each nfs_server_cp to its address; what to do is
+    ``plan_registration``'s decision. PVs created here that do not become
+    Available in time are deleted again and named in the error.
+    """
+    live = live_volumes(executor, [manifest.name for manifest in manifests])
+    plan = plan_registration(manifests, servers, live)
+    if plan.recreate:
+        delete_volumes(executor, plan.recreate, timeout, report)
+    for name, phase in plan.unchanged:
+        report.record(executor.host, 'PersistentVolume %s' % name, False,
+                      phase)
+    created = _apply(executor, plan.apply, report) if plan.apply else []
+    waiting = sorted(set(created) | set(plan.waiting))
     if waiting:
         _wait_available(executor, waiting, created, timeout)
 
@@ -154,12 +185,9 @@ def _wait_available(executor, names, created, timeout):
     if result.ok:
         return
     live = live_volumes(executor, names)
-    failed = {name: _phase(live.get(name, {})) or 'missing'
-              for name in names if _phase(live.get(name, {})) != AVAILABLE}
+    failed, rollback = plan_rollback(names, created, live)
     if not failed:
         return
-    rollback = sorted(name for name in failed if name in created and
-                      name in live)
     states = ', '.join('%s (%s)' % item for item in sorted(failed.items()))
     if 'timed out waiting' in result.stderr:
         message = ('PersistentVolume(s) did not become Available within '
@@ -170,6 +198,20 @@ def _wait_available(executor, names, created, timeout):
     if rollback:
         message += '; ' + _roll_back(executor, rollback)
     raise exceptions.PersistentVolumeError(message)
+
+
+def plan_rollback(names, created, live):
+    """After a failed wait: ``{name: phase or 'missing'}`` of the PVs that
+    are not Available, and the sorted names among them to delete again.
+
+    Only PVs this run created and that still exist are rolled back: a PV
+    that existed before belongs to an earlier, successful run.
+    """
+    failed = {name: _phase(live.get(name, {})) or 'missing'
+              for name in names if _phase(live.get(name, {})) != AVAILABLE}
+    rollback = sorted(name for name in failed if name in created and
+                      name in live)
+    return failed, rollback
 
 
 def _roll_back(executor, names):

@@ -1,20 +1,24 @@
 """Storage server steps: Cinder volumes as filesystems, NFS exports.
 
-Each step looks at the host first and changes only what differs, so a
-re-run changes nothing and a volume that already holds a filesystem (and
-data) is never formatted again. Data that is not on the volumes is never
-touched: a volume is not mounted over a directory that holds anything, and
-an export directory is changed (chown, export) only when it lies on the
-filesystem of its volume.
+Each step is split in three: its facts come from one command that gathers
+everything the storage server's steps look at (parsed by pure functions),
+a pure function decides from the facts what to change, and the step
+applies only that. A re-run therefore changes nothing and a volume that
+already holds a filesystem (and data) is never formatted again. Data that
+is not on the volumes is never touched: a volume is not mounted over a
+directory that holds anything, and an export directory is changed (chown,
+export) only when it lies on the filesystem of its volume.
 """
 
 import collections
 import dataclasses
+import secrets
 import stat
 
 from kubernetes_mgmt_pv import exceptions
 from kubernetes_mgmt_pv import managed_block
 from kubernetes_mgmt_pv import packages
+from kubernetes_mgmt_pv import remote
 from kubernetes_mgmt_pv import report as report_mod
 
 EXPORTS_FILE = '/etc/exports'
@@ -26,47 +30,136 @@ NEW_FILESYSTEM = 'ext4'
 SERVER_PACKAGES = ('nfs-kernel-server',)
 
 
-def locate_device(executor, attachment, report):
-    """The guest's device for a Cinder volume.
+# The storage server's facts in one command. Each fact is printed as a
+# section: "\n<boundary> <name>\n", the command's stdout, then
+# "\n<boundary> status <N>\n" and its stderr; the boundary is random, so
+# no file content can fake a section. Arguments: boundary, number of
+# volumes, (by-id link or '', device, mount_to) per volume, number of
+# packages, the packages, the fstab and exports files, export directories.
+_GATHER = r'''
+boundary=$1 count=$2
+shift 2
+fact() {
+    printf '\n%s %s\n' "$boundary" "$1"
+    shift
+    { err=$("$@" 2>&1 >&3 3>&-); status=$?; } 3>&1
+    printf '\n%s status %d\n%s' "$boundary" "$status" "$err"
+}
+volume=0
+while [ "$volume" -lt "$count" ]; do
+    link=$1 device=$2 mount_to=$3
+    shift 3
+    if [ -n "$link" ]; then
+        fact "link $volume" readlink -e -- "$link"
+        if [ -e "$link" ]; then device=$link; fi
+    fi
+    fact "stat $volume" stat -L --printf '%n\t%Hr:%Lr\t%f\n' -- \
+        "$device" "$mount_to"
+    if [ -d "$mount_to" ]; then
+        fact "entry $volume" find -H "$mount_to" -mindepth 1 -maxdepth 1 \
+            -printf '%P\0' -quit
+    fi
+    fact "probe $volume" blkid -p -o export -- "$device"
+    volume=$((volume + 1))
+done
+fact mounts findmnt -r -n -o TARGET,MAJ:MIN
+count=$1
+shift
+while [ "$count" -gt 0 ]; do
+    fact "package $1" dpkg-query -W -f='${Status}' "$1"
+    shift
+    count=$((count - 1))
+done
+for file in "$1" "$2"; do
+    if [ -e "$file" ]; then fact "file $file" cat -- "$file"; fi
+done
+shift 2
+if [ "$#" -gt 0 ]; then
+    fact directories stat -L --printf '%n\t%Hd:%Ld\t%U:%G\n' -- "$@"
+fi
+if command -v exportfs >/dev/null; then fact exportfs exportfs -v; fi
+'''
+GATHERED = ('readlink -e, stat -L, find, blkid -p, findmnt, dpkg-query, '
+            'cat %s %s, exportfs -v' % (FSTAB_FILE, EXPORTS_FILE))
+
+
+def parse_sections(output, boundary):
+    """``{name: CommandResult}`` of each fact in the gathering output."""
+    parts = output.split(b'\n' + boundary.encode('ascii') + b' ')[1:]
+    sections = {}
+    for head, tail in zip(parts[::2], parts[1::2]):
+        name, _, stdout = head.partition(b'\n')
+        status, _, stderr = tail.partition(b'\n')
+        sections[name.decode('utf-8', 'surrogateescape')] = \
+            remote.CommandResult(int(status.split()[1]), stdout, stderr)
+    return sections
+
+
+def gather_facts(executor, volumes, package_names, directories):
+    """Every fact the storage server's steps need, from one command.
+
+    ``volumes`` are (by-id link or '', Nova's device, mount_to). A fact
+    whose command failed is only an error for the step that needs it.
+    """
+    boundary = 'kubernetes-mgmt-pv-%s' % secrets.token_hex(16)
+    argv = ['sh', '-c', _GATHER, 'sh', boundary, str(len(volumes))]
+    argv += [value for volume in volumes for value in volume]
+    argv += [str(len(package_names))] + list(package_names)
+    argv += [FSTAB_FILE, EXPORTS_FILE] + list(directories)
+    result = executor.run(argv, sudo=True,
+                          description='gather facts: %s' % GATHERED)
+    return parse_sections(result.stdout_bytes, boundary)
+
+
+def by_id_link(attachment):
+    """The by-id link of a virtio-blk disk: its serial is the first 20
+    characters of the volume id ('' when the volume id is unknown)."""
+    if not attachment.volume_id:
+        return ''
+    return '/dev/disk/by-id/virtio-%s' % attachment.volume_id[:20]
+
+
+def located_device(nova_device, link):
+    """The guest's device: the target of the by-id link when it exists.
 
     Nova's reported device name (``/dev/vdb``) is only a hint: the guest
-    kernel names disks in discovery order. virtio-blk disks carry the first
-    20 characters of the volume id as serial, visible as
-    /dev/disk/by-id/virtio-<serial>; when that link exists it wins.
+    kernel names disks in discovery order. ``link`` is the result of
+    ``readlink -e`` on the by-id link (None: no link to look at).
     """
-    if attachment.volume_id:
-        by_id = '/dev/disk/by-id/virtio-%s' % attachment.volume_id[:20]
-        result = executor.run(['readlink', '-e', '--', by_id], check=False)
-        if not result.ok and result.stderr.strip():
-            # readlink -e fails silently for a missing link; anything it
-            # says is a real failure, not "no such link".
-            raise executor.failure('readlink -e -- %s' % by_id, result)
-        if result.ok and result.stdout.strip():
-            device = result.stdout.strip()
-            if device != attachment.device:
-                report.record(executor.host, 'device of volume %s' %
-                              attachment.volume_id, False,
-                              '%s (Nova reported %s)' % (device,
-                                                         attachment.device))
-            return device
-    return attachment.device
+    if link is not None and link.ok and link.stdout.strip():
+        return link.stdout.strip()
+    return nova_device
 
 
-def _stat(executor, paths, fields):
-    """``{path: [field, ...]}`` of the paths that exist, in one command.
+def locate_device(executor, attachment, link, report):
+    """Apply ``located_device``: report when it is not Nova's device.
 
-    ``fields`` are stat(1) format sequences joined by tabs; symlinks are
-    followed, so a path is judged by what it really is. The paths are
-    validated absolute paths, device names or link targets without tabs
-    or newlines, so each output line starts with the path as given.
+    readlink -e fails silently for a missing link; anything it says is a
+    real failure, not "no such link".
     """
-    result = executor.run(['stat', '-L', '-c', '%n\t' + fields, '--'] +
-                          list(paths), sudo=True, check=False)
-    unexplained = [line for line in result.stderr.split('\n') if line and
-                   not line.endswith('No such file or directory')]
-    if unexplained:
-        raise executor.failure('stat -L -- %s' % ' '.join(paths), result,
-                               stderr='\n'.join(unexplained))
+    if link is not None and not link.ok and link.stderr.strip():
+        raise executor.failure('readlink -e -- %s' % by_id_link(attachment),
+                               link)
+    device = located_device(attachment.device, link)
+    if device != attachment.device:
+        report.record(executor.host, 'device of volume %s' %
+                      attachment.volume_id, False,
+                      '%s (Nova reported %s)' % (device, attachment.device))
+    return device
+
+
+def stat_errors(result):
+    """stat's complaints other than about paths that do not exist."""
+    return '\n'.join(line for line in result.stderr.split('\n') if line and
+                     not line.endswith('No such file or directory'))
+
+
+def parse_stat(result, paths):
+    """``{path: [field, ...]}`` of the ``paths`` stat printed.
+
+    Each line starts with the path as given: the paths are validated
+    absolute paths or device names without tabs or newlines.
+    """
     found = {}
     for line in result.stdout.split('\n'):
         name, _, values = line.partition('\t')
@@ -75,11 +168,39 @@ def _stat(executor, paths, fields):
     return found
 
 
-def _mounts(executor):
-    """(target, "major:minor") of every mount on the host, in mount order."""
-    result = executor.run(['findmnt', '-r', '-n', '-o', 'TARGET,MAJ:MIN'])
-    return [tuple(line.split(' ', 1)) for line in result.stdout.split('\n')
+def _checked_stat(executor, result, paths):
+    unexplained = stat_errors(result)
+    if unexplained:
+        raise executor.failure('stat -L -- %s' % ' '.join(paths), result,
+                               stderr=unexplained)
+    return parse_stat(result, paths)
+
+
+def stat_directories(executor, directories):
+    """Device and owner of the ``directories`` that exist (one command)."""
+    result = executor.run(['stat', '-L', '--printf', '%n\t%Hd:%Ld\t%U:%G\n',
+                           '--'] + list(directories), sudo=True, check=False)
+    return _checked_stat(executor, result, directories)
+
+
+def parse_mounts(output):
+    """(target, "major:minor") of every mount findmnt lists, in order."""
+    return [tuple(line.split(' ', 1)) for line in output.split('\n')
             if ' ' in line]
+
+
+def parse_probe(result):
+    """blkid's low-level probe as a dict (empty: blank), None on failure."""
+    if result.exit_status == 2:  # blkid: nothing found on the device
+        return {}
+    if not result.ok:
+        return None
+    fields = {}
+    for line in result.stdout.split('\n'):
+        key, sep, value = line.partition('=')
+        if sep:
+            fields[key] = value
+    return fields
 
 
 @dataclasses.dataclass
@@ -92,44 +213,44 @@ class MountPoint(object):
     mounted_here: str = None  # "major:minor" mounted on mount_to, if any
     mounted_elsewhere: list = dataclasses.field(default_factory=list)
     mode: int = None  # st_mode of mount_to; None: it does not exist
+    entry: str = None  # one entry of the mount_to directory; None: empty
 
 
-def inspect_mount_points(executor, volumes):
-    """A ``MountPoint`` per (device, mount_to), from two commands for all."""
-    paths = [path for volume in volumes for path in volume]
-    # %f, the raw mode in hex: file type names (%F) are translated.
-    stats = _stat(executor, paths, '%Hr:%Lr\t%f')
-    mounts = _mounts(executor)
-    points = []
-    for device, mount_to in volumes:
-        point = MountPoint(device, mount_to)
-        if device in stats:
-            point.device_id = stats[device][0]
-            point.device_mode = int(stats[device][1], 16)
-        if mount_to in stats:
-            point.mode = int(stats[mount_to][1], 16)
-        here = [dev for target, dev in mounts if target == mount_to]
-        point.mounted_here = here[-1] if here else None
-        point.mounted_elsewhere = [target for target, dev in mounts
-                                   if dev == point.device_id and
-                                   target != mount_to]
-        points.append(point)
-    return points
+def mount_point(device, mount_to, stats, mounts, entry=None):
+    """The ``MountPoint`` of a device from stat's ``{path: [major:minor,
+    hex mode]}`` (the device under the name it was stat'ed by, which may
+    be a by-id link) and findmnt's mounts."""
+    point = MountPoint(device, mount_to, entry=entry)
+    device_stat = stats.get(device)
+    if device_stat:
+        point.device_id = device_stat[0]
+        point.device_mode = int(device_stat[1], 16)
+    if mount_to in stats:
+        # %f, the raw mode in hex: file type names (%F) are translated.
+        point.mode = int(stats[mount_to][1], 16)
+    here = [dev for target, dev in mounts if target == mount_to]
+    point.mounted_here = here[-1] if here else None
+    point.mounted_elsewhere = [target for target, dev in mounts
+                               if dev == point.device_id and
+                               target != mount_to]
+    return point
 
 
-def _first_entry(executor, directory):
-    """The name of one entry of ``directory``, or None if it is empty.
-
-    ``-H``: a symlinked mount point is judged by the directory it points
-    to, which is where mount would put the volume.
-    """
-    result = executor.run(['find', '-H', directory, '-mindepth', '1',
-                           '-maxdepth', '1', '-printf', '%P\\0', '-quit'],
-                          sudo=True)
+def parse_entry(result):
+    """The first entry find printed (NUL-terminated); None when it
+    printed none, failed or did not run."""
+    if result is None or not result.ok:
+        return None
     return result.stdout.split('\0')[0] or None
 
 
-def check_mount_point(executor, point):
+def needs_listing(point):
+    """True when the mount point's content decides whether to mount."""
+    return (point.mounted_here is None and point.mode is not None and
+            stat.S_ISDIR(point.mode))
+
+
+def check_mount_point(point):
     """Refuse a mount that would hide data or clash with another mount.
 
     Nothing is refused when the device is already mounted there, so a
@@ -156,84 +277,97 @@ def check_mount_point(executor, point):
     if not stat.S_ISDIR(point.mode):
         raise exceptions.StorageSetupError(
             '%s exists and is not a directory' % point.mount_to)
-    entry = _first_entry(executor, point.mount_to)
-    if entry is not None:
+    if point.entry is not None:
         raise exceptions.StorageSetupError(
             '%s is not empty (it holds %r): mounting %s over it would hide '
             'that data; refusing. Move the data away or choose another '
-            'mount_to' % (point.mount_to, entry, point.device))
+            'mount_to' % (point.mount_to, point.entry, point.device))
 
 
-def probe_device(executor, device):
-    """blkid's low-level probe of ``device`` as a dict (empty: blank)."""
-    result = executor.run(['blkid', '-p', '-o', 'export', '--', device],
-                          sudo=True, check=False)
-    if result.exit_status == 2:  # blkid: nothing found on the device
-        return {}
-    if not result.ok:
-        raise executor.failure('blkid -p -- %s' % device, result)
-    fields = {}
-    for line in result.stdout.split('\n'):
-        key, sep, value = line.partition('=')
-        if sep:
-            fields[key] = value
-    return fields
+def plan_filesystem(device, probe):
+    """mkfs of ``device`` if blkid found no signature at all, else None.
 
-
-def ensure_filesystem(executor, device, report):
-    """Create ext4 on ``device`` only if it holds no signature at all.
-
-    Returns the filesystem's (type, UUID).
+    A filesystem is never formatted again; a device holding anything
+    else (a partition table, RAID or LVM member) is refused.
     """
-    found = probe_device(executor, device)
-    if found and not found.get('TYPE'):
+    if not probe:
+        return ['mkfs', '-t', NEW_FILESYSTEM, '-q', '--', device]
+    if not probe.get('TYPE'):
         raise exceptions.StorageSetupError(
             '%s holds no filesystem but other data (%s); refusing to '
             'format it' % (device, ', '.join(
-                '%s=%s' % item for item in sorted(found.items()))))
-    if found:
-        report.record(executor.host, 'filesystem %s' % device, False,
-                      found['TYPE'])
-    else:
-        executor.run(['mkfs', '-t', NEW_FILESYSTEM, '-q', '--', device],
-                     sudo=True)
-        report.record(executor.host, 'filesystem %s' % device, True,
-                      'created %s' % NEW_FILESYSTEM)
-        found = probe_device(executor, device)
-    if not found.get('TYPE') or not found.get('UUID'):
+                '%s=%s' % item for item in sorted(probe.items()))))
+    return None
+
+
+def filesystem_identity(device, probe):
+    """(type, UUID) of the filesystem on ``device``, for /etc/fstab."""
+    if not probe.get('TYPE') or not probe.get('UUID'):
         raise exceptions.StorageSetupError(
             'the filesystem on %s has no %s for /etc/fstab' % (
-                device, 'UUID' if found.get('TYPE') else 'type'))
-    return found['TYPE'], found['UUID']
+                device, 'UUID' if probe.get('TYPE') else 'type'))
+    return probe['TYPE'], probe['UUID']
 
 
-def ensure_mounted(executor, point, fstype, report):
-    """Mount the checked ``point`` unless its device already is there.
+def probe_device(executor, device):
+    """blkid's probe of ``device`` after it was formatted (one command)."""
+    result = executor.run(['blkid', '-p', '-o', 'export', '--', device],
+                          sudo=True, check=False)
+    return _checked_probe(executor, device, result)
+
+
+def _checked_probe(executor, device, result):
+    probe = parse_probe(result)
+    if probe is None:
+        raise executor.failure('blkid -p -- %s' % device, result)
+    return probe
+
+
+def ensure_filesystem(executor, device, probe, report):
+    """Create ext4 on ``device`` as ``plan_filesystem`` decides.
+
+    Returns the filesystem's (type, UUID).
+    """
+    mkfs = plan_filesystem(device, probe)
+    if mkfs is None:
+        report.record(executor.host, 'filesystem %s' % device, False,
+                      probe['TYPE'])
+        return filesystem_identity(device, probe)
+    executor.run(mkfs, sudo=True)
+    report.record(executor.host, 'filesystem %s' % device, True,
+                  'created %s' % NEW_FILESYSTEM)
+    return filesystem_identity(device, probe_device(executor, device))
+
+
+def plan_mount(point, fstype):
+    """The commands that mount the checked ``point`` (none if its device
+    is mounted there already).
 
     Devices are compared by major:minor so a symlinked device path (e.g.
     /dev/disk/by-id/...) is recognised as the same device.
     """
     if point.mounted_here == point.device_id:
-        report.record(executor.host, 'mount %s' % point.mount_to, False,
-                      point.device)
-        return False
-    executor.run(['mkdir', '-p', '--', point.mount_to], sudo=True)
-    executor.run(['mount', '-t', fstype, '--', point.device, point.mount_to],
-                 sudo=True)
-    report.record(executor.host, 'mount %s' % point.mount_to, True,
+        return []
+    return [['mkdir', '-p', '--', point.mount_to],
+            ['mount', '-t', fstype, '--', point.device, point.mount_to]]
+
+
+def ensure_mounted(executor, point, fstype, report):
+    """Run ``plan_mount``; True when the volume was mounted now."""
+    commands = plan_mount(point, fstype)
+    for argv in commands:
+        executor.run(argv, sudo=True)
+    report.record(executor.host, 'mount %s' % point.mount_to, bool(commands),
                   point.device)
-    return True
+    return bool(commands)
 
 
-def ensure_fstab(executor, mounts, report):
-    """Make the mounts survive a reboot: fstab entries by filesystem UUID.
+def fstab_lines(mounts):
+    """fstab entries by filesystem UUID for (uuid, mount_to, fstype).
 
-    ``mounts`` is a list of (uuid, mount_to, fstype). ``nofail`` keeps the
-    VM bootable if the volume is ever detached.
+    ``nofail`` keeps the VM bootable if the volume is ever detached.
     """
-    lines = ['UUID=%s %s %s defaults,nofail 0 2' % mount for mount in mounts]
-    changed = managed_block.ensure_block(executor, FSTAB_FILE, lines)
-    report.record(executor.host, FSTAB_FILE, changed)
+    return ['UUID=%s %s %s defaults,nofail 0 2' % mount for mount in mounts]
 
 
 def volume_of(directory, mount_points):
@@ -244,14 +378,10 @@ def volume_of(directory, mount_points):
     return max(containing, key=len) if containing else None
 
 
-def ensure_export_dirs(executor, directories, volume_devices, report):
-    """Create the exported directories, owned by the squashed NFS user.
+def export_homes(directories, volume_devices):
+    """``{directory: mount_to}``; refuses directories outside every volume.
 
     ``volume_devices`` maps each mount_to to its device's "major:minor".
-    A directory is created, chowned and later exported only if it lies on
-    the filesystem of the volume mounted on its mount_to (symlinks
-    followed): anything else would hand data that is not on the volume to
-    every NFS client.
     """
     homes = {directory: volume_of(directory, volume_devices)
              for directory in directories}
@@ -261,12 +391,19 @@ def ensure_export_dirs(executor, directories, volume_devices, report):
             'export_dir %s is not inside any mount_to (%s); refusing to '
             'export data that is not on a volume' % (
                 ', '.join(outside), ', '.join(volume_devices)))
-    found = _stat(executor, directories, '%Hd:%Ld\t%U:%G')
-    created = [directory for directory in directories
-               if directory not in found]
-    if created:
-        executor.run(['mkdir', '-p', '--'] + created, sudo=True)
-        found.update(_stat(executor, created, '%Hd:%Ld\t%U:%G'))
+    return homes
+
+
+def plan_ownership(directories, volume_devices, found):
+    """The existing ``directories`` to chown to the squashed NFS user.
+
+    ``found`` is stat's ``{directory: [major:minor, user:group]}``. A
+    directory is chowned and later exported only if it lies on the
+    filesystem of the volume mounted on its mount_to (symlinks followed):
+    anything else would hand data that is not on the volume to every NFS
+    client.
+    """
+    homes = export_homes(directories, volume_devices)
     for directory in directories:
         if directory not in found:
             raise exceptions.StorageSetupError(
@@ -277,8 +414,22 @@ def ensure_export_dirs(executor, directories, volume_devices, report):
                 '%s is on device %s, not on the volume mounted on %s (device '
                 '%s); refusing to chown or export it' % (
                     directory, device, home, volume_devices[home]))
-    chowned = [directory for directory in directories
-               if found[directory][1] != EXPORT_OWNER]
+    return [directory for directory in directories
+            if found[directory][1] != EXPORT_OWNER]
+
+
+def ensure_export_dirs(executor, directories, volume_devices, found, report):
+    """Create the exported directories, owned by the squashed NFS user.
+
+    ``found`` is what stat says about the directories now.
+    """
+    export_homes(directories, volume_devices)
+    created = [directory for directory in directories
+               if directory not in found]
+    if created:
+        executor.run(['mkdir', '-p', '--'] + created, sudo=True)
+        found = dict(found, **stat_directories(executor, created))
+    chowned = plan_ownership(directories, volume_devices, found)
     if chowned:
         executor.run(['chown', EXPORT_OWNER, '--'] + chowned, sudo=True)
     for directory in directories:
@@ -327,25 +478,97 @@ def missing_exports(exports, exportfs_output):
                    not in active})
 
 
+def plan_exports(exports, current, exportfs_output):
+    """(new /etc/exports content or None, whether to run exportfs -ra).
+
+    The server re-exports when the file changes or when an export is not
+    active (an administrator's exportfs -u, a server restarted before the
+    file was complete).
+    """
+    content = managed_block.planned_content(EXPORTS_FILE, current,
+                                            export_lines(exports))
+    reexport = content is not None or bool(
+        missing_exports(exports, exportfs_output))
+    return content, reexport
+
+
 def _exportfs_listing(executor):
     return executor.run(['exportfs', '-v'], sudo=True).stdout
 
 
-def ensure_exports(executor, exports, report):
-    """Write the managed exports block, re-export, verify every export."""
-    changed = managed_block.ensure_block(executor, EXPORTS_FILE,
-                                         export_lines(exports))
-    if changed or missing_exports(exports, _exportfs_listing(executor)):
+def ensure_exports(executor, exports, current, exportfs_output, report):
+    """Apply ``plan_exports``, then verify that every export is active."""
+    content, reexport = plan_exports(exports, current, exportfs_output)
+    if content is not None:
+        executor.install_file(content, EXPORTS_FILE)
+    if reexport:
         executor.run(['exportfs', '-ra'], sudo=True)
-        changed = True
         missing = missing_exports(exports, _exportfs_listing(executor))
         if missing:
             raise exceptions.StorageSetupError(
                 'exportfs -v does not list %s after exportfs -ra' % ', '.join(
                     '%s to %s' % pair for pair in missing))
-    report.record(executor.host, 'NFS exports', changed,
+    report.record(executor.host, 'NFS exports', reexport,
                   '%d export(s)' % len(exports))
-    return changed
+    return reexport
+
+
+def _file(executor, facts, path):
+    """A gathered file's content (None: the file does not exist)."""
+    result = facts.get('file %s' % path)
+    if result is None:
+        return None
+    if not result.ok:
+        raise executor.failure('cat -- %s' % path, result)
+    return result.stdout_bytes
+
+
+def _package_statuses(executor, facts, package_names):
+    statuses = {}
+    for package in package_names:
+        result = facts['package %s' % package]
+        statuses[package] = packages.parse_dpkg_status(result)
+        if statuses[package] is None:
+            raise executor.failure('dpkg-query -W %s' % package, result)
+    return statuses
+
+
+def _exportfs_output(executor, facts):
+    result = facts.get('exportfs')
+    if result is None:
+        return ''
+    if not result.ok:
+        raise executor.failure('exportfs -v', result)
+    return result.stdout
+
+
+def _mount_points(executor, facts, devices, volumes):
+    """The ``MountPoint`` of each volume from the gathered facts."""
+    mounts = facts['mounts']
+    if not mounts.ok:
+        raise executor.failure('findmnt -r -n -o TARGET,MAJ:MIN', mounts)
+    mounts = parse_mounts(mounts.stdout)
+    points = []
+    for index, (device, (link, nova_device, mount_to)) in enumerate(
+            zip(devices, volumes)):
+        # The script stat'ed the by-id link when it existed.
+        located = located_device(None, facts.get('link %d' % index))
+        stated = nova_device if located is None else link
+        stats = _checked_stat(executor, facts['stat %d' % index],
+                              [stated, mount_to])
+        if stated in stats:
+            stats[device] = stats.pop(stated)
+        points.append(mount_point(device, mount_to, stats, mounts,
+                                  parse_entry(facts.get('entry %d' % index))))
+    return points
+
+
+def _check_listing(executor, point, facts, index):
+    """Fail when the mount point had to be listed and find failed."""
+    entry = facts.get('entry %d' % index)
+    if needs_listing(point) and entry is not None and not entry.ok:
+        raise executor.failure(
+            'find -H %s -mindepth 1 -maxdepth 1' % point.mount_to, entry)
 
 
 def setup_storage_server(executor, storage, attachments, proxy, conf,
@@ -353,38 +576,69 @@ def setup_storage_server(executor, storage, attachments, proxy, conf,
     """Bring the storage server to the requested state, step by step.
 
     ``attachments`` maps each volume_resource_id to its Heat attachment.
-    Every mount point is checked before any volume is formatted or
-    mounted, so a refused mount leaves the host as it was.
+    Facts come from one command; a fact that an earlier step changed
+    (export directories after a mount, /etc/exports after the server's
+    installation) is looked at again. Every mount point is checked before
+    any volume is formatted or mounted, so a refused mount leaves the host
+    as it was.
     """
     host = executor.host
-    volumes = []
-    for volume in storage.volumes:
+    volumes = [(by_id_link(attachments[volume.volume_resource_id]),
+                attachments[volume.volume_resource_id].device,
+                volume.mount_to) for volume in storage.volumes]
+    directories = list(dict.fromkeys(e.export_dir for e in storage.exports))
+    with report_mod.step(host, 'storage server facts'):
+        facts = gather_facts(executor, volumes, SERVER_PACKAGES, directories)
+    devices = []
+    for index, volume in enumerate(storage.volumes):
         with report_mod.step(host, 'device lookup for volume %s'
                              % volume.volume_resource_id):
-            volumes.append((locate_device(
-                executor, attachments[volume.volume_resource_id], report),
-                volume.mount_to))
+            devices.append(locate_device(
+                executor, attachments[volume.volume_resource_id],
+                facts.get('link %d' % index), report))
     with report_mod.step(host, 'volume inspection'):
-        points = inspect_mount_points(executor, volumes)
-    for point in points:
+        points = _mount_points(executor, facts, devices, volumes)
+    for index, point in enumerate(points):
         with report_mod.step(host, 'mount %s' % point.mount_to):
-            check_mount_point(executor, point)
+            _check_listing(executor, point, facts, index)
+            check_mount_point(point)
     fstab = []
-    for point in points:
+    mounted = False
+    for index, point in enumerate(points):
         with report_mod.step(host, 'format %s' % point.device):
-            fstype, uuid = ensure_filesystem(executor, point.device, report)
+            probe = _checked_probe(executor, point.device,
+                                   facts['probe %d' % index])
+            fstype, uuid = ensure_filesystem(executor, point.device, probe,
+                                             report)
         with report_mod.step(host, 'mount %s' % point.mount_to):
-            ensure_mounted(executor, point, fstype, report)
+            mounted |= ensure_mounted(executor, point, fstype, report)
         fstab.append((uuid, point.mount_to, fstype))
     with report_mod.step(host, '%s update' % FSTAB_FILE):
-        ensure_fstab(executor, fstab, report)
+        changed = managed_block.ensure_block(
+            executor, FSTAB_FILE, _file(executor, facts, FSTAB_FILE),
+            fstab_lines(fstab))
+        report.record(host, FSTAB_FILE, changed)
     with report_mod.step(host, 'NFS server installation'):
-        packages.ensure_installed(executor, SERVER_PACKAGES, proxy,
-                                  conf.package_install_timeout, report)
-    directories = list(dict.fromkeys(e.export_dir for e in storage.exports))
+        installed = packages.ensure_installed(
+            executor, SERVER_PACKAGES, proxy, conf.package_install_timeout,
+            report, _package_statuses(executor, facts, SERVER_PACKAGES))
     with report_mod.step(host, 'export directories'):
+        if mounted:  # the directories were looked at before the mount
+            found = stat_directories(executor, directories)
+        elif directories:
+            found = _checked_stat(executor, facts['directories'],
+                                  directories)
+        else:
+            found = {}
         ensure_export_dirs(
             executor, directories,
-            {point.mount_to: point.device_id for point in points}, report)
+            {point.mount_to: point.device_id for point in points}, found,
+            report)
     with report_mod.step(host, 'NFS exports'):
-        ensure_exports(executor, storage.exports, report)
+        if installed:  # the installation wrote /etc/exports, started NFS
+            current = executor.read_bytes(EXPORTS_FILE, sudo=True)
+            listing = _exportfs_listing(executor)
+        else:
+            current = _file(executor, facts, EXPORTS_FILE)
+            listing = _exportfs_output(executor, facts)
+        ensure_exports(executor, storage.exports, current, listing, report)

@@ -3,6 +3,7 @@ bytes outside it are kept exactly, whatever they are."""
 
 import pytest
 
+from kubernetes_mgmt_pv import exceptions
 from kubernetes_mgmt_pv import managed_block
 
 BEGIN = managed_block.BEGIN + b'\n'
@@ -66,31 +67,35 @@ def test_unterminated_block_is_refused(content):
 
 
 class _FakeExecutor(object):
-    """read_bytes/install_file of the remote executor, on a dict."""
+    """install_file of the remote executor, on a dict."""
 
     host = '10.0.0.5'
 
-    def __init__(self, files):
-        self.files = dict(files)
-        self.installed = []
-
-    def read_bytes(self, path, sudo=False):
-        return self.files.get(path)
+    def __init__(self):
+        self.files = {}
 
     def install_file(self, data, path, **kwargs):
-        self.installed.append(path)
         self.files[path] = data
 
 
 def test_ensure_block_writes_only_when_the_block_differs():
-    executor = _FakeExecutor({'/etc/exports': b'# admin\r\n\xe9'})
-    assert managed_block.ensure_block(executor, '/etc/exports', LINES)
-    assert executor.files['/etc/exports'] == b'# admin\r\n\xe9\n' + BLOCK
-    assert not managed_block.ensure_block(executor, '/etc/exports', LINES)
-    assert executor.installed == ['/etc/exports']
+    executor = _FakeExecutor()
+    assert managed_block.ensure_block(executor, '/etc/exports',
+                                      b'# admin\r\n\xe9', LINES)
+    assert executor.files == {'/etc/exports': b'# admin\r\n\xe9\n' + BLOCK}
+    executor.files.clear()
+    assert not managed_block.ensure_block(
+        executor, '/etc/exports', b'# admin\r\n\xe9\n' + BLOCK, LINES)
+    assert executor.files == {}
 
 
 def test_ensure_block_creates_a_missing_file():
-    executor = _FakeExecutor({})
-    assert managed_block.ensure_block(executor, '/etc/exports', LINES)
+    executor = _FakeExecutor()
+    assert managed_block.ensure_block(executor, '/etc/exports', None, LINES)
     assert executor.files['/etc/exports'] == BLOCK
+
+
+def test_unterminated_block_is_refused_naming_the_file():
+    with pytest.raises(exceptions.StorageSetupError,
+                       match='^/etc/fstab: unterminated managed block'):
+        managed_block.planned_content('/etc/fstab', BEGIN, LINES)

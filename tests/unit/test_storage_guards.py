@@ -1,142 +1,189 @@
-"""The storage server's guards, decided from what the host reports: never
-mount over data, never chown or export what is not on the volume."""
+"""The storage server's steps applied to gathered facts: one command looks
+at the host, a re-run that changes nothing runs nothing else, a fact's
+failure is reported by the step that needs it, and a refused mount changes
+nothing."""
 
-import stat
 import types
 
 import pytest
 
 from kubernetes_mgmt_pv import exceptions
+from kubernetes_mgmt_pv import heat
+from kubernetes_mgmt_pv import managed_block
+from kubernetes_mgmt_pv import params
+from kubernetes_mgmt_pv import remote
 from kubernetes_mgmt_pv import report
 from kubernetes_mgmt_pv import storage
 
-BLOCK = '%x' % (stat.S_IFBLK | 0o660)
-DIRECTORY = '%x' % (stat.S_IFDIR | 0o755)
-REGULAR = '%x' % (stat.S_IFREG | 0o644)
+OPTIONS = storage.EXPORT_OPTIONS
+FSTAB = (b'/dev/vda1 / ext4 defaults 0 1\n' + managed_block.BEGIN +
+         b'\nUUID=u1 /volume1 ext4 defaults,nofail 0 2\n' +
+         managed_block.END + b'\n')
+EXPORTS = (managed_block.BEGIN + b'\n/volume1/nfs/pv1 10.0.0.0/24(' +
+           OPTIONS.encode() + b')\n' + managed_block.END + b'\n')
+LINK = '/dev/disk/by-id/virtio-0123456789abcdef0123'
+# What the gathering command reports about a storage server that is
+# already set up: (exit status, stdout, stderr) by fact.
+SET_UP = {
+    'link 0': (0, '/dev/vdc\n', ''),
+    'stat 0': (0, '%s\t252:32\t61b0\n/volume1\t0:0\t41ed\n' % LINK, ''),
+    'entry 0': (0, 'lost+found\0', ''),
+    'probe 0': (0, 'TYPE=ext4\nUUID=u1\n', ''),
+    'mounts': (0, '/ 252:1\n/volume1 252:32\n', ''),
+    'package nfs-kernel-server': (0, 'install ok installed', ''),
+    'file /etc/fstab': (0, FSTAB, ''),
+    'file /etc/exports': (0, EXPORTS, ''),
+    'directories': (0, '/volume1/nfs/pv1\t252:32\tnobody:nogroup\n', ''),
+    'exportfs': (0, '/volume1/nfs/pv1\n\t\t10.0.0.0/24(rw)\n', ''),
+}
 
 
-class FakeHost(object):
-    """Answers each command by its program name; records every command."""
+class FakeStorageServer(object):
+    """Answers the gathering command with ``facts``; records every
+    command; any other command succeeds with no output."""
 
     host = '10.0.0.5'
 
-    def __init__(self, **stdout):
-        self.stdout = stdout
+    def __init__(self, facts):
+        self.facts = facts
         self.commands = []
 
-    def run(self, argv, sudo=False, check=True, **kwargs):
+    def run(self, argv, sudo=False, check=True, description=None, **kwargs):
         self.commands.append(argv)
-        output = self.stdout.get(argv[0], '')
-        if callable(output):
-            output = output(argv)
-        return types.SimpleNamespace(stdout=output, stderr='', ok=True,
-                                     exit_status=0)
+        stdout = b''
+        if argv[:2] == ['sh', '-c'] and argv[2] == storage._GATHER:
+            boundary = argv[4].encode()
+            for name, (status, out, err) in self.facts.items():
+                out = out if isinstance(out, bytes) else out.encode()
+                stdout += b'\n%s %s\n%s\n%s status %d\n%s' % (
+                    boundary, name.encode(), out, boundary, status,
+                    err.encode())
+        return remote.CommandResult(0, stdout, b'')
 
-    def ran(self, program):
-        return [argv for argv in self.commands if argv[0] == program]
+    def failure(self, description, result, stderr=None):
+        return exceptions.RemoteCommandError(
+            self.host, description, result.exit_status, result.stdout,
+            result.stderr if stderr is None else stderr)
 
-
-def test_mount_facts_come_from_one_stat_and_one_findmnt():
-    host = FakeHost(
-        stat='/dev/vdb\t252:16\t%s\n/dev/vdc\t252:32\t%s\n'
-             '/volume1\t0:0\t%s\n' % (BLOCK, BLOCK, DIRECTORY),
-        findmnt='/ 252:1\n/volume1 252:16\n/mnt/other 252:32\n')
-    first, second = storage.inspect_mount_points(
-        host, [('/dev/vdb', '/volume1'), ('/dev/vdc', '/volume2')])
-    assert (first.device_id, first.mounted_here, first.mounted_elsewhere) == \
-        ('252:16', '252:16', [])
-    assert stat.S_ISDIR(first.mode)
-    assert (second.device_id, second.mounted_here, second.mode,
-            second.mounted_elsewhere) == ('252:32', None, None, ['/mnt/other'])
-    assert [argv[0] for argv in host.commands] == ['stat', 'findmnt']
+    def install_file(self, data, path, **kwargs):
+        self.commands.append(['install', path])
 
 
-def point(**facts):
-    values = dict(device='/dev/vdb', mount_to='/volume1',
-                  device_id='252:16', device_mode=int(BLOCK, 16))
-    values.update(facts)
-    return storage.MountPoint(**values)
+def set_up(executor, outcomes=None):
+    server = params.StorageServer(
+        'ssh', 'nic', 'ubuntu', 'secret',
+        volumes=(params.VolumeSetup('storage_server_volume1', '/volume1'),),
+        exports=(params.NfsExport('/volume1/nfs/pv1', '10.0.0.0/24'),))
+    attachments = {'storage_server_volume1': heat.VolumeAttachment(
+        '0123456789abcdef0123-4567', '/dev/vdb')}
+    proxy = types.SimpleNamespace(environment=dict)
+    conf = types.SimpleNamespace(package_install_timeout=600)
+    storage.setup_storage_server(executor, server, attachments, proxy, conf,
+                                 outcomes or report.Report())
 
 
-@pytest.mark.parametrize('facts, entry, refusal', [
-    # Already mounted there: fine even though the directory is not empty.
-    (dict(mounted_here='252:16', mode=int(DIRECTORY, 16)), 'data', None),
-    (dict(mode=None), None, None),                    # will be created
-    (dict(mode=int(DIRECTORY, 16)), None, None),      # empty directory
-    (dict(mode=int(DIRECTORY, 16)), 'lost+found',
-     "/volume1 is not empty (it holds 'lost+found')"),
-    (dict(mode=int(DIRECTORY, 16)), 'dpkg',
-     "/volume1 is not empty (it holds 'dpkg'): mounting /dev/vdb over it"),
-    (dict(mode=int(REGULAR, 16)), None,
-     '/volume1 exists and is not a directory'),
-    (dict(mounted_here='252:99'), None,
-     'another filesystem (device 252:99) is already mounted on /volume1'),
-    (dict(mounted_elsewhere=['/mnt']), None,
-     '/dev/vdb is already mounted on /mnt, not on /volume1'),
-    (dict(device_id=None), None, 'device /dev/vdb does not exist'),
-    (dict(device_mode=int(REGULAR, 16)), None,
-     '/dev/vdb is not a block device'),
+def test_a_rerun_that_changes_nothing_runs_one_command():
+    host = FakeStorageServer(SET_UP)
+    outcomes = report.Report()
+    set_up(host, outcomes)
+    assert len(host.commands) == 1
+    assert not any(outcome.changed for outcome in outcomes.outcomes)
+    assert str(outcomes.outcomes[0]) == (
+        '10.0.0.5: device of volume 0123456789abcdef0123-4567 unchanged '
+        '(/dev/vdc (Nova reported /dev/vdb))')
+
+
+def test_a_blank_volume_is_formatted_then_probed_again():
+    facts = dict(SET_UP)
+    del facts['link 0'], facts['entry 0'], facts['exportfs']
+    facts.update({
+        'stat 0': (0, '/dev/vdb\t252:16\t61b0\n', ''),
+        'probe 0': (2, '', ''),
+        'mounts': (0, '/ 252:1\n', ''),
+        'file /etc/exports': (0, b'', ''),
+        'directories': (0, '', ''),
+    })
+    facts['file /etc/fstab'] = (0, b'/dev/vda1 / ext4 defaults 0 1\n', '')
+    host = FakeStorageServer(facts)
+    with pytest.raises(exceptions.StepError,
+                       match='^format /dev/vdb failed on 10.0.0.5: the '
+                             'filesystem on /dev/vdb has no type'):
+        # The fake's blkid after mkfs prints nothing: the step says so.
+        set_up(host)
+    assert [argv[0] for argv in host.commands] == ['sh', 'mkfs', 'blkid']
+
+
+@pytest.mark.parametrize('fact, answer, refusal', [
+    ('entry 0', (1, '', 'find: boom'), None),  # not needed: mounted there
+    ('probe 0', (4, '', 'blkid: boom'),
+     '^format /dev/vdc failed on 10.0.0.5: .*blkid -p -- /dev/vdc.*boom'),
+    ('stat 0', (1, '', 'stat: boom'),
+     '^volume inspection failed on 10.0.0.5: .*stat -L.*boom'),
+    ('mounts', (1, '', 'findmnt: boom'),
+     '^volume inspection failed on 10.0.0.5: .*findmnt.*boom'),
+    ('link 0', (1, '', 'readlink: boom'),
+     '^device lookup for volume storage_server_volume1 failed on '
+     '10.0.0.5: .*readlink -e.*boom'),
+    ('file /etc/fstab', (1, '', 'cat: boom'),
+     '^/etc/fstab update failed on 10.0.0.5: .*cat -- /etc/fstab.*boom'),
+    ('package nfs-kernel-server', (2, '', 'dpkg-query: boom'),
+     '^NFS server installation failed on 10.0.0.5: .*dpkg-query.*boom'),
+    ('directories', (1, '', 'stat: boom'),
+     '^export directories failed on 10.0.0.5: .*stat -L.*boom'),
+    ('exportfs', (1, '', 'exportfs: boom'),
+     '^NFS exports failed on 10.0.0.5: .*exportfs -v.*boom'),
+    # Mounted elsewhere: refused before anything changes.
+    ('mounts', (0, '/mnt 252:32\n', ''),
+     '^mount /volume1 failed on 10.0.0.5: /dev/vdc is already mounted on '
+     '/mnt, not on /volume1'),
 ])
-def test_mount_point_check(facts, entry, refusal):
-    host = FakeHost(find='' if entry is None else entry + '\0')
+def test_a_fact_fails_the_step_that_needs_it(fact, answer, refusal):
+    host = FakeStorageServer(dict(SET_UP, **{fact: answer}))
     if refusal is None:
-        storage.check_mount_point(host, point(**facts))
-        return
-    with pytest.raises(exceptions.StepError) as caught:
-        with report.step(host.host, 'mount /volume1'):
-            storage.check_mount_point(host, point(**facts))
-    assert str(caught.value).startswith(
-        'mount /volume1 failed on 10.0.0.5: ' + refusal)
+        set_up(host)
+    else:
+        with pytest.raises(exceptions.StepError, match=refusal):
+            set_up(host)
+    assert len(host.commands) == 1
 
 
-def test_only_an_unmounted_directory_is_listed():
-    host = FakeHost()
-    storage.check_mount_point(host, point(mounted_here='252:16',
-                                          mode=int(DIRECTORY, 16)))
-    assert host.commands == []
+def test_mount_over_a_non_empty_directory_changes_nothing():
+    host = FakeStorageServer(dict(SET_UP, mounts=(0, '/ 252:1\n', '')))
+    with pytest.raises(exceptions.StepError,
+                       match="^mount /volume1 failed on 10.0.0.5: /volume1 "
+                             "is not empty \\(it holds 'lost\\+found'\\)"):
+        set_up(host)
+    assert len(host.commands) == 1
 
 
 VOLUMES = {'/volume1': '252:16', '/volume2': '252:32'}
 
 
-def test_export_directories_on_their_volume_are_created_and_chowned():
-    listings = iter([
-        '/volume1/nfs/pv1\t252:16\tnobody:nogroup\n'
-        '/volume2/nfs/pv2\t252:32\troot:root\n',
-        '/volume2/nfs/pv3\t252:32\troot:root\n'])
-    host = FakeHost(stat=lambda argv: next(listings))
+def test_export_directories_are_created_then_chowned():
+    host = FakeStorageServer({})
+    listing = '/volume2/nfs/pv3\t252:32\troot:root\n'
+    host.run = lambda argv, **kwargs: (
+        host.commands.append(argv) or
+        remote.CommandResult(0, listing.encode(), b''))
     outcomes = report.Report()
     storage.ensure_export_dirs(
         host, ['/volume1/nfs/pv1', '/volume2/nfs/pv2', '/volume2/nfs/pv3'],
-        VOLUMES, outcomes)
-    assert host.ran('mkdir') == [['mkdir', '-p', '--', '/volume2/nfs/pv3']]
-    assert host.ran('chown') == [['chown', 'nobody:nogroup', '--',
-                                  '/volume2/nfs/pv2', '/volume2/nfs/pv3']]
+        VOLUMES, {'/volume1/nfs/pv1': ['252:16', 'nobody:nogroup'],
+                  '/volume2/nfs/pv2': ['252:32', 'root:root']}, outcomes)
+    assert host.commands == [
+        ['mkdir', '-p', '--', '/volume2/nfs/pv3'],
+        ['stat', '-L', '--printf', '%n\t%Hd:%Ld\t%U:%G\n', '--',
+         '/volume2/nfs/pv3'],
+        ['chown', 'nobody:nogroup', '--', '/volume2/nfs/pv2',
+         '/volume2/nfs/pv3']]
     assert [o.changed for o in outcomes.outcomes] == [False, True, True]
 
 
-@pytest.mark.parametrize('listing, refusal', [
-    # A symlink (followed by stat -L) or another mount inside the volume.
-    ('/volume1/nfs/pv1\t0:41\tubuntu:ubuntu\n',
-     '/volume1/nfs/pv1 is on device 0:41, not on the volume mounted on '
-     '/volume1 (device 252:16); refusing to chown or export it'),
-    ('/volume1/nfs/pv1\t252:32\tnobody:nogroup\n',
-     '/volume1/nfs/pv1 is on device 252:32'),
-])
-def test_export_directory_off_its_volume_is_refused(listing, refusal):
-    host = FakeHost(stat=listing)
-    with pytest.raises(exceptions.StorageSetupError) as caught:
-        storage.ensure_export_dirs(host, ['/volume1/nfs/pv1'], VOLUMES,
-                                   report.Report())
-    assert str(caught.value).startswith(refusal)
-    assert not host.ran('chown') and not host.ran('mkdir')
-
-
 def test_export_directory_outside_every_volume_is_refused_untouched():
-    host = FakeHost()
+    host = FakeStorageServer({})
     with pytest.raises(exceptions.StorageSetupError,
                        match='export_dir /home/ubuntu is not inside any '
                              'mount_to'):
-        storage.ensure_export_dirs(host, ['/home/ubuntu'], VOLUMES,
+        storage.ensure_export_dirs(host, ['/home/ubuntu'], VOLUMES, {},
                                    report.Report())
     assert host.commands == []

@@ -1,0 +1,275 @@
+"""The storage server's decisions as tables: facts and desired state in,
+commands or file contents out (or a refusal). No host, no executor."""
+
+import stat
+
+import pytest
+
+from kubernetes_mgmt_pv import exceptions
+from kubernetes_mgmt_pv import managed_block
+from kubernetes_mgmt_pv import params
+from kubernetes_mgmt_pv import remote
+from kubernetes_mgmt_pv import storage
+
+BLOCK = stat.S_IFBLK | 0o660
+DIRECTORY = stat.S_IFDIR | 0o755
+REGULAR = stat.S_IFREG | 0o644
+MKFS = ['mkfs', '-t', 'ext4', '-q', '--', '/dev/vdb']
+
+
+def result(status=0, stdout=b'', stderr=b''):
+    return remote.CommandResult(status, stdout, stderr)
+
+
+# -- the gathered facts -------------------------------------------------------
+
+def test_sections_keep_stdout_bytes_status_and_stderr_apart():
+    boundary = 'kubernetes-mgmt-pv-0123'
+    output = (b'\nkubernetes-mgmt-pv-0123 file /etc/fstab\n'
+              b'# admin\r\n\xe9 no final newline'
+              b'\nkubernetes-mgmt-pv-0123 status 0\n'
+              b'\nkubernetes-mgmt-pv-0123 probe 0\n'
+              b'\nkubernetes-mgmt-pv-0123 status 2\n'
+              b'\nkubernetes-mgmt-pv-0123 stat 0\n/dev/vdb\t252:16\t61b0\n'
+              b'\nkubernetes-mgmt-pv-0123 status 1\n'
+              b'stat: cannot statx \'/volume1\': No such file or directory')
+    sections = storage.parse_sections(output, boundary)
+    assert sorted(sections) == ['file /etc/fstab', 'probe 0', 'stat 0']
+    fstab = sections['file /etc/fstab']
+    assert (fstab.exit_status, fstab.stdout_bytes, fstab.stderr) == (
+        0, b'# admin\r\n\xe9 no final newline', '')
+    assert (sections['probe 0'].exit_status,
+            sections['probe 0'].stdout_bytes) == (2, b'')
+    assert sections['stat 0'].stdout == '/dev/vdb\t252:16\t61b0\n'
+    assert storage.stat_errors(sections['stat 0']) == ''
+
+
+@pytest.mark.parametrize('link, device', [
+    (None, '/dev/vdb'),                                  # no volume id
+    (result(1), '/dev/vdb'),                             # no by-id link
+    (result(0, b'/dev/vdc\n'), '/dev/vdc'),              # the guest's name
+    (result(0, b'/dev/vdb\n'), '/dev/vdb'),
+])
+def test_device_of_a_volume(link, device):
+    assert storage.located_device('/dev/vdb', link) == device
+
+
+@pytest.mark.parametrize('output, probe', [
+    (result(2), {}),                                     # blank
+    (result(0, b'TYPE=ext4\nUUID=1234\n'), {'TYPE': 'ext4', 'UUID': '1234'}),
+    (result(0, b'PTTYPE=dos\n'), {'PTTYPE': 'dos'}),
+    (result(4, b'', b'blkid: error'), None),             # blkid failed
+])
+def test_blkid_probe(output, probe):
+    assert storage.parse_probe(output) == probe
+
+
+@pytest.mark.parametrize('output, entry', [
+    (None, None),                                        # not a directory
+    (result(0, b''), None),                              # empty
+    (result(0, b'lost+found\0'), 'lost+found'),
+    (result(1, b'', b'find: Permission denied'), None),
+])
+def test_first_entry_of_a_mount_point(output, entry):
+    assert storage.parse_entry(output) == entry
+
+
+# -- the volume's filesystem --------------------------------------------------
+
+@pytest.mark.parametrize('probe, plan', [
+    ({}, MKFS),                                              # blank device
+    ({'TYPE': 'ext4', 'UUID': 'u1'}, None),                  # ext4 present
+    ({'TYPE': 'xfs', 'UUID': 'u2'}, None),                   # never reformat
+    ({'PTTYPE': 'gpt'}, 'holds no filesystem but other data (PTTYPE=gpt)'),
+    ({'TYPE': '', 'USAGE': 'raid'},
+     'holds no filesystem but other data (TYPE=, USAGE=raid)'),
+])
+def test_filesystem_plan(probe, plan):
+    if isinstance(plan, str):
+        with pytest.raises(exceptions.StorageSetupError,
+                           match=r'^/dev/vdb ' + plan.replace('(', r'\(')
+                           .replace(')', r'\)') + '; refusing to format it'):
+            storage.plan_filesystem('/dev/vdb', probe)
+    else:
+        assert storage.plan_filesystem('/dev/vdb', probe) == plan
+
+
+@pytest.mark.parametrize('probe, identity', [
+    ({'TYPE': 'ext4', 'UUID': 'u1'}, ('ext4', 'u1')),
+    ({'TYPE': 'ext4'}, 'the filesystem on /dev/vdb has no UUID'),
+    ({'UUID': 'u1'}, 'the filesystem on /dev/vdb has no type'),
+])
+def test_filesystem_identity_for_fstab(probe, identity):
+    if isinstance(identity, str):
+        with pytest.raises(exceptions.StorageSetupError, match=identity):
+            storage.filesystem_identity('/dev/vdb', probe)
+    else:
+        assert storage.filesystem_identity('/dev/vdb', probe) == identity
+
+
+# -- the mount ----------------------------------------------------------------
+
+def point(**facts):
+    values = dict(device='/dev/vdb', mount_to='/volume1',
+                  device_id='252:16', device_mode=BLOCK)
+    values.update(facts)
+    return storage.MountPoint(**values)
+
+
+MOUNT = [['mkdir', '-p', '--', '/volume1'],
+         ['mount', '-t', 'ext4', '--', '/dev/vdb', '/volume1']]
+
+
+@pytest.mark.parametrize('facts, plan', [
+    # Mounted already: nothing, even though the directory holds data.
+    (dict(mounted_here='252:16', mode=DIRECTORY, entry='data'),
+     []),
+    (dict(mode=None), MOUNT),                            # will be created
+    (dict(mode=DIRECTORY), MOUNT),                       # empty directory
+    (dict(mode=DIRECTORY, entry='lost+found'),
+     "/volume1 is not empty (it holds 'lost+found')"),
+    (dict(mode=DIRECTORY, entry='dpkg'),
+     "/volume1 is not empty (it holds 'dpkg'): mounting /dev/vdb over it"),
+    (dict(mode=REGULAR), '/volume1 exists and is not a directory'),
+    (dict(mounted_here='252:99'),
+     'another filesystem (device 252:99) is already mounted on /volume1'),
+    (dict(mounted_elsewhere=['/mnt']),
+     '/dev/vdb is already mounted on /mnt, not on /volume1'),
+    (dict(device_id=None), 'device /dev/vdb does not exist'),
+    (dict(device_mode=REGULAR), '/dev/vdb is not a block device'),
+])
+def test_mount_plan(facts, plan):
+    checked = point(**facts)
+    if isinstance(plan, str):
+        with pytest.raises(exceptions.StorageSetupError) as caught:
+            storage.check_mount_point(checked)
+        assert str(caught.value).startswith(plan)
+    else:
+        storage.check_mount_point(checked)
+        assert storage.plan_mount(checked, 'ext4') == plan
+
+
+@pytest.mark.parametrize('facts, listed', [
+    (dict(mode=DIRECTORY), True),
+    (dict(mode=DIRECTORY, mounted_here='252:16'), False),
+    (dict(mode=None), False),
+    (dict(mode=REGULAR), False),
+])
+def test_only_an_unmounted_directory_needs_its_listing(facts, listed):
+    assert storage.needs_listing(point(**facts)) is listed
+
+
+STATS = {'/dev/vdb': ['252:16', '61b0'], '/dev/vdc': ['252:32', '61b0'],
+         '/volume1': ['0:0', '41ed']}
+MOUNTS = [('/', '252:1'), ('/volume1', '252:16'), ('/mnt/other', '252:32')]
+
+
+@pytest.mark.parametrize('device, mount_to, expected', [
+    ('/dev/vdb', '/volume1', dict(device_id='252:16', mounted_here='252:16',
+                                  mounted_elsewhere=[], mode=DIRECTORY)),
+    ('/dev/vdc', '/volume2', dict(device_id='252:32', mounted_here=None,
+                                  mounted_elsewhere=['/mnt/other'],
+                                  mode=None)),
+    ('/dev/vdd', '/volume2', dict(device_id=None, mounted_here=None,
+                                  mounted_elsewhere=[], mode=None)),
+])
+def test_mount_point_facts(device, mount_to, expected):
+    found = storage.mount_point(device, mount_to, STATS, MOUNTS)
+    assert {key: getattr(found, key) for key in expected} == expected
+
+
+# -- /etc/fstab and /etc/exports blocks ---------------------------------------
+
+FSTAB_LINES = storage.fstab_lines([('u1', '/volume1', 'ext4')])
+FSTAB_BLOCK = (managed_block.BEGIN + b'\nUUID=u1 /volume1 ext4 '
+               b'defaults,nofail 0 2\n' + managed_block.END + b'\n')
+ADMIN = b'/dev/vda1 / ext4 defaults 0 1\n'
+
+
+@pytest.mark.parametrize('current, planned', [
+    (None, FSTAB_BLOCK),                                 # no file yet
+    (ADMIN, ADMIN + FSTAB_BLOCK),                        # block appended
+    (ADMIN + FSTAB_BLOCK, None),                         # nothing to do
+    (ADMIN + FSTAB_BLOCK.replace(b'u1', b'u0'), ADMIN + FSTAB_BLOCK),
+    (managed_block.BEGIN + b'\n', 'unterminated managed block'),
+])
+def test_fstab_block_plan(current, planned):
+    if isinstance(planned, str):
+        with pytest.raises(exceptions.StorageSetupError,
+                           match='/etc/fstab: ' + planned):
+            managed_block.planned_content('/etc/fstab', current, FSTAB_LINES)
+    else:
+        assert managed_block.planned_content(
+            '/etc/fstab', current, FSTAB_LINES) == planned
+
+
+OPTIONS = storage.EXPORT_OPTIONS
+EXPORTS = [params.NfsExport('/volume1/nfs/pv1', 'WORKER1'),
+           params.NfsExport('/volume1/nfs/pv2', '10.10.0.0/24')]
+EXPORTS_BLOCK = (managed_block.BEGIN + b'\n' +
+                 ('/volume1/nfs/pv1 WORKER1(%s)\n'
+                  '/volume1/nfs/pv2 10.10.0.0/24(%s)\n' % (OPTIONS, OPTIONS)
+                  ).encode() + managed_block.END + b'\n')
+ACTIVE = ('/volume1/nfs/pv1\n\t\tworker1(%s)\n'
+          '/volume1/nfs/pv2\n\t\t10.10.0.0/24(%s)\n' % (OPTIONS, OPTIONS))
+
+
+@pytest.mark.parametrize('current, exportfs, planned, reexport', [
+    # Everything in place; exportfs prints the host name in lower case.
+    (EXPORTS_BLOCK, ACTIVE, None, False),
+    # No file, or a file without the block: write it and re-export.
+    (None, '', EXPORTS_BLOCK, True),
+    (b'/srv x(ro)\n', ACTIVE, b'/srv x(ro)\n' + EXPORTS_BLOCK, True),
+    # The file says it, but an export is not active: re-export only.
+    (EXPORTS_BLOCK, ACTIVE.split('/volume1/nfs/pv2')[0], None, True),
+    (EXPORTS_BLOCK, '', None, True),
+])
+def test_exports_plan(current, exportfs, planned, reexport):
+    assert storage.plan_exports(EXPORTS, current, exportfs) == (
+        planned, reexport)
+
+
+# -- the export directories ---------------------------------------------------
+
+VOLUMES = {'/volume1': '252:16', '/volume2': '252:32'}
+
+
+@pytest.mark.parametrize('found, chown', [
+    ({'/volume1/nfs/pv1': ['252:16', 'nobody:nogroup'],
+      '/volume2/nfs/pv2': ['252:32', 'nobody:nogroup']}, []),
+    ({'/volume1/nfs/pv1': ['252:16', 'root:root'],
+      '/volume2/nfs/pv2': ['252:32', 'nobody:nogroup']},
+     ['/volume1/nfs/pv1']),
+    # A symlink (followed by stat -L) or another mount inside the volume.
+    ({'/volume1/nfs/pv1': ['0:41', 'ubuntu:ubuntu'],
+      '/volume2/nfs/pv2': ['252:32', 'nobody:nogroup']},
+     '/volume1/nfs/pv1 is on device 0:41, not on the volume mounted on '
+     '/volume1 (device 252:16); refusing to chown or export it'),
+    ({'/volume1/nfs/pv1': ['252:32', 'nobody:nogroup'],
+      '/volume2/nfs/pv2': ['252:32', 'nobody:nogroup']},
+     '/volume1/nfs/pv1 is on device 252:32'),
+    ({'/volume2/nfs/pv2': ['252:32', 'root:root']},
+     'cannot stat /volume1/nfs/pv1 after creating it'),
+])
+def test_export_directory_ownership_plan(found, chown):
+    directories = ['/volume1/nfs/pv1', '/volume2/nfs/pv2']
+    if isinstance(chown, str):
+        with pytest.raises(exceptions.StorageSetupError) as caught:
+            storage.plan_ownership(directories, VOLUMES, found)
+        assert str(caught.value).startswith(chown)
+    else:
+        assert storage.plan_ownership(directories, VOLUMES, found) == chown
+
+
+@pytest.mark.parametrize('directories, homes', [
+    (['/volume1/nfs/pv1', '/volume2'],
+     {'/volume1/nfs/pv1': '/volume1', '/volume2': '/volume2'}),
+    (['/volume10/pv', '/home/ubuntu'],
+     'export_dir /volume10/pv, /home/ubuntu is not inside any mount_to'),
+])
+def test_export_directories_must_be_on_a_volume(directories, homes):
+    if isinstance(homes, str):
+        with pytest.raises(exceptions.StorageSetupError, match=homes):
+            storage.export_homes(directories, VOLUMES)
+    else:
+        assert storage.export_homes(directories, VOLUMES) == homes
