@@ -161,9 +161,6 @@ class _Deadline(object):
 class RemoteCommandExecutor(object):
     """An SSH session to one VM: commands, sudo, and file transfers."""
 
-    _connections_lock = threading.Lock()
-    connections_opened = 0  # every successful login, for the benchmark
-
     def __init__(self, host, username, password, port=22, secrets=(),
                  conf=None, host_key_policy=None):
         self.host = host
@@ -242,8 +239,6 @@ class RemoteCommandExecutor(object):
             else:
                 self._client = client
                 self._tune_socket(client.get_transport())
-                with RemoteCommandExecutor._connections_lock:
-                    RemoteCommandExecutor.connections_opened += 1
                 LOG.debug('Connected to %s@%s', self.username, self.host)
                 return
             if attempt < attempts:

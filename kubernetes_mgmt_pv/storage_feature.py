@@ -2,19 +2,20 @@
 server, the NFS clients and the PersistentVolumes.
 
 The entry-point class only delegates here: every decision (is the feature
-on, what a heal request targets, which nodes a scale-out added, with which
-credentials) is made in this module, which Tacker does not hash, so fixing
-one never forces operators to rebuild their VNF packages.
+on, what a heal request targets, which nodes a scale-out added) is made in
+this module, and the nodes and their credentials come from ``topology``;
+Tacker hashes neither, so fixing one never forces operators to rebuild
+their VNF packages.
 """
 
 import dataclasses
 
 from oslo_log import log as logging
 
-from kubernetes_mgmt_pv import exceptions
 from kubernetes_mgmt_pv import heat
 from kubernetes_mgmt_pv import manifests
 from kubernetes_mgmt_pv import params as params_mod
+from kubernetes_mgmt_pv import topology
 from kubernetes_mgmt_pv import workflows
 
 LOG = logging.getLogger(__name__)
@@ -25,7 +26,8 @@ class HealTargets(object):
     """What a heal request asks for, as far as persistent volumes care."""
     entire_cluster: bool = False
     storage_server: bool = False
-    nodes: list = dataclasses.field(default_factory=list)  # (access, server)
+    servers: list = dataclasses.field(
+        default_factory=list)  # topology.HealedServer: Masters and Workers
 
     @property
     def recreates_storage(self):
@@ -69,38 +71,44 @@ class StorageFeature(object):
             return
         if targets.storage_server:
             workflow.rebuild_storage()
-        if targets.nodes:
+        if targets.servers:
             workflow.install_clients(
-                healed_node_addresses(workflow, targets.nodes))
+                workflow.topology.healed(targets.servers))
 
     def scale_end(self, context, vnf_instance, scale_vnf_request, grant,
                   grant_request, **kwargs):
         """NFS client on the new Masters/Workers of a scale-out."""
         if scale_vnf_request.type != 'SCALE_OUT':
             return
-        workflow = self.workflow(context, vnf_instance)
+        workflow = self.workflow(context, vnf_instance,
+                                 lcm_request=scale_vnf_request)
         if workflow is None:
             return
-        access = scaled_node_access(workflow.params, scale_vnf_request)
-        if access is None:
+        if scaled_node_access(workflow.params, scale_vnf_request) is None:
             LOG.info('Aspect %s is not a Master/Worker aspect: no NFS client '
                      'to install', scale_vnf_request.aspect_id)
             return
-        workflow.install_clients(workflow.member_nodes(
-            access, kwargs.get('scale_out_id_list') or []))
+        workflow.install_clients(workflow.topology.scaled_out(
+            scale_vnf_request.aspect_id,
+            kwargs.get('scale_out_id_list') or []))
 
     # -- plumbing -------------------------------------------------------------
 
-    def workflow(self, context, vnf_instance, request=None):
+    def workflow(self, context, vnf_instance, instantiate_request=None,
+                 lcm_request=None):
         """The workflow of this VNF, or None if it has no storage_server.
 
-        Parameters and manifests are validated here, before Heat or any VM
-        is contacted.
+        ``lcm_request`` is a scale or heal request, whose additionalParams
+        may override the nodes' credentials. Parameters, overrides and
+        manifests are validated here, before Heat or any VM is contacted.
         """
-        params = params_mod.parse(additional_params(vnf_instance, request))
+        params = params_mod.parse(additional_params(vnf_instance,
+                                                    instantiate_request))
         if not params.pv_enabled:
             LOG.debug('No storage_server parameter: persistent volumes off')
             return None
+        overrides = topology.credential_overrides(
+            getattr(lcm_request, 'additional_params', None))
         loaded = manifests.load(
             self._driver.vnf_package_dir(context, vnf_instance),
             params.pv_registrations)
@@ -108,10 +116,12 @@ class StorageFeature(object):
         client = heat.build_heat_client(
             self._driver.vim_access_info(context, vnf_instance))
         return workflows.PvWorkflow(params, loaded,
-                                    heat.HeatStack(client, stack_id))
+                                    heat.HeatStack(client, stack_id),
+                                    credential_overrides=overrides)
 
     def _heal_plan(self, context, vnf_instance, heal_vnf_request):
-        workflow = self.workflow(context, vnf_instance)
+        workflow = self.workflow(context, vnf_instance,
+                                 lcm_request=heal_vnf_request)
         if workflow is None:
             return None, None
         return workflow, heal_targets(vnf_instance, heal_vnf_request,
@@ -146,38 +156,18 @@ def heal_targets(vnf_instance, heal_vnf_request, params):
         server_id = vnfc.compute_resource.resource_id
         if params.storage.nic_cp_name in cpds:
             targets.storage_server = True
-        for access in (params.master, params.worker):
+        for role, access in ((topology.MASTER, params.master),
+                             (topology.WORKER, params.worker)):
             if access is not None and access.nic_cp_name in cpds:
-                targets.nodes.append((access, server_id))
+                targets.servers.append(topology.HealedServer(role, server_id))
     return targets
 
 
-def healed_node_addresses(workflow, nodes):
-    """(address, access) of healed nodes, found by their Nova server id."""
-    aspects = [access.aspect_id for access in
-               (workflow.params.master, workflow.params.worker)
-               if access is not None and access.aspect_id]
-    found = []
-    for access, server_id in nodes:
-        stack_id = workflow.heat.find_member_stack_of_server(server_id,
-                                                             aspects)
-        if stack_id is None:
-            raise exceptions.HeatLookupError(
-                'no Heat stack holds the healed server %s' % server_id)
-        found.append(workflow.node_in_stack(access, stack_id))
-    return found
-
-
 def scaled_node_access(params, scale_vnf_request):
-    """Access of the nodes of the scaled aspect, with the credential
-    overrides a scale request may carry (``worker_node_username`` ...)."""
-    overrides = getattr(scale_vnf_request, 'additional_params', None) or {}
-    for role, access in (('master_node', params.master),
-                         ('worker_node', params.worker)):
-        if access is None or access.aspect_id != scale_vnf_request.aspect_id:
-            continue
-        return dataclasses.replace(
-            access,
-            username=overrides.get(role + '_username') or access.username,
-            password=overrides.get(role + '_password') or access.password)
+    """Access of the nodes of the scaled aspect (None: not a Master or
+    Worker aspect), as the instantiate parameters give it."""
+    for access in (params.master, params.worker):
+        if access is not None and (
+                access.aspect_id == scale_vnf_request.aspect_id):
+            return access
     return None

@@ -1,7 +1,7 @@
 """The persistent-volume step sequence of each LCM hook, free of Tacker.
 
-Every flow first resolves all it needs from Heat (addresses, devices) so a
-bad stack fails before any host is touched; then it opens one SSH session
+Every flow first resolves all it needs from Heat (the topology, devices) so
+a bad stack fails before any host is touched; then it opens one SSH session
 per host for the whole flow and runs the idempotent steps.
 """
 
@@ -19,6 +19,7 @@ from kubernetes_mgmt_pv import pv
 from kubernetes_mgmt_pv import remote
 from kubernetes_mgmt_pv import report as report_mod
 from kubernetes_mgmt_pv import storage as storage_mod
+from kubernetes_mgmt_pv import topology as topology_mod
 
 LOG = logging.getLogger(__name__)
 
@@ -26,27 +27,30 @@ REGISTRATION = 'PersistentVolume registration'
 
 
 class PvWorkflow(object):
-    """Storage server, NFS clients and PersistentVolumes of one VNF."""
+    """Storage server, NFS clients and PersistentVolumes of one VNF.
 
-    def __init__(self, params, manifests, heat, conf=None):
+    Each flow returns the Report of what it alone did.
+    """
+
+    def __init__(self, params, manifests, heat, conf=None,
+                 credential_overrides=None):
         self.params = params
         self.manifests = manifests
         self.heat = heat
         self.conf = conf or config.options()
-        self.report = report_mod.Report()
-        # SSH address -> (CP name, stack id) it was found at, so the host
-        # key of the VM behind it can be checked against Nova's console.
-        self._found_at = {}
+        self._credential_overrides = credential_overrides
+        self._topology = None
 
     # -- lookups (no host touched) -----------------------------------------
 
-    def _address(self, cp_name, stack_id=None):
-        address = self.heat.cp_address(cp_name, stack_id=stack_id).ssh_host
-        self._found_at[address] = (cp_name, stack_id)
-        return address
-
-    def storage_address(self):
-        return self._address(self.params.storage.ssh_cp_name)
+    @property
+    def topology(self):
+        """Every node of the VNF, resolved from Heat once per workflow (the
+        workflow lives for one hook)."""
+        if self._topology is None:
+            self._topology = topology_mod.Topology.resolve(
+                self.heat, self.params, self._credential_overrides)
+        return self._topology
 
     def _volume_attachments(self):
         return {volume.volume_resource_id:
@@ -59,36 +63,10 @@ class PvWorkflow(object):
         cps = {manifest.nfs_server_cp for manifest in self.manifests}
         return {cp: self.heat.cp_address(cp).fixed_ip for cp in sorted(cps)}
 
-    def _nodes(self, access):
-        if access is None:
-            return []
-        if access.aspect_id is None:
-            return [self.node_in_stack(access, None)]
-        return self.member_nodes(
-            access, self.heat.group_member_stack_ids(access.aspect_id))
-
-    def masters(self):
-        return self._nodes(self.params.master)
-
-    def all_nodes(self):
-        return self.masters() + self._nodes(self.params.worker)
-
-    def node_in_stack(self, access, stack_id):
-        """(address, access) of the node whose CP is in stack_id (None: the
-        top-level stack)."""
-        return self._address(access.ssh_cp_name, stack_id), access
-
-    def member_nodes(self, access, member_stack_ids):
-        """Nodes of the given scaling-group members (new VMs of a scale-out)."""
-        return [self.node_in_stack(access, member)
-                for member in member_stack_ids]
-
     # -- flows --------------------------------------------------------------
 
     def _sessions(self):
-        params = self.params
-        secrets = [params.storage.password] + list(params.proxy.secrets())
-        secrets += [n.password for n in (params.master, params.worker) if n]
+        secrets = self.topology.passwords() + list(self.params.proxy.secrets())
         return remote.SessionPool(conf=self.conf, secrets=secrets,
                                   host_key_policy=self._host_key_policy)
 
@@ -96,95 +74,97 @@ class PvWorkflow(object):
         """How to check the host key at address (None: as configured)."""
         if self.conf.host_key_policy != 'console':
             return None
-        cp_name, stack_id = self._found_at[address]
-        server_id = self.heat.cp_server_id(cp_name, stack_id)
+        server_id = self.topology.server_id(self.topology.at_address(address))
         return host_keys.console_policy(self.heat.client, server_id,
                                         self.conf)
 
-    def _preflight(self, sessions, targets):
+    @staticmethod
+    def _session(sessions, node):
+        return sessions.get(node.address, node.access.username,
+                            node.access.password)
+
+    def _preflight(self, sessions, nodes):
         """Log in to every host of the flow and check its OS, concurrently,
         before anything is changed: an unreachable host, a wrong password
         or an unsupported OS leaves every host as it was."""
-        def check(address, access):
-            executor = sessions.get(address, access.username, access.password)
-            packages.check_supported_os(executor, self.conf.supported_os)
+        def check(node):
+            packages.check_supported_os(self._session(sessions, node),
+                                        self.conf.supported_os)
 
         self._on_hosts('pre-flight check', {
-            address: functools.partial(check, address, access)
-            for address, access in targets})
+            node.address: functools.partial(check, node) for node in nodes})
 
     def _kubectl_session(self, sessions, masters, step):
         """An SSH session on the first Master that accepts one."""
         errors = []
-        for address, access in masters:
+        for node in masters:
             try:
-                return sessions.get(address, access.username, access.password)
+                return self._session(sessions, node)
             except exceptions.RemoteConnectError as error:
-                LOG.warning('Master %s unreachable: %s', address, error)
-                errors.append('%s: %s' % (
-                    address, exceptions.failure_reason(error, address)))
+                LOG.warning('Master %s unreachable: %s', node.address, error)
+                errors.append('%s: %s' % (node.address,
+                                          exceptions.failure_reason(
+                                              error, node.address)))
         raise exceptions.RemoteConnectError(
             '%s failed: no Master node reachable for kubectl: %s' % (
                 step, '; '.join(errors) or 'the stack has no Master node'))
 
-    def _setup_storage(self, sessions, address, attachments):
-        storage = self.params.storage
-        executor = sessions.get(address, storage.username, storage.password)
-        storage_mod.setup_storage_server(executor, storage, attachments,
+    def _setup_storage(self, sessions, node, attachments, report):
+        storage_mod.setup_storage_server(self._session(sessions, node),
+                                         self.params.storage, attachments,
                                          self.params.proxy, self.conf,
-                                         self.report)
+                                         report)
 
-    def _install_client(self, sessions, node):
-        address, access = node
-        executor = sessions.get(address, access.username, access.password)
-        nfs_client.install_nfs_client(executor, self.params.proxy, self.conf,
-                                      self.report)
+    def _install_client(self, sessions, node, report):
+        nfs_client.install_nfs_client(self._session(sessions, node),
+                                      self.params.proxy, self.conf, report)
 
     def _on_hosts(self, step, tasks):
         """Run independent per-host tasks ({address: callable}) at once."""
         parallel.run_on_nodes(step, lambda task: task(), tasks,
                               self.conf.max_concurrent_nodes)
 
-    def _register(self, executor, servers):
+    def _register(self, executor, servers, report):
         if self.manifests:
             with report_mod.step(executor.host, REGISTRATION):
                 pv.register_volumes(executor, self.manifests, servers,
-                                    self.conf.pv_available_timeout,
-                                    self.report)
+                                    self.conf.pv_available_timeout, report)
 
-    def _finish(self, flow):
-        LOG.info('%s done: %s', flow, self.report.summary())
-        return self.report
+    @staticmethod
+    def _finish(flow, report):
+        LOG.info('%s done: %s', flow, report.summary())
+        return report
 
     def deploy(self):
         """instantiate_end and entire-cluster heal: storage, clients, PVs."""
-        address, attachments = self.storage_address(), self._volume_attachments()
-        servers, nodes = self._nfs_servers(), self.all_nodes()
-        masters = self.masters()
+        report = report_mod.Report()
+        storage, nodes = self.topology.storage, self.topology.cluster_nodes
+        attachments, servers = self._volume_attachments(), self._nfs_servers()
         with self._sessions() as sessions:
-            self._preflight(sessions,
-                            [(address, self.params.storage)] + nodes)
+            self._preflight(sessions, [storage] + nodes)
             # The storage server and the clients do not depend on each
             # other: set them up at the same time.
-            tasks = {node[0]: functools.partial(self._install_client,
-                                                sessions, node)
-                     for node in nodes}
-            tasks[address] = functools.partial(self._setup_storage, sessions,
-                                               address, attachments)
+            tasks = {node.address: functools.partial(
+                self._install_client, sessions, node, report)
+                for node in nodes}
+            tasks[storage.address] = functools.partial(
+                self._setup_storage, sessions, storage, attachments, report)
             self._on_hosts('storage server and NFS client setup', tasks)
             self._register(
-                self._kubectl_session(sessions, masters, REGISTRATION),
-                servers)
-        return self._finish('deploy')
+                self._kubectl_session(sessions, self.topology.masters,
+                                      REGISTRATION),
+                servers, report)
+        return self._finish('deploy', report)
 
     def release_storage(self):
         """heal_start of the storage server or of the entire cluster (both
         re-create the storage VM and its volume): refuse if a PV is Bound,
         else delete the package's PVs and wait until they are gone."""
+        report = report_mod.Report()
         names = [manifest.name for manifest in self.manifests]
         if not names:
-            return self._finish('release_storage')
-        masters = self.masters()
+            return self._finish('release_storage', report)
+        masters = self.topology.masters
         with self._sessions() as sessions:
             step = 'PersistentVolume check'
             executor = self._kubectl_session(sessions, masters, step)
@@ -193,25 +173,28 @@ class PvWorkflow(object):
             pv.refuse_if_bound(live)
             with report_mod.step(executor.host, 'PersistentVolume deletion'):
                 pv.delete_volumes(executor, names,
-                                  self.conf.pv_delete_timeout, self.report)
-        return self._finish('release_storage')
+                                  self.conf.pv_delete_timeout, report)
+        return self._finish('release_storage', report)
 
     def rebuild_storage(self):
         """heal_end of the storage server: set up the new VM, PVs again."""
-        address, attachments = self.storage_address(), self._volume_attachments()
-        servers, masters = self._nfs_servers(), self.masters()
+        report = report_mod.Report()
+        storage, masters = self.topology.storage, self.topology.masters
+        attachments, servers = self._volume_attachments(), self._nfs_servers()
         with self._sessions() as sessions:
             kubectl = self._kubectl_session(sessions, masters, REGISTRATION)
-            self._preflight(sessions, [(address, self.params.storage)])
-            self._setup_storage(sessions, address, attachments)
-            self._register(kubectl, servers)
-        return self._finish('rebuild_storage')
+            self._preflight(sessions, [storage])
+            self._setup_storage(sessions, storage, attachments, report)
+            self._register(kubectl, servers, report)
+        return self._finish('rebuild_storage', report)
 
     def install_clients(self, nodes):
-        """NFS client on new or healed nodes, given as (address, access)."""
+        """NFS client on new or healed nodes (topology.Node)."""
+        report = report_mod.Report()
         with self._sessions() as sessions:
             self._preflight(sessions, nodes)
             self._on_hosts('NFS client installation', {
-                node[0]: functools.partial(self._install_client, sessions,
-                                           node) for node in nodes})
-        return self._finish('install_clients')
+                node.address: functools.partial(self._install_client,
+                                                sessions, node, report)
+                for node in nodes})
+        return self._finish('install_clients', report)

@@ -3,12 +3,12 @@ apt from the local cache, the real kubectl, and the real heatclient."""
 
 import logging
 
+import paramiko
 import pytest
 
 from kubernetes_mgmt_pv import config
 from kubernetes_mgmt_pv import exceptions
 from kubernetes_mgmt_pv import managed_block
-from kubernetes_mgmt_pv import remote
 from tests.testbed.cluster import dpkg_log_size
 from tests.testbed.cluster import installed
 from tests.testbed.cluster import kubectl
@@ -16,6 +16,21 @@ from tests.testbed.cluster import persistent_volumes
 from tests.testbed import nfs
 
 PV_NAMES = ['nfs-pv1', 'nfs-pv2', 'nfs-pv3']
+
+
+@pytest.fixture
+def logins(monkeypatch):
+    """Hosts logged in to during the test, one entry per successful SSH
+    login, counted at paramiko's connect: the driver keeps no counter."""
+    made = []
+    connect = paramiko.SSHClient.connect
+
+    def counting_connect(client, hostname, *args, **kwargs):
+        connect(client, hostname, *args, **kwargs)
+        made.append(hostname)
+
+    monkeypatch.setattr(paramiko.SSHClient, 'connect', counting_connect)
+    return made
 
 
 def assert_storage_ready(cluster):
@@ -281,17 +296,16 @@ def untouched(cluster):
             persistent_volumes(cluster.nodes('master')[0]) == {})
 
 
-def test_shell_metacharacters_in_export_path_are_refused(cluster):
+def test_shell_metacharacters_in_export_path_are_refused(cluster, logins):
     params = cluster.additional_params()
     storage = params['k8s_cluster_installation_param']['storage_server']
     storage['nfs_server_setup_params'][0]['export_dir'] = '/volume1/$(reboot)'
-    before = remote.RemoteCommandExecutor.connections_opened
     with pytest.raises(exceptions.ParameterErrors) as caught:
         cluster.driver().instantiate_end(
             None, cluster.vnf_instance(), _request(params), None, None)
     assert ('storage_server.nfs_server_setup_params[0].export_dir'
             in str(caught.value))
-    assert remote.RemoteCommandExecutor.connections_opened == before
+    assert logins == []
     assert untouched(cluster)
 
 

@@ -13,6 +13,8 @@ from kubernetes_mgmt_pv import params
 from kubernetes_mgmt_pv import report
 from kubernetes_mgmt_pv import storage_feature
 from kubernetes_mgmt_pv import tacker_compat
+from kubernetes_mgmt_pv import topology
+from kubernetes_mgmt_pv import workflows
 from tests.unit.test_params import sample
 
 
@@ -57,7 +59,7 @@ def test_heal_targets_classify_by_cp_descriptor():
     targets = storage_feature.heal_targets(
         instance(), heal_request('v-storage', 'v-worker'), parsed)
     assert not targets.entire_cluster and targets.storage_server
-    assert targets.nodes == [(parsed.worker, 'srv-w')]
+    assert targets.servers == [topology.HealedServer('worker', 'srv-w')]
     entire = storage_feature.heal_targets(
         instance(), heal_request(), parsed)
     assert entire.entire_cluster and not entire.storage_server
@@ -72,19 +74,6 @@ def test_additional_params_prefer_the_request_then_the_instance():
     assert read(instance(stored),
                 types.SimpleNamespace(additional_params=fresh)) is fresh
     assert read(instance(None)) == {}
-
-
-def test_scale_credentials_can_be_overridden_per_request():
-    parsed = params.parse(sample())
-    access = storage_feature.scaled_node_access(
-        parsed, types.SimpleNamespace(
-            aspect_id='worker_instance',
-            additional_params={'worker_node_password': 'rotated'}))
-    assert access.ssh_cp_name == 'workerNode_CP2'
-    assert access.password == 'rotated' and access.username == 'ubuntu'
-    assert storage_feature.scaled_node_access(
-        parsed, types.SimpleNamespace(aspect_id='other',
-                                      additional_params=None)) is None
 
 
 def test_hooks_do_nothing_without_storage_server():
@@ -159,8 +148,54 @@ def test_heal_start_releases_the_pvs_when_the_storage_vm_is_recreated(
         release_storage=lambda: calls.append('release_storage'))
 
     driver = mgmt_driver.KubernetesPvMgmtDriver()
-    driver.storage.workflow = lambda context, vnf_instance, request=None: \
+    driver.storage.workflow = lambda context, vnf_instance, **requests: \
         workflow
     driver.heal_start(None, instance(sample()), heal_request(*vnfc_ids),
                       None, None)
     assert calls == (['release_storage'] if released else [])
+
+
+def test_each_flow_reports_only_what_it_did(monkeypatch, caplog):
+    """A heal that runs two flows logs two summaries, not a cumulative
+    second one."""
+    class Sessions(object):
+        def __init__(self, **kwargs):
+            pass
+
+        def __enter__(self):
+            return self
+
+        def __exit__(self, *exc_info):
+            pass
+
+        def get(self, host, username, password):
+            return types.SimpleNamespace(host=host)
+
+    def install_nfs_client(executor, proxy, conf, outcomes):
+        outcomes.record(executor.host, 'package nfs-common', True)
+
+    monkeypatch.setattr(workflows.remote, 'SessionPool', Sessions)
+    monkeypatch.setattr(workflows.packages, 'check_supported_os',
+                        lambda executor, supported: None)
+    monkeypatch.setattr(workflows.nfs_client, 'install_nfs_client',
+                        install_nfs_client)
+    parsed = params.parse(sample())
+    monkeypatch.setattr(topology.Topology, 'resolve',
+                        lambda heat, params, overrides: topology.Topology(
+                            heat, []))
+    workflow = workflows.PvWorkflow(parsed, [], heat=None)
+
+    def node(address):
+        return topology.Node('worker', address, address, address,
+                             'workerNode_CP2', 'member-' + address,
+                             parsed.worker)
+
+    caplog.set_level('INFO', logger=workflows.__name__)
+    first = workflow.install_clients([node('10.0.0.21')])
+    second = workflow.install_clients([node('10.0.0.22')])
+    assert first is not second
+    assert [o.host for o in first.outcomes] == ['10.0.0.21']
+    assert [o.host for o in second.outcomes] == ['10.0.0.22']
+    assert [r.getMessage() for r in caplog.records
+            if r.name == workflows.__name__] == [
+        'install_clients done: 1 step(s) changed, 0 unchanged'] * 2
