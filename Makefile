@@ -5,7 +5,7 @@ bootstrap:
 	./tools/bootstrap.sh
 
 demo: bootstrap
-	.venv/bin/python tools/demo.py
+	.venv/bin/python -m tools.demo
 
 test: bootstrap
 	.venv/bin/tox

@@ -15,7 +15,7 @@ T(re-run)/T(first), and whether the targets hold:
 
 Usage (as root, after ``tools/bootstrap.sh``)::
 
-    .venv/bin/python tools/benchmark_pv.py [--workers 1 4 16]
+    .venv/bin/python -m tools.benchmark_pv [--workers 1 4 16]
 
 Exit status 0 when every target holds, 1 otherwise.
 """
@@ -29,14 +29,11 @@ import sys
 import threading
 import time
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
-                                '..'))
+import paramiko
 
-import paramiko  # noqa: E402
-
-from kubernetes_mgmt_pv import remote  # noqa: E402
-from tests.testbed import cluster as cluster_mod  # noqa: E402
-from tests.testbed import hosts  # noqa: E402
+from kubernetes_mgmt_pv import remote
+from testbed import cluster as cluster_mod
+from testbed import hosts
 
 SCALING_TARGET = 1.5
 RERUN_TARGET = 0.25

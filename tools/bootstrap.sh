@@ -6,7 +6,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 if [ "$(id -u)" = 0 ]; then
-    bash tests/testbed/install-deps.sh
+    bash testbed/install-deps.sh
 else
     echo "bootstrap: not root, skipping system packages (test hosts need root)" >&2
 fi

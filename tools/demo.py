@@ -13,15 +13,11 @@ Run it with ``make demo`` (which installs what it needs first), as root.
 """
 
 import logging
-import os
 import sys
 import time
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
-                                '..'))
-
-from tests.testbed import cluster as cluster_mod  # noqa: E402
-from tests.testbed import hosts  # noqa: E402
+from testbed import cluster as cluster_mod
+from testbed import hosts
 
 
 def banner(text):

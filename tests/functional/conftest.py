@@ -3,8 +3,8 @@
 import pytest
 
 from kubernetes_mgmt_pv import config
-from tests.testbed import cluster as cluster_mod
-from tests.testbed import hosts
+from testbed import cluster as cluster_mod
+from testbed import hosts
 
 
 @pytest.fixture(autouse=True)
@@ -43,6 +43,6 @@ def instantiated(cluster):
 
 
 def pytest_report_header(config):
-    from tests.testbed import kubeapi
+    from testbed import kubeapi
     binary = kubeapi.kubectl_binary()
     return 'kubectl: %s (%s)' % (binary, kubeapi.kubectl_version(binary))

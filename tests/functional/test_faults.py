@@ -36,9 +36,9 @@ import yaml
 
 from kubernetes_mgmt_pv import exceptions
 from tests.functional.conftest import skip_without_testbed
-from tests.testbed import cluster as cluster_mod
-from tests.testbed import faults
-from tests.testbed import hosts
+from testbed import cluster as cluster_mod
+from testbed import faults
+from testbed import hosts
 
 PACKAGES = ('nfs-common', 'nfs-kernel-server')
 DATA_PREFIX = 'fault-data'

@@ -9,11 +9,11 @@ import pytest
 from kubernetes_mgmt_pv import config
 from kubernetes_mgmt_pv import exceptions
 from kubernetes_mgmt_pv import managed_block
-from tests.testbed.cluster import dpkg_log_size
-from tests.testbed.cluster import installed
-from tests.testbed.cluster import kubectl
-from tests.testbed.cluster import persistent_volumes
-from tests.testbed import nfs
+from testbed.cluster import dpkg_log_size
+from testbed.cluster import installed
+from testbed.cluster import kubectl
+from testbed.cluster import persistent_volumes
+from testbed import nfs
 
 PV_NAMES = ['nfs-pv1', 'nfs-pv2', 'nfs-pv3']
 

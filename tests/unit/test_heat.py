@@ -12,7 +12,7 @@ import pytest
 
 from kubernetes_mgmt_pv import exceptions
 from kubernetes_mgmt_pv import heat
-from tests.fakes import openstack_api
+from testbed import openstack_api
 
 WRONG_PASSWORD = 'not-the-secret-4711'
 

@@ -22,7 +22,7 @@ from kubernetes_mgmt_pv import exceptions
 from kubernetes_mgmt_pv import heat
 from kubernetes_mgmt_pv import host_keys
 from kubernetes_mgmt_pv import nova
-from tests.fakes import openstack_api
+from testbed import openstack_api
 
 SERVER_ID = '0b5e2bb6-1f1e-4a51-9a55-3d6c1b1c2f77'
 RULE = '#' * 61

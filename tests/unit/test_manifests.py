@@ -6,7 +6,7 @@ import pytest
 from kubernetes_mgmt_pv import exceptions
 from kubernetes_mgmt_pv import manifests
 from kubernetes_mgmt_pv import params
-from tests.fakes import pv_manifest
+from testbed import pv_manifest
 
 
 

@@ -10,7 +10,7 @@ import pytest
 import yaml
 
 from kubernetes_mgmt_pv import safe_yaml
-from tests.fakes import pv_manifest
+from testbed import pv_manifest
 
 LIMITS = safe_yaml.MANIFEST_LIMITS
 MANIFEST = pv_manifest.TEMPLATE.format(name='nfs-pv1', server='0.0.0.0',

@@ -13,7 +13,7 @@ from kubernetes_mgmt_pv import heat
 from kubernetes_mgmt_pv import params
 from kubernetes_mgmt_pv import storage_feature
 from kubernetes_mgmt_pv import topology
-from tests.fakes import openstack_api
+from testbed import openstack_api
 from tests.unit.test_params import sample
 
 STORAGE_SERVER = '5a0b6c1d-0000-4000-8000-00000000000a'

@@ -246,8 +246,8 @@ class CommandFault(object):
 
 class HttpFault(object):
     """Requests a fake server answers with an HTTP error (``fail_requests``
-    of ``tests.testbed.kubeapi.KubeApiServer`` or
-    ``tests.fakes.openstack_api.FakeOpenStack``)."""
+    of ``testbed.kubeapi.KubeApiServer`` or
+    ``testbed.openstack_api.FakeOpenStack``)."""
 
     def __init__(self, server, method, path, count=1, status=500,
                  message=None, skip=0):

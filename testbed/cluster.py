@@ -20,10 +20,10 @@ import uuid
 from kubernetes_mgmt_pv import config
 from kubernetes_mgmt_pv import mgmt_driver
 from kubernetes_mgmt_pv import params
-from tests.fakes import openstack_api
-from tests.fakes import pv_manifest
-from tests.testbed import hosts
-from tests.testbed import kubeapi
+from testbed import openstack_api
+from testbed import pv_manifest
+from testbed import hosts
+from testbed import kubeapi
 
 STORAGE_CP = 'storage_server_CP'
 MASTER_ASPECT, MASTER_CP = 'master_instance', 'masterNode_CP1'

@@ -1,4 +1,4 @@
-"""Tests of the test hosts themselves (tests/testbed).
+"""Tests of the test hosts themselves (testbed).
 
 They need root, `ip netns` and sshd and are skipped otherwise; the parsing
 tests at the end run everywhere.
@@ -13,8 +13,8 @@ import threading
 
 import pytest
 
-from tests.testbed import hosts, nfs
-from tests.testbed.hosts import Testbed, require_testbed
+from testbed import hosts, nfs
+from testbed.hosts import Testbed, require_testbed
 
 SKIP_REASON = require_testbed()
 needs_testbed = pytest.mark.skipif(SKIP_REASON is not None,

@@ -16,7 +16,7 @@ from tacker import objects  # noqa: E402
 
 from kubernetes_mgmt_pv import storage_feature  # noqa: E402
 from kubernetes_mgmt_pv import params  # noqa: E402
-from tests.tacker.support import REQUESTS  # noqa: E402
+from tests.tacker_integration.support import REQUESTS  # noqa: E402
 
 SCHEMAS = {
     'instantiate_simple.json': vnf_lcm.instantiate,

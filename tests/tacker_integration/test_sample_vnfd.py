@@ -11,7 +11,7 @@ pytest.importorskip('tacker.objects')
 from toscaparser.tosca_template import ToscaTemplate  # noqa: E402
 
 from kubernetes_mgmt_pv import base_driver  # noqa: E402
-from tests.tacker.support import SAMPLE  # noqa: E402
+from tests.tacker_integration.support import SAMPLE  # noqa: E402
 
 TOP_VNFD = os.path.join(SAMPLE, 'Definitions',
                         'sample_kubernetes_top.vnfd.yaml')

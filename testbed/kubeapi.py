@@ -5,8 +5,7 @@ cluster: discovery, client-side ``apply`` (strategic merge patches), ``wait``
 (list + watch), ``delete`` waiting for finalizers. This server implements
 that much of core/v1 for PersistentVolumes and PersistentVolumeClaims, plus
 a tiny controller imitating the PV binder and the pv-/pvc-protection
-finalizers. It follows what kubectl was seen to send, as recorded in
-/work/shared/reference/test-hosts.md section 5.
+finalizers. It follows the requests kubectl was seen to send.
 
 Standard library only; the TLS certificate is made with the ``openssl`` CLI.
 """

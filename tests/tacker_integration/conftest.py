@@ -2,10 +2,7 @@
 
 Tacker is imported lazily: every test module starts with
 ``pytest.importorskip('tacker.objects')``, so without Tacker nothing here
-runs. Not ``importorskip('tacker')``: when tests/unit is collected too,
-pytest puts tests/ on sys.path and this directory imports as a namespace
-package named ``tacker``. (For the same reason there is no __init__.py
-here: as a regular package it would hide the real Tacker.)
+runs.
 
 Only Tacker's database lookups are stubbed; configuration, stevedore
 loading, package extraction, VNFD reading and objects are Tacker's own.
@@ -18,16 +15,16 @@ import pytest
 
 from kubernetes_mgmt_pv import config
 from kubernetes_mgmt_pv import csar
-from tests.tacker.support import CONFIGURED_DRIVERS
-from tests.tacker.support import SAMPLE
+from tests.tacker_integration.support import CONFIGURED_DRIVERS
+from tests.tacker_integration.support import SAMPLE
 # Imported here, before any test module imports Tacker, on purpose:
 # Tacker's imports load eventlet's green BaseHTTPServer, which rebinds the
 # `server` attribute of the stdlib `http` package to an eventlet-patched
 # copy. The testbed's fake Keystone/Heat and Kubernetes API servers subclass
 # http.server classes when imported; bound to the patched copy they serve
 # on green threads that never run, and every Heat call of the driver hangs.
-from tests.testbed import cluster as cluster_mod
-from tests.testbed import hosts
+from testbed import cluster as cluster_mod
+from testbed import hosts
 
 
 @pytest.fixture(scope='session')

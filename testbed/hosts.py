@@ -7,8 +7,6 @@ packages while every write lands in a per-host upper directory.  Cinder
 volumes are sparse files on loop devices that appear in the host as
 ``/dev/vdb``, ``/dev/vdc``, ...  Killing a host's PID 1 makes its processes
 and mounts vanish, which is how a VM lost to a heal is simulated.
-
-See /work/shared/reference/test-hosts.md for the recipe this follows.
 """
 
 import contextlib
@@ -137,7 +135,7 @@ def require_testbed():
         return 'testbed needs `ip netns`'
     if not os.path.exists('/usr/sbin/sshd'):
         return ('testbed needs /usr/sbin/sshd '
-                '(run tests/testbed/install-deps.sh)')
+                '(run testbed/install-deps.sh)')
     return None
 
 

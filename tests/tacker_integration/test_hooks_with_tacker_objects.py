@@ -13,7 +13,7 @@ pytest.importorskip('tacker.objects')
 
 from tacker import objects  # noqa: E402
 
-from tests.testbed import cluster as cluster_mod  # noqa: E402
+from testbed import cluster as cluster_mod  # noqa: E402
 
 VDU_OF_CP = {cluster_mod.STORAGE_CP: 'storage_server',
              cluster_mod.MASTER_CP: 'masterNode',

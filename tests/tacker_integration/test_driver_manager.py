@@ -19,7 +19,7 @@ from kubernetes_mgmt_pv import base_driver  # noqa: E402
 from kubernetes_mgmt_pv import mgmt_driver  # noqa: E402
 from kubernetes_mgmt_pv import params  # noqa: E402
 from kubernetes_mgmt_pv import tacker_compat  # noqa: E402
-from tests.tacker.support import MGMT_NAMESPACE  # noqa: E402
+from tests.tacker_integration.support import MGMT_NAMESPACE  # noqa: E402
 
 
 def test_configured_name_loads_this_driver(tacker_conf):

@@ -1,5 +1,5 @@
 #!/bin/bash
-# Install the Debian 12 packages tests/testbed needs; run as root.
+# Install the Debian 12 packages testbed needs; run as root.
 #
 # Idempotent: when everything is installed it changes nothing and needs no
 # network; `apt-get update` runs only if a package is missing.  Services of

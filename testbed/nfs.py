@@ -14,7 +14,7 @@ import shlex
 import socket
 from dataclasses import dataclass
 
-from tests.testbed.hosts import wait_for
+from testbed.hosts import wait_for
 
 CONFIG = '/etc/ganesha/testbed.conf'
 PIDFILE = '/run/ganesha/testbed.pid'
