@@ -1,5 +1,6 @@
 """Fixtures for end-to-end runs of the driver's hooks on real SSH hosts."""
 
+import paramiko
 import pytest
 
 from kubernetes_mgmt_pv import config
@@ -18,6 +19,21 @@ def skip_without_testbed():
     reason = hosts.require_testbed()
     if reason:
         pytest.skip(reason)
+
+
+@pytest.fixture
+def logins(monkeypatch):
+    """Hosts logged in to during the test, one entry per successful SSH
+    login, counted at paramiko's connect: the driver keeps no counter."""
+    made = []
+    connect = paramiko.SSHClient.connect
+
+    def counting_connect(client, hostname, *args, **kwargs):
+        connect(client, hostname, *args, **kwargs)
+        made.append(hostname)
+
+    monkeypatch.setattr(paramiko.SSHClient, 'connect', counting_connect)
+    return made
 
 
 @pytest.fixture(scope='module')

@@ -3,7 +3,6 @@ apt from the local cache, the real kubectl, and the real heatclient."""
 
 import logging
 
-import paramiko
 import pytest
 
 from kubernetes_mgmt_pv import config
@@ -16,21 +15,6 @@ from testbed.cluster import persistent_volumes
 from testbed import nfs
 
 PV_NAMES = ['nfs-pv1', 'nfs-pv2', 'nfs-pv3']
-
-
-@pytest.fixture
-def logins(monkeypatch):
-    """Hosts logged in to during the test, one entry per successful SSH
-    login, counted at paramiko's connect: the driver keeps no counter."""
-    made = []
-    connect = paramiko.SSHClient.connect
-
-    def counting_connect(client, hostname, *args, **kwargs):
-        connect(client, hostname, *args, **kwargs)
-        made.append(hostname)
-
-    monkeypatch.setattr(paramiko.SSHClient, 'connect', counting_connect)
-    return made
 
 
 def assert_storage_ready(cluster):

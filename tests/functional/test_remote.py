@@ -35,21 +35,6 @@ def executor(host, options):
         yield session
 
 
-@pytest.fixture
-def logins(monkeypatch):
-    """Hosts logged in to during the test, one entry per successful SSH
-    login, counted at paramiko's connect: the driver keeps no counter."""
-    made = []
-    connect = paramiko.SSHClient.connect
-
-    def counting_connect(client, hostname, *args, **kwargs):
-        connect(client, hostname, *args, **kwargs)
-        made.append(hostname)
-
-    monkeypatch.setattr(paramiko.SSHClient, 'connect', counting_connect)
-    return made
-
-
 def test_arguments_reach_the_command_literally(executor):
     tricky = ['a b', '$(reboot)', '`id`', "it's", '; rm -rf /', '*']
     result = executor.run(['printf', '%s\\n'] + tricky)

@@ -3,17 +3,9 @@
 import pytest
 
 from kubernetes_mgmt_pv import packages
+from testbed import cluster
 
-UBUNTU_2204 = '''PRETTY_NAME="Ubuntu 22.04.4 LTS"
-NAME="Ubuntu"
-VERSION_ID="22.04"
-VERSION="22.04.4 LTS (Jammy Jellyfish)"
-VERSION_CODENAME=jammy
-ID=ubuntu
-ID_LIKE=debian
-HOME_URL="https://www.ubuntu.com/"
-UBUNTU_CODENAME=jammy
-'''
+UBUNTU_2204 = cluster.UBUNTU_OS_RELEASE  # what the test guests carry
 
 
 @pytest.mark.parametrize('text, expected', [
