@@ -190,7 +190,7 @@ class ConsoleHostKeyPolicy(paramiko.MissingHostKeyPolicy):
                       'server %s', hostname, key.get_name(), presented,
                       self.server_id)
             if self._fallback == 'known_hosts':
-                _record_known_host(self._known_hosts_file, hostname, key)
+                record_known_host(self._known_hosts_file, hostname, key)
         else:
             raise HostKeyMismatchError(
                 '%s: SSH host key %s (%s) is not one of the keys that Nova '
@@ -288,8 +288,9 @@ def _check_or_record_known_host(path, hostname, key, presented, server_id):
                     hostname, presented, key.get_name(), path, server_id))
 
 
-def _record_known_host(path, hostname, key):
-    """Record a verified key as hostname's key of its type."""
+def record_known_host(path, hostname, key):
+    """Record a trusted key as hostname's key of its type, under the one
+    process-wide lock every writer of known_hosts files takes."""
     with _KNOWN_HOSTS_LOCK:
         known = _load_known_hosts(path, hostname)
         recorded = _recorded_key(known, hostname, key)

@@ -31,11 +31,11 @@ import paramiko
 
 from kubernetes_mgmt_pv import config
 from kubernetes_mgmt_pv import exceptions
+from kubernetes_mgmt_pv import host_keys
 
 LOG = logging.getLogger(__name__)
 
 _URL_CREDENTIALS = re.compile(r'(?P<scheme>[A-Za-z][A-Za-z0-9+.-]*://)[^/@\s]+@')
-_KNOWN_HOSTS_LOCK = threading.Lock()
 _ENV_NAME = re.compile(r'^[A-Za-z_][A-Za-z0-9_]*$')
 # Exit status of the read script below when the file does not exist.
 _MISSING = 44
@@ -99,24 +99,14 @@ class CommandResult(object):
 
 
 class _RecordNewHostKey(paramiko.MissingHostKeyPolicy):
-    """Trust on first use: append an unknown host's key to known_hosts_file.
-
-    The file is re-read under a process-wide lock before writing, so hosts
-    connected concurrently do not overwrite each other's entries.
-    """
+    """Trust on first use: record an unknown host's key in known_hosts_file
+    (paramiko refuses a changed key before asking this policy)."""
 
     def __init__(self, path):
         self._path = path
 
     def missing_host_key(self, client, hostname, key):
-        with _KNOWN_HOSTS_LOCK:
-            keys = paramiko.HostKeys()
-            try:
-                keys.load(self._path)
-            except FileNotFoundError:
-                pass
-            keys.add(hostname, key.get_name(), key)
-            keys.save(self._path)
+        host_keys.record_known_host(self._path, hostname, key)
         LOG.info('Recorded the SSH host key of %s in %s', hostname, self._path)
 
 
