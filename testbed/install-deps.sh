@@ -8,7 +8,7 @@
 set -euo pipefail
 
 packages=(
-    openssh-server sudo
+    openssh-server openssh-client sudo procps
     nfs-kernel-server nfs-common nfs-ganesha nfs-ganesha-vfs libnfs-utils
     e2fsprogs iproute2 util-linux mount
 )
