@@ -230,13 +230,6 @@ class HeatStack:
             member_ids.append(member.physical_resource_id)
         return member_ids
 
-    def node_addresses(self, cp_name, aspect_id=None) -> list[CpAddress]:
-        """The CP of every member of aspect_id, or of the top stack if None."""
-        if aspect_id is None:
-            return [self.cp_address(cp_name)]
-        return [self.cp_address(cp_name, member_id)
-                for member_id in self.group_member_stack_ids(aspect_id)]
-
     def find_member_stack_of_server(self, server_id, aspect_ids) -> str | None:
         """The stack holding the Nova server server_id, or None.
 

@@ -157,7 +157,8 @@ def test_every_heat_request_carries_the_token(cloud, stack_id):
     cloud.add_volume(stack_id, 'storage_server_volume')
     lookups = heat_stack(cloud, stack_id)
 
-    lookups.node_addresses('worker_cp', 'worker_instance')
+    for member in lookups.group_member_stack_ids('worker_instance'):
+        lookups.cp_address('worker_cp', member)
     lookups.volume_attachment('storage_server_volume')
     lookups.find_member_stack_of_server('no-such-server', ['worker_instance'])
 
@@ -308,9 +309,10 @@ def test_group_members_are_listed_in_heat_order(cloud, stack_id):
 
     assert lookups.group_member_stack_ids('worker_instance') == (
         member_stack_ids)
-    assert [address.fixed_ip for address in lookups.node_addresses(
-        'worker_cp', 'worker_instance')] == [
-        '10.10.0.23', '10.10.0.21', '10.10.0.22']
+    assert [lookups.cp_address('worker_cp', member).fixed_ip
+            for member in lookups.group_member_stack_ids(
+                'worker_instance')] == ['10.10.0.23', '10.10.0.21',
+                                        '10.10.0.22']
     shown = [record.path for record in cloud.heat_requests()
              if record.path.endswith('/resources/worker_cp')]
     assert [path.split('/')[-3] for path in shown] == member_stack_ids
@@ -327,12 +329,12 @@ def test_scale_in_removes_a_member(cloud, stack_id):
         member_stack_ids[1:])
 
 
-def test_node_addresses_without_aspect_use_the_top_stack(cloud, stack_id):
+def test_a_cp_without_stack_is_read_from_the_top_stack(cloud, stack_id):
     cloud.add_port(stack_id, 'master_cp', ['10.10.0.5'])
 
-    addresses = heat_stack(cloud, stack_id).node_addresses('master_cp')
+    address = heat_stack(cloud, stack_id).cp_address('master_cp')
 
-    assert addresses == [heat.CpAddress('master_cp', '10.10.0.5', None)]
+    assert address == heat.CpAddress('master_cp', '10.10.0.5', None)
 
 
 def test_unknown_aspect_is_reported(cloud, stack_id):
