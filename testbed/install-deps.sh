@@ -11,6 +11,7 @@ packages=(
     openssh-server openssh-client sudo procps
     nfs-kernel-server nfs-common nfs-ganesha nfs-ganesha-vfs libnfs-utils
     e2fsprogs iproute2 util-linux mount
+    haproxy keepalived dpkg-dev shellcheck
 )
 
 missing=()
