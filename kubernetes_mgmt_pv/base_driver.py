@@ -7,14 +7,39 @@ boundary that lets only the driver's own errors reach the operator. Tacker
 objects are only read through attributes, so plain objects work in tests.
 """
 
+import contextlib
 import functools
+import threading
 
 from oslo_log import log as logging
 
+from kubernetes_mgmt_pv import config
 from kubernetes_mgmt_pv import exceptions
+from kubernetes_mgmt_pv import remote
 from kubernetes_mgmt_pv import tacker_compat
 
 LOG = logging.getLogger(__name__)
+
+# The hook running in this thread (a green thread when Tacker's conductor
+# is monkey-patched by eventlet): Tacker may run hooks of several VNFs at
+# once on the one driver object.
+_current_hook = threading.local()
+
+
+@contextlib.contextmanager
+def _hook_scope():
+    """One SSH session pool for the whole hook call, shared by the cluster
+    and the persistent-volume features and closed when the hook returns,
+    so each host is logged in to once per hook."""
+    if getattr(_current_hook, 'sessions', None) is not None:
+        yield  # a hook calling another hook's implementation
+        return
+    _current_hook.sessions = remote.SessionPool(conf=config.options())
+    try:
+        yield
+    finally:
+        sessions, _current_hook.sessions = _current_hook.sessions, None
+        sessions.close()
 
 DRIVER_NAME = 'mgmt-drivers-kubernetes'
 
@@ -30,14 +55,15 @@ def _hook_boundary(hook, method):
     """
     @functools.wraps(method)
     def hook_method(self, *args, **kwargs):
-        try:
-            return method(self, *args, **kwargs)
-        except exceptions.MgmtDriverError:
-            raise
-        except Exception as error:
-            LOG.exception('%s failed unexpectedly', hook)
-            raise exceptions.MgmtDriverError('%s failed: %s' % (
-                hook, exceptions.failure_reason(error))) from error
+        with _hook_scope():
+            try:
+                return method(self, *args, **kwargs)
+            except exceptions.MgmtDriverError:
+                raise
+            except Exception as error:
+                LOG.exception('%s failed unexpectedly', hook)
+                raise exceptions.MgmtDriverError('%s failed: %s' % (
+                    hook, exceptions.failure_reason(error))) from error
     return hook_method
 
 
@@ -115,6 +141,12 @@ class KubernetesMgmtDriver(tacker_compat.VnflcmMgmtAbstractDriver):
     def modify_information_end(self, context, vnf_instance,
                                modify_vnf_request, **kwargs):
         pass
+
+    @staticmethod
+    def hook_sessions():
+        """The SSH session pool of the hook running in this thread (None
+        outside a hook)."""
+        return getattr(_current_hook, 'sessions', None)
 
     # -- seams: the lookups that need Tacker's database ---------------------
 

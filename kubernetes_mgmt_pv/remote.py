@@ -411,6 +411,10 @@ class RemoteCommandExecutor(object):
                                'reported its exit status')
         return exit_status, stdout.getvalue(), stderr.getvalue()
 
+    def hide(self, *secrets):
+        """Redact these values too from now on."""
+        self._secrets += tuple(s for s in secrets if s)
+
     def _redact(self, text):
         return redact(text, self._secrets)
 
@@ -477,22 +481,34 @@ class SessionPool(object):
         self._host_locks = {}
         self._sessions = {}
 
+    def hide(self, *secrets):
+        """Redact these values too, in the sessions open and to come: a
+        hook learns some secrets (join tokens) only on the way."""
+        with self._lock:
+            self._secrets += tuple(s for s in secrets if s)
+            sessions = list(self._sessions.values())
+        for session in sessions:
+            session.hide(*secrets)
+
     def __enter__(self):
         return self
 
     def __exit__(self, *exc_info):
         self.close()
 
-    def get(self, host, username, password):
+    def get(self, host, username, password, host_key_policy=None):
+        """The session to host, opened at the first call; a flow sharing a
+        pool it did not create gives its own ``host_key_policy`` (a
+        callable like the pool's), used if it opens the connection."""
         with self._lock:
             host_lock = self._host_locks.setdefault(host, threading.Lock())
         with host_lock:
             session = self._sessions.get(host)
             if session is None:
+                policy = host_key_policy or self._host_key_policy
                 session = RemoteCommandExecutor(
                     host, username, password, secrets=self._secrets,
-                    conf=self._conf,
-                    host_key_policy=self._host_key_policy(host))
+                    conf=self._conf, host_key_policy=policy(host))
                 session.connect()
                 self._sessions[host] = session
             return session

@@ -117,7 +117,8 @@ class StorageFeature(object):
             self._driver.vim_access_info(context, vnf_instance))
         return workflows.PvWorkflow(params, loaded,
                                     heat.HeatStack(client, stack_id),
-                                    credential_overrides=overrides)
+                                    credential_overrides=overrides,
+                                    sessions=self._driver.hook_sessions())
 
     def _heal_plan(self, context, vnf_instance, heal_vnf_request):
         workflow = self.workflow(context, vnf_instance,

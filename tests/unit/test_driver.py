@@ -7,6 +7,7 @@ import pytest
 
 from kubernetes_mgmt_pv import base_driver
 from kubernetes_mgmt_pv import exceptions
+from kubernetes_mgmt_pv import flow
 from kubernetes_mgmt_pv import mgmt_driver
 from kubernetes_mgmt_pv import parallel
 from kubernetes_mgmt_pv import params
@@ -168,14 +169,14 @@ def test_each_flow_reports_only_what_it_did(monkeypatch, caplog):
         def __exit__(self, *exc_info):
             pass
 
-        def get(self, host, username, password):
+        def get(self, host, username, password, host_key_policy=None):
             return types.SimpleNamespace(host=host)
 
     def install_nfs_client(executor, proxy, conf, outcomes):
         outcomes.record(executor.host, 'package nfs-common', True)
 
-    monkeypatch.setattr(workflows.remote, 'SessionPool', Sessions)
-    monkeypatch.setattr(workflows.packages, 'check_supported_os',
+    monkeypatch.setattr(flow.remote, 'SessionPool', Sessions)
+    monkeypatch.setattr(flow.packages, 'check_supported_os',
                         lambda executor, supported: None)
     monkeypatch.setattr(workflows.nfs_client, 'install_nfs_client',
                         install_nfs_client)
@@ -190,12 +191,12 @@ def test_each_flow_reports_only_what_it_did(monkeypatch, caplog):
                              'workerNode_CP2', 'member-' + address,
                              parsed.worker)
 
-    caplog.set_level('INFO', logger=workflows.__name__)
+    caplog.set_level('INFO', logger=flow.__name__)
     first = workflow.install_clients([node('10.0.0.21')])
     second = workflow.install_clients([node('10.0.0.22')])
     assert first is not second
     assert [o.host for o in first.outcomes] == ['10.0.0.21']
     assert [o.host for o in second.outcomes] == ['10.0.0.22']
     assert [r.getMessage() for r in caplog.records
-            if r.name == workflows.__name__] == [
+            if r.name == flow.__name__] == [
         'install_clients done: 1 step(s) changed, 0 unchanged'] * 2

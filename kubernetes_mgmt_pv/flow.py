@@ -1,0 +1,111 @@
+"""What every flow of a hook shares: the parameters, the Heat stack, the
+topology resolved once, one SSH session per host, and per-host steps run
+concurrently.
+
+The cluster flows (``cluster_workflow``) and the persistent-volume flows
+(``workflows``) both build on ``Flow``. Within one hook they share the
+hook's ``remote.SessionPool``, so a host is logged in to once per hook
+whichever features touch it.
+"""
+
+import contextlib
+import functools
+
+from oslo_log import log as logging
+
+from kubernetes_mgmt_pv import config
+from kubernetes_mgmt_pv import exceptions
+from kubernetes_mgmt_pv import host_keys
+from kubernetes_mgmt_pv import packages
+from kubernetes_mgmt_pv import parallel
+from kubernetes_mgmt_pv import remote
+from kubernetes_mgmt_pv import topology as topology_mod
+
+LOG = logging.getLogger(__name__)
+
+
+class Flow(object):
+    """The plumbing of one feature's flows in one hook.
+
+    ``sessions``: the hook's SessionPool (the flow does not close it); by
+    default each flow opens and closes its own.
+    """
+
+    def __init__(self, params, heat, conf=None, credential_overrides=None,
+                 sessions=None):
+        self.params = params
+        self.heat = heat
+        self.conf = conf or config.options()
+        self._credential_overrides = credential_overrides
+        self._shared_sessions = sessions
+        self._topology = None
+
+    @property
+    def topology(self):
+        """Every node of the VNF, resolved from Heat once per flow object
+        (which lives for one hook)."""
+        if self._topology is None:
+            self._topology = topology_mod.Topology.resolve(
+                self.heat, self.params, self._credential_overrides)
+        return self._topology
+
+    @contextlib.contextmanager
+    def sessions(self):
+        """The SSH sessions of the flow, with the nodes' passwords and the
+        proxy credentials redacted from everything they log or raise."""
+        secrets = self.topology.passwords() + list(self.params.proxy.secrets())
+        if self._shared_sessions is not None:
+            self._shared_sessions.hide(*secrets)
+            yield self._shared_sessions
+            return
+        with remote.SessionPool(conf=self.conf, secrets=secrets) as pool:
+            yield pool
+
+    def _host_key_policy(self, address):
+        """How to check the host key at address (None: as configured)."""
+        if self.conf.host_key_policy != 'console':
+            return None
+        server_id = self.topology.server_id(self.topology.at_address(address))
+        return host_keys.console_policy(self.heat.client, server_id,
+                                        self.conf)
+
+    def session(self, sessions, node):
+        return sessions.get(node.address, node.access.username,
+                            node.access.password,
+                            host_key_policy=self._host_key_policy)
+
+    def preflight(self, sessions, nodes):
+        """Log in to every host of the flow and check its OS, concurrently,
+        before anything is changed: an unreachable host, a wrong password
+        or an unsupported OS leaves every host as it was."""
+        def check(node):
+            packages.check_supported_os(self.session(sessions, node),
+                                        self.conf.supported_os)
+
+        self.on_hosts('pre-flight check', {
+            node.address: functools.partial(check, node) for node in nodes})
+
+    def kubectl_session(self, sessions, masters, step):
+        """An SSH session on the first Master that accepts one."""
+        errors = []
+        for node in masters:
+            try:
+                return self.session(sessions, node)
+            except exceptions.RemoteConnectError as error:
+                LOG.warning('Master %s unreachable: %s', node.address, error)
+                errors.append('%s: %s' % (node.address,
+                                          exceptions.failure_reason(
+                                              error, node.address)))
+        raise exceptions.RemoteConnectError(
+            '%s failed: no Master node reachable for kubectl: %s' % (
+                step, '; '.join(errors) or 'the stack has no Master node'))
+
+    def on_hosts(self, step, tasks):
+        """Run independent per-host tasks ({address: callable}) at once."""
+        parallel.run_on_nodes(step, lambda task: task(), tasks,
+                              self.conf.max_concurrent_nodes)
+
+    @staticmethod
+    def finish(flow, report):
+        LOG.info('%s done: %s', flow, report.summary())
+        return report
