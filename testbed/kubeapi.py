@@ -3,14 +3,20 @@
 Tests of the management driver need kubectl to behave as it does against a
 cluster: discovery, client-side ``apply`` (strategic merge patches), ``wait``
 (list + watch), ``delete`` waiting for finalizers. This server implements
-that much of core/v1 for PersistentVolumes and PersistentVolumeClaims, plus
-a tiny controller imitating the PV binder and the pv-/pvc-protection
-finalizers. It follows the requests kubectl was seen to send.
+that much for the kinds in ``_RESOURCES``: PersistentVolumes and
+PersistentVolumeClaims, Nodes, Namespaces, ServiceAccounts, Secrets and
+ConfigMaps of core/v1, and ClusterRoles and ClusterRoleBindings of
+rbac.authorization.k8s.io/v1. A tiny controller imitates the PV binder, the
+pv-/pvc-protection finalizers, the namespace controller and the legacy
+service-account token controller; bearer tokens are checked and service
+accounts authorized by their ClusterRoleBindings, as RBAC does. It follows
+the requests kubectl was seen to send.
 
 Standard library only; the TLS certificate is made with the ``openssl`` CLI.
 """
 
 import base64
+import binascii
 import contextlib
 import copy
 import dataclasses
@@ -40,10 +46,21 @@ GCLOUD_KUBECTL_DIR = '/usr/lib/google-cloud-sdk/bin'
 SERVER_VERSION = 'v1.32.0'
 PV_PROTECTION = 'kubernetes.io/pv-protection'
 PVC_PROTECTION = 'kubernetes.io/pvc-protection'
+RBAC_GROUP = 'rbac.authorization.k8s.io'
+SERVICE_ACCOUNT_TOKEN = 'kubernetes.io/service-account-token'
+SERVICE_ACCOUNT_NAME = 'kubernetes.io/service-account.name'
+SERVICE_ACCOUNT_UID = 'kubernetes.io/service-account.uid'
+# Namespaces and the ClusterRole a new server starts with, as kubeadm's.
+INITIAL_NAMESPACES = ('default', 'kube-system', 'kube-public',
+                      'kube-node-lease')
+CLUSTER_ADMIN = 'cluster-admin'
 # kubectl takes an empty protobuf document as "no schemas". It must not get
 # the "...spec.v2@v1.0+protobuf" it asks for: Go's MIME parser rejects "@".
 OPENAPI_V2_TYPE = ('application/com.github.proto-openapi.spec.v2.v1.0'
                    '+protobuf')
+PROTOBUF = 'application/vnd.kubernetes.protobuf'
+# A network in extra_sans may not add more addresses than this.
+MAX_SAN_ADDRESSES = 1024
 
 
 # --- which kubectl ---------------------------------------------------------
@@ -93,36 +110,58 @@ def _client_version(binary: str) -> Optional[str]:
 
 # --- API model -------------------------------------------------------------
 
-@dataclasses.dataclass(frozen=True)
+@dataclasses.dataclass(frozen=True, eq=False)
 class _Resource:
+    """A kind of object the server stores, and how it treats it.
+
+    The behaviour that differs between kinds is in the optional functions;
+    the table of all kinds is ``_RESOURCES``, further down.
+    """
+    group: str  # the API group; '' for the core group
     plural: str
-    singular: str
     kind: str
-    short_name: str
     namespaced: bool
-    finalizer: str
+    short_names: tuple = ()
+    name_rule: str = 'subdomain'  # a key of _NAME_RULES
+    # prepare(obj, old): server-side defaults, on create (old None) and on
+    # update; may raise ApiError.
+    prepare: Optional[Callable[[dict, Optional[dict]], None]] = None
+    # check(obj, old): validation errors, [(field, cause reason, message)].
+    check: Optional[Callable[[dict, Optional[dict]], list]] = None
+    # new_status(obj): the status of a new object. None: the kind has no
+    # status; otherwise clients change it through the "status" subresource.
+    new_status: Optional[Callable[[dict], dict]] = None
+    finalizer: Optional[str] = None  # added to every new object
+    protected: frozenset = frozenset()  # names that may not be deleted
+    # "kubectl get" table: the cells of a row, for columns and then the
+    # wide_columns that only "-o wide" shows.
+    columns: tuple = ('Name', 'Age')
+    wide_columns: tuple = ()
+    cells: Optional[Callable[[dict], list]] = None  # None: name and age
+    version: str = 'v1'
 
+    @property
+    def singular(self) -> str:
+        return self.kind.lower()
 
-PV = _Resource('persistentvolumes', 'persistentvolume', 'PersistentVolume',
-               'pv', False, PV_PROTECTION)
-PVC = _Resource('persistentvolumeclaims', 'persistentvolumeclaim',
-                'PersistentVolumeClaim', 'pvc', True, PVC_PROTECTION)
-_RESOURCES = {res.plural: res for res in (PV, PVC)}
+    @property
+    def api_version(self) -> str:
+        return f'{self.group}/{self.version}' if self.group else self.version
 
-# The fields of a PV spec that form its (immutable) PersistentVolumeSource.
-_PV_SOURCES = (
-    'awsElasticBlockStore', 'azureDisk', 'azureFile', 'cephfs', 'cinder',
-    'csi', 'fc', 'flexVolume', 'flocker', 'gcePersistentDisk', 'glusterfs',
-    'hostPath', 'iscsi', 'local', 'nfs', 'photonPersistentDisk',
-    'portworxVolume', 'quobyte', 'rbd', 'scaleIO', 'storageos',
-    'vsphereVolume')
-_ACCESS_MODES = {'ReadWriteOnce': 'RWO', 'ReadOnlyMany': 'ROX',
-                 'ReadWriteMany': 'RWX', 'ReadWriteOncePod': 'RWOP'}
-_RECLAIM_POLICIES = ('Delete', 'Recycle', 'Retain')
-_DNS_SUBDOMAIN = re.compile(
-    r'[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')
-_API_PATH = re.compile(r'/api/v1(?:/namespaces/(?P<namespace>[^/]+))?'
-                       r'/(?P<plural>[^/]+)(?:/(?P<name>[^/]+))?/?')
+    @property
+    def group_plural(self) -> str:
+        """The resource as Kubernetes names it in messages."""
+        return f'{self.plural}.{self.group}' if self.group else self.plural
+
+    @property
+    def group_kind(self) -> str:
+        return f'{self.kind}.{self.group}' if self.group else self.kind
+
+    def details(self, name: Optional[str], kind: Optional[str] = None,
+                **more) -> dict:
+        details = {'name': name, 'group': self.group,
+                   'kind': kind or self.plural, **more}
+        return {key: value for key, value in details.items() if value}
 
 
 class ApiError(Exception):
@@ -144,14 +183,26 @@ class ApiError(Exception):
 
 
 def _not_found(res: _Resource, name: str) -> ApiError:
-    return ApiError(404, 'NotFound', f'{res.plural} "{name}" not found',
-                    {'name': name, 'kind': res.plural})
+    return ApiError(404, 'NotFound', f'{res.group_plural} "{name}" not found',
+                    res.details(name))
+
+
+def _no_such_path() -> ApiError:
+    return ApiError(404, 'NotFound',
+                    'the server could not find the requested resource')
 
 
 def _conflict(res: _Resource, name: str, message: str) -> ApiError:
     return ApiError(409, 'Conflict', f'Operation cannot be fulfilled on '
-                                     f'{res.plural} "{name}": {message}',
-                    {'name': name, 'kind': res.plural})
+                                     f'{res.group_plural} "{name}": '
+                                     f'{message}', res.details(name))
+
+
+def _forbidden(res_name: str, name: Optional[str], message: str,
+               details: dict) -> ApiError:
+    subject = f'{res_name} "{name}"' if name else res_name
+    return ApiError(403, 'Forbidden', f'{subject} is forbidden: {message}',
+                    details)
 
 
 def _now() -> str:
@@ -159,10 +210,14 @@ def _now() -> str:
         '%Y-%m-%dT%H:%M:%SZ')
 
 
+def _b64(text: str) -> str:
+    return base64.b64encode(text.encode()).decode()
+
+
 def _resource_for(kind: str) -> _Resource:
-    for res in _RESOURCES.values():
-        if kind.lower() in (res.plural, res.singular, res.kind.lower(),
-                            res.short_name):
+    for res in _RESOURCES:
+        if kind.lower() in (res.plural, res.singular, res.group_plural,
+                            *res.short_names):
             return res
     raise ValueError(f'unknown kind {kind!r}')
 
@@ -182,23 +237,85 @@ def _as_object(res: _Resource, body) -> dict:
             body.get('metadata', {}), dict):
         raise ApiError(400, 'BadRequest', f'the body is not a {res.kind}')
     if (body.get('kind', res.kind) != res.kind
-            or body.get('apiVersion', 'v1') != 'v1'):
+            or body.get('apiVersion', res.api_version) != res.api_version):
         raise ApiError(400, 'BadRequest',
                        f'the API version in the data '
                        f'({body.get("apiVersion")}) and kind '
-                       f'({body.get("kind")}) do not match v1 {res.kind}')
+                       f'({body.get("kind")}) do not match '
+                       f'{res.api_version} {res.kind}')
     obj = copy.deepcopy(body)
-    obj.update(kind=res.kind, apiVersion='v1')
-    obj.setdefault('metadata', {})
+    obj.update(kind=res.kind, apiVersion=res.api_version)
+    if not obj.get('metadata'):
+        obj['metadata'] = {}
     return obj
 
 
-def _decode(body: bytes):
+def _decode(body: bytes, content_type: str = 'application/json'):
+    """A request body as JSON data, from JSON or from Kubernetes'
+    protobuf encoding."""
+    if content_type.split(';')[0].strip() == PROTOBUF:
+        return _decode_protobuf(body)
     try:
         return json.loads(body or b'{}')
     except ValueError as error:
         raise ApiError(400, 'BadRequest',
                        f'the request body is not valid JSON: {error}')
+
+
+@dataclasses.dataclass(frozen=True)
+class _Request:
+    """What a request asks for, parsed as the API server's RequestInfo.
+
+    Paths under /api/<version>/ and /apis/<group>/<version>/ are resource
+    requests (``group`` is not None); all others, discovery among them,
+    are non-resource requests of a ``path``.
+    """
+    verb: str  # get, list, watch, create, ...; for other paths: get, post...
+    path: str  # without the query and without a trailing "/"
+    group: Optional[str] = None
+    version: str = ''
+    namespace: Optional[str] = None
+    resource: str = ''
+    name: Optional[str] = None
+    subresource: Optional[str] = None
+    extra: tuple = ()  # path segments after the subresource
+
+    @property
+    def is_resource(self) -> bool:
+        return self.group is not None
+
+
+_VERBS = {'POST': 'create', 'PUT': 'update', 'PATCH': 'patch',
+          'DELETE': 'delete'}
+# A path /api/v1/namespaces/<name>/<one of these> names the namespace's
+# subresource, not a resource in the namespace.
+_NAMESPACE_SUBRESOURCES = ('status', 'finalize')
+
+
+def _parse_request(method: str, path: str, query: dict) -> _Request:
+    parts = [part for part in path.split('/') if part]
+    path = '/' + '/'.join(parts)
+    if parts[:1] == ['api'] and len(parts) > 2:
+        group, version, rest = '', parts[1], parts[2:]
+    elif parts[:1] == ['apis'] and len(parts) > 3:
+        group, version, rest = parts[1], parts[2], parts[3:]
+    else:
+        return _Request(method.lower(), path)
+    namespace = None
+    if rest[0] == 'namespaces' and len(rest) > 1:
+        namespace = rest[1]
+        if len(rest) > 2 and rest[2] not in _NAMESPACE_SUBRESOURCES:
+            rest = rest[2:]
+    resource, name, subresource = (rest + [None, None])[:3]
+    if method == 'GET':
+        verb = ('watch' if query.get('watch') in ('true', '1')
+                else 'get' if name else 'list')
+    elif method == 'DELETE' and name is None:
+        verb = 'deletecollection'
+    else:
+        verb = _VERBS.get(method, method.lower())
+    return _Request(verb, path, group, version, namespace, resource, name,
+                    subresource, tuple(rest[3:]))
 
 
 _QUANTITY = re.compile(r'([+-]?[0-9.]+)([eE][+-]?[0-9]+|[KMGTPE]i|[mkMGTPE]?)')
@@ -224,11 +341,47 @@ def parse_quantity(text) -> decimal.Decimal:
 
 # --- defaults and validation -----------------------------------------------
 
-def _default_spec(res: _Resource, obj: dict) -> None:
-    spec = obj.setdefault('spec', {})
-    spec.setdefault('volumeMode', 'Filesystem')
-    if res is PV:
-        spec.setdefault('persistentVolumeReclaimPolicy', 'Retain')
+_PV_SOURCES = (  # the fields of a PV spec that form its volume source
+    'awsElasticBlockStore', 'azureDisk', 'azureFile', 'cephfs', 'cinder',
+    'csi', 'fc', 'flexVolume', 'flocker', 'gcePersistentDisk', 'glusterfs',
+    'hostPath', 'iscsi', 'local', 'nfs', 'photonPersistentDisk',
+    'portworxVolume', 'quobyte', 'rbd', 'scaleIO', 'storageos',
+    'vsphereVolume')
+_ACCESS_MODES = {'ReadWriteOnce': 'RWO', 'ReadOnlyMany': 'ROX',
+                 'ReadWriteMany': 'RWX', 'ReadWriteOncePod': 'RWOP'}
+_RECLAIM_POLICIES = ('Delete', 'Recycle', 'Retain')
+_DNS_LABEL = r'[a-z0-9]([-a-z0-9]*[a-z0-9])?'
+_DNS_SUBDOMAIN = re.compile(rf'{_DNS_LABEL}(\.{_DNS_LABEL})*')
+_CONFIG_KEY = re.compile(r'[-._a-zA-Z0-9]+')
+
+
+def _subdomain_problem(name: str) -> Optional[str]:
+    if len(name) > 253 or not _DNS_SUBDOMAIN.fullmatch(name):
+        return ("a lowercase RFC 1123 subdomain must consist of lower case "
+                "alphanumeric characters, '-' or '.', and must start and "
+                "end with an alphanumeric character")
+    return None
+
+
+def _label_problem(name: str) -> Optional[str]:
+    if len(name) > 63 or not re.fullmatch(_DNS_LABEL, name):
+        return ("a lowercase RFC 1123 label must consist of lower case "
+                "alphanumeric characters or '-', and must start and end "
+                "with an alphanumeric character")
+    return None
+
+
+def _path_segment_problem(name: str) -> Optional[str]:
+    if name in ('.', '..'):
+        return f"may not be '{name}'"
+    for char in '/%':
+        if char in name:
+            return f"may not contain '{char}'"
+    return None
+
+
+_NAME_RULES = {'subdomain': _subdomain_problem, 'label': _label_problem,
+               'path segment': _path_segment_problem}
 
 
 def _validate(res: _Resource, obj: dict, old: Optional[dict] = None) -> None:
@@ -238,35 +391,55 @@ def _validate(res: _Resource, obj: dict, old: Optional[dict] = None) -> None:
     if not name:
         errors.append(('metadata.name', 'FieldValueRequired',
                        'Required value: name or generateName is required'))
-    elif len(name) > 253 or not _DNS_SUBDOMAIN.fullmatch(name):
-        errors.append((
-            'metadata.name', 'FieldValueInvalid',
-            f'Invalid value: "{name}": a lowercase RFC 1123 subdomain must '
-            "consist of lower case alphanumeric characters, '-' or '.', and "
-            'must start and end with an alphanumeric character'))
-    spec = obj.get('spec') or {}
-    modes = spec.get('accessModes') or []
-    if not modes:
-        errors.append(('spec.accessModes', 'FieldValueRequired',
-                       'Required value'))
-    for mode in modes:
-        if mode not in _ACCESS_MODES:
-            errors.append(('spec.accessModes', 'FieldValueNotSupported',
-                           f'Unsupported value: "{mode}"'))
-    errors += (_pv_errors if res is PV else _pvc_errors)(spec, old)
+    else:
+        problem = _NAME_RULES[res.name_rule](name)
+        if problem:
+            errors.append(('metadata.name', 'FieldValueInvalid',
+                           f'Invalid value: "{name}": {problem}'))
+    if res.check:
+        errors += res.check(obj, old)
     if errors:
         causes = [{'reason': reason, 'message': body, 'field': field}
                   for field, reason, body in errors]
         texts = [f'{field}: {body}' for field, _, body in errors]
         summary = texts[0] if len(texts) == 1 else f'[{", ".join(texts)}]'
         raise ApiError(422, 'Invalid',
-                       f'{res.kind} "{name}" is invalid: {summary}',
-                       {'name': name, 'kind': res.kind, 'causes': causes})
+                       f'{res.group_kind} "{name}" is invalid: {summary}',
+                       res.details(name, res.kind, causes=causes))
+
+
+def _required(field: str) -> tuple:
+    return (field, 'FieldValueRequired', 'Required value')
+
+
+def _immutable(field: str, value) -> tuple:
+    return (field, 'FieldValueInvalid',
+            f'Invalid value: {json.dumps(value)}: field is immutable')
+
+
+def _prepare_pv(obj: dict, old: Optional[dict]) -> None:
+    spec = obj.setdefault('spec', {})
+    spec.setdefault('volumeMode', 'Filesystem')
+    spec.setdefault('persistentVolumeReclaimPolicy', 'Retain')
+
+
+def _prepare_pvc(obj: dict, old: Optional[dict]) -> None:
+    obj.setdefault('spec', {}).setdefault('volumeMode', 'Filesystem')
+
+
+def _access_mode_errors(spec: dict) -> list:
+    modes = spec.get('accessModes') or []
+    errors = [] if modes else [_required('spec.accessModes')]
+    for mode in modes:
+        if mode not in _ACCESS_MODES:
+            errors.append(('spec.accessModes', 'FieldValueNotSupported',
+                           f'Unsupported value: "{mode}"'))
+    return errors
 
 
 def _quantity_errors(field: str, value) -> list:
     if value is None:
-        return [(field, 'FieldValueRequired', 'Required value')]
+        return [_required(field)]
     try:
         parse_quantity(value)
         return []
@@ -275,9 +448,10 @@ def _quantity_errors(field: str, value) -> list:
                  f'Invalid value: "{value}": must be a quantity')]
 
 
-def _pv_errors(spec: dict, old: Optional[dict]) -> list:
-    errors = _quantity_errors('spec.capacity',
-                              (spec.get('capacity') or {}).get('storage'))
+def _pv_errors(obj: dict, old: Optional[dict]) -> list:
+    spec = obj.get('spec') or {}
+    errors = _access_mode_errors(spec) + _quantity_errors(
+        'spec.capacity', (spec.get('capacity') or {}).get('storage'))
     sources = [key for key in _PV_SOURCES if spec.get(key) is not None]
     if not sources:
         errors.append(('spec', 'FieldValueRequired',
@@ -288,11 +462,9 @@ def _pv_errors(spec: dict, old: Optional[dict]) -> list:
     nfs = spec.get('nfs')
     if nfs is not None:
         if not nfs.get('server'):
-            errors.append(('spec.nfs.server', 'FieldValueRequired',
-                           'Required value'))
+            errors.append(_required('spec.nfs.server'))
         if not nfs.get('path'):
-            errors.append(('spec.nfs.path', 'FieldValueRequired',
-                           'Required value'))
+            errors.append(_required('spec.nfs.path'))
         elif not nfs['path'].startswith('/'):
             errors.append(('spec.nfs.path', 'FieldValueInvalid',
                            f'Invalid value: "{nfs["path"]}": '
@@ -311,10 +483,11 @@ def _pv_errors(spec: dict, old: Optional[dict]) -> list:
     return errors
 
 
-def _pvc_errors(spec: dict, old: Optional[dict]) -> list:
+def _pvc_errors(obj: dict, old: Optional[dict]) -> list:
+    spec = obj.get('spec') or {}
     requests = (spec.get('resources') or {}).get('requests') or {}
-    errors = _quantity_errors('spec.resources[storage]',
-                              requests.get('storage'))
+    errors = _access_mode_errors(spec) + _quantity_errors(
+        'spec.resources[storage]', requests.get('storage'))
     if old and _pvc_fixed_spec(spec) != _pvc_fixed_spec(old['spec']):
         errors.append(('spec', 'FieldValueForbidden',
                        'Forbidden: spec is immutable after creation except '
@@ -333,14 +506,117 @@ def _pvc_fixed_spec(spec: dict) -> dict:
     return fixed
 
 
+def _prepare_namespace(obj: dict, old: Optional[dict]) -> None:
+    # spec.finalizers changes only through the namespace controller.
+    obj['spec'] = copy.deepcopy(old['spec']) if old else {
+        'finalizers': ['kubernetes']}
+    obj['metadata']['labels'] = {
+        **_labels(obj), 'kubernetes.io/metadata.name': obj['metadata'].get(
+            'name') or ''}
+
+
+def _prepare_secret(obj: dict, old: Optional[dict]) -> None:
+    """Default the type and fold stringData into data, as the API does."""
+    obj.setdefault('type', 'Opaque')
+    for key, value in (obj.get('data') or {}).items():
+        try:
+            base64.b64decode(value or '', validate=True)
+        except (binascii.Error, TypeError, ValueError):
+            raise ApiError(400, 'BadRequest', f'Secret in version "v1" '
+                           f'cannot be handled as a Secret: illegal base64 '
+                           f'data in data[{key}]')
+    string_data = obj.pop('stringData', None) or {}
+    if string_data:
+        obj['data'] = {**(obj.get('data') or {}),
+                       **{key: _b64(str(value))
+                          for key, value in string_data.items()}}
+
+
+def _key_errors(field: str, data) -> list:
+    return [(f'{field}[{key}]', 'FieldValueInvalid',
+             f'Invalid value: "{key}": a valid config key must consist of '
+             "alphanumeric characters, '-', '_' or '.'")
+            for key in data or {} if not _CONFIG_KEY.fullmatch(key)]
+
+
+def _secret_errors(obj: dict, old: Optional[dict]) -> list:
+    errors = _key_errors('data', obj.get('data'))
+    if old and obj.get('type') != old.get('type'):
+        errors.append(_immutable('type', obj.get('type')))
+    annotations = obj['metadata'].get('annotations') or {}
+    if (obj.get('type') == SERVICE_ACCOUNT_TOKEN
+            and not annotations.get(SERVICE_ACCOUNT_NAME)):
+        errors.append(_required(
+            f'metadata.annotations[{SERVICE_ACCOUNT_NAME}]'))
+    return errors
+
+
+def _config_map_errors(obj: dict, old: Optional[dict]) -> list:
+    return (_key_errors('data', obj.get('data'))
+            + _key_errors('binaryData', obj.get('binaryData')))
+
+
+def _cluster_role_errors(obj: dict, old: Optional[dict]) -> list:
+    return [_required(f'rules[{index}].verbs')
+            for index, rule in enumerate(obj.get('rules') or [])
+            if not rule.get('verbs')]
+
+
+def _binding_errors(obj: dict, old: Optional[dict]) -> list:
+    ref = obj.get('roleRef') or {}
+    errors = []
+    if ref.get('kind') != 'ClusterRole':
+        errors.append(('roleRef.kind', 'FieldValueNotSupported',
+                       f'Unsupported value: "{ref.get("kind", "")}": '
+                       'supported values: "ClusterRole"'))
+    if ref.get('apiGroup') != RBAC_GROUP:
+        errors.append(('roleRef.apiGroup', 'FieldValueNotSupported',
+                       f'Unsupported value: "{ref.get("apiGroup", "")}": '
+                       f'supported values: "{RBAC_GROUP}"'))
+    if not ref.get('name'):
+        errors.append(_required('roleRef.name'))
+    if old and ref != old.get('roleRef'):
+        errors.append(('roleRef', 'FieldValueInvalid',
+                       f'Invalid value: {json.dumps(ref)}: cannot change '
+                       'roleRef'))
+    for index, subject in enumerate(obj.get('subjects') or []):
+        field = f'subjects[{index}]'
+        if subject.get('kind') not in ('ServiceAccount', 'User', 'Group'):
+            errors.append((f'{field}.kind', 'FieldValueNotSupported',
+                           f'Unsupported value: "{subject.get("kind", "")}"'
+                           ': supported values: "ServiceAccount", "User", '
+                           '"Group"'))
+        if not subject.get('name'):
+            errors.append(_required(f'{field}.name'))
+        if (subject.get('kind') == 'ServiceAccount'
+                and not subject.get('namespace')):
+            errors.append(_required(f'{field}.namespace'))
+    return errors
+
+
+def _pending_status(obj: dict) -> dict:
+    return {'phase': 'Pending'}
+
+
+def _active_status(obj: dict) -> dict:
+    return {'phase': 'Active'}
+
+
+def _client_status(obj: dict) -> dict:
+    """Keep the status a client created the object with (as kubelet
+    registers its Node with its conditions)."""
+    return copy.deepcopy(obj.get('status') or {})
+
+
 # --- patches and selectors -------------------------------------------------
 
 def _merge(target, patch, strategic: bool):
     """JSON merge patch (RFC 7386), or with ``strategic`` a strategic one.
 
     The strategic variant honours the map directives kubectl may send but
-    replaces lists whole, which for PV/PVC objects differs from Kubernetes
-    only for lists with a merge key (finalizers, ownerReferences).
+    replaces lists whole, which for the kinds here differs from Kubernetes
+    only for lists with a merge key (finalizers, ownerReferences, a Node's
+    conditions and addresses).
     """
     if not isinstance(patch, dict):
         return copy.deepcopy(patch)
@@ -494,6 +770,158 @@ def _selects(selector: Optional[dict], labels: dict) -> bool:
     return True
 
 
+# --- protobuf request bodies -----------------------------------------------
+# kubectl's typed clients ("kubectl create namespace|secret|...", and
+# "kubectl drain" for evictions) send application/vnd.kubernetes.protobuf:
+# b"k8s\0" and a runtime.Unknown whose raw field is the object's message.
+# Responses are JSON, which the clients accept too. A schema maps field
+# numbers (from the API's generated.proto files) to a JSON name and a type:
+# "string", "bytes", "bool", "int", a nested schema, ("repeated", type) or
+# ("map", value type). Fields not in a schema (such as the server-set
+# timestamps) are ignored.
+
+_PB_MAGIC = b'k8s\x00'
+_PB_UNKNOWN = {1: ('typeMeta', {1: ('apiVersion', 'string'),
+                                2: ('kind', 'string')}),
+               2: ('raw', 'raw'), 3: ('contentEncoding', 'string')}
+_PB_STRINGS = ('repeated', 'string')
+_PB_OBJECT_META = {
+    1: ('name', 'string'), 2: ('generateName', 'string'),
+    3: ('namespace', 'string'), 5: ('uid', 'string'),
+    6: ('resourceVersion', 'string'),
+    11: ('labels', ('map', 'string')),
+    12: ('annotations', ('map', 'string')),
+    13: ('ownerReferences', ('repeated', {
+        5: ('apiVersion', 'string'), 1: ('kind', 'string'),
+        3: ('name', 'string'), 4: ('uid', 'string'),
+        6: ('controller', 'bool'), 7: ('blockOwnerDeletion', 'bool')})),
+    14: ('finalizers', _PB_STRINGS)}
+_PB_OBJECT_REFERENCE = {
+    1: ('kind', 'string'), 2: ('namespace', 'string'), 3: ('name', 'string'),
+    4: ('uid', 'string'), 5: ('apiVersion', 'string'),
+    6: ('resourceVersion', 'string'), 7: ('fieldPath', 'string')}
+_PB_DELETE_OPTIONS = {
+    1: ('gracePeriodSeconds', 'int'),
+    2: ('preconditions', {1: ('uid', 'string'),
+                          2: ('resourceVersion', 'string')}),
+    3: ('orphanDependents', 'bool'), 4: ('propagationPolicy', 'string'),
+    5: ('dryRun', _PB_STRINGS)}
+_PB_SCHEMAS = {  # kind -> schema of its message
+    'Namespace': {1: ('metadata', _PB_OBJECT_META),
+                  2: ('spec', {1: ('finalizers', _PB_STRINGS)})},
+    'ServiceAccount': {
+        1: ('metadata', _PB_OBJECT_META),
+        2: ('secrets', ('repeated', _PB_OBJECT_REFERENCE)),
+        3: ('imagePullSecrets', ('repeated', {1: ('name', 'string')})),
+        4: ('automountServiceAccountToken', 'bool')},
+    'Secret': {1: ('metadata', _PB_OBJECT_META),
+               2: ('data', ('map', 'bytes')), 3: ('type', 'string'),
+               4: ('stringData', ('map', 'string')),
+               5: ('immutable', 'bool')},
+    'ConfigMap': {1: ('metadata', _PB_OBJECT_META),
+                  2: ('data', ('map', 'string')),
+                  3: ('binaryData', ('map', 'bytes')),
+                  4: ('immutable', 'bool')},
+    'ClusterRole': {1: ('metadata', _PB_OBJECT_META),
+                    2: ('rules', ('repeated', {
+                        1: ('verbs', _PB_STRINGS),
+                        2: ('apiGroups', _PB_STRINGS),
+                        3: ('resources', _PB_STRINGS),
+                        4: ('resourceNames', _PB_STRINGS),
+                        5: ('nonResourceURLs', _PB_STRINGS)}))},
+    'ClusterRoleBinding': {
+        1: ('metadata', _PB_OBJECT_META),
+        2: ('subjects', ('repeated', {
+            1: ('kind', 'string'), 2: ('apiGroup', 'string'),
+            3: ('name', 'string'), 4: ('namespace', 'string')})),
+        3: ('roleRef', {1: ('apiGroup', 'string'), 2: ('kind', 'string'),
+                        3: ('name', 'string')})},
+    'DeleteOptions': _PB_DELETE_OPTIONS,
+}
+
+
+def _decode_protobuf(body: bytes) -> dict:
+    try:
+        if not body.startswith(_PB_MAGIC):
+            raise ValueError('no "k8s" envelope')
+        unknown = _pb_message(body[len(_PB_MAGIC):], _PB_UNKNOWN)
+        type_meta = unknown.get('typeMeta') or {}
+        schema = _PB_SCHEMAS.get(type_meta.get('kind'))
+        if schema is None or unknown.get('contentEncoding'):
+            raise ApiError(415, 'UnsupportedMediaType', (
+                f'this test server cannot read {type_meta.get("kind")} '
+                'objects in protobuf; send JSON'))
+        return {**type_meta, **_pb_message(unknown.get('raw', b''), schema)}
+    except (ValueError, IndexError, TypeError, AttributeError) as error:
+        raise ApiError(400, 'BadRequest',
+                       f'the request body is not valid protobuf: {error}')
+
+
+def _pb_varint(data: bytes, pos: int) -> tuple:
+    result = shift = 0
+    while True:
+        byte = data[pos]
+        result |= (byte & 0x7f) << shift
+        pos, shift = pos + 1, shift + 7
+        if byte < 0x80:
+            return result, pos
+
+
+def _pb_fields(data: bytes) -> Iterator[tuple]:
+    """(field number, value) of a message: ints for varints, bytes for
+    everything else."""
+    pos = 0
+    while pos < len(data):
+        key, pos = _pb_varint(data, pos)
+        wire_type = key & 7
+        if wire_type == 0:
+            value, pos = _pb_varint(data, pos)
+        else:
+            if wire_type == 2:
+                size, pos = _pb_varint(data, pos)
+            elif wire_type in (1, 5):
+                size = 8 if wire_type == 1 else 4
+            else:
+                raise ValueError(f'unsupported wire type {wire_type}')
+            if pos + size > len(data):
+                raise ValueError('truncated message')
+            value, pos = data[pos:pos + size], pos + size
+        yield key >> 3, value
+
+
+def _pb_message(data: bytes, schema: dict) -> dict:
+    obj = {}
+    for number, value in _pb_fields(data):
+        if number not in schema:
+            continue
+        name, kind = schema[number]
+        if isinstance(kind, tuple) and kind[0] == 'map':
+            entry = _pb_message(value, {1: ('key', 'string'),
+                                        2: ('value', kind[1])})
+            obj.setdefault(name, {})[entry.get('key', '')] = entry.get(
+                'value', '')
+        elif isinstance(kind, tuple):
+            obj.setdefault(name, []).append(_pb_value(value, kind[1]))
+        elif value != b'' or kind != 'string':
+            # Go's encoder writes empty strings, which JSON would omit.
+            obj[name] = _pb_value(value, kind)
+    return obj
+
+
+def _pb_value(value, kind):
+    if kind == 'raw':
+        return bytes(value)
+    if kind == 'string':
+        return value.decode()
+    if kind == 'bytes':
+        return base64.b64encode(value).decode()
+    if kind == 'bool':
+        return bool(value)
+    if kind == 'int':  # int64 in two's complement
+        return value - (1 << 64) if value >= 1 << 63 else value
+    return _pb_message(value, kind)
+
+
 # --- server-side printing ("kubectl get" tables) ---------------------------
 
 def _age(obj: dict) -> str:
@@ -548,33 +976,278 @@ def _pvc_cells(pvc: dict) -> list:
             spec.get('volumeMode', '')]
 
 
-_COLUMNS = {
-    PV: (['Name', 'Capacity', 'Access Modes', 'Reclaim Policy', 'Status',
-          'Claim', 'StorageClass', 'VolumeAttributesClass', 'Reason', 'Age',
-          'VolumeMode'], _pv_cells),
-    PVC: (['Name', 'Status', 'Volume', 'Capacity', 'Access Modes',
-           'StorageClass', 'VolumeAttributesClass', 'Age', 'VolumeMode'],
-          _pvc_cells),
-}
+def _node_cells(node: dict) -> list:
+    """As kubectl's node printer: status from the Ready condition, roles
+    from the node-role.kubernetes.io/<role> labels."""
+    status, labels = node.get('status') or {}, _labels(node)
+    ready = [condition.get('status') for condition
+             in status.get('conditions') or []
+             if condition.get('type') == 'Ready']
+    state = (['Ready' if ready[-1] == 'True' else 'NotReady'] if ready
+             else ['Unknown'])
+    if (node.get('spec') or {}).get('unschedulable'):
+        state.append('SchedulingDisabled')
+    roles = {key.split('/', 1)[1] for key in labels
+             if key.startswith('node-role.kubernetes.io/')
+             and key.split('/', 1)[1]}
+    if labels.get('kubernetes.io/role'):
+        roles.add(labels['kubernetes.io/role'])
+    info = status.get('nodeInfo') or {}
+
+    def address(kind):
+        return next((entry.get('address') for entry
+                     in status.get('addresses') or []
+                     if entry.get('type') == kind), '<none>')
+
+    return [node['metadata']['name'], ','.join(state),
+            ','.join(sorted(roles)) or '<none>', _age(node),
+            info.get('kubeletVersion', ''),
+            address('InternalIP'), address('ExternalIP'),
+            info.get('osImage') or '<unknown>',
+            info.get('kernelVersion') or '<unknown>',
+            info.get('containerRuntimeVersion') or '<unknown>']
+
+
+def _namespace_cells(namespace: dict) -> list:
+    return [namespace['metadata']['name'], _status_column(namespace),
+            _age(namespace)]
+
+
+def _service_account_cells(account: dict) -> list:
+    return [account['metadata']['name'],
+            str(len(account.get('secrets') or [])), _age(account)]
+
+
+def _secret_cells(secret: dict) -> list:
+    return [secret['metadata']['name'], secret.get('type', ''),
+            str(len(secret.get('data') or {})), _age(secret)]
+
+
+def _config_map_cells(config_map: dict) -> list:
+    return [config_map['metadata']['name'],
+            str(len(config_map.get('data') or {})
+                + len(config_map.get('binaryData') or {})),
+            _age(config_map)]
+
+
+def _cluster_role_cells(role: dict) -> list:
+    return [role['metadata']['name'], role['metadata']['creationTimestamp']]
+
+
+def _binding_cells(binding: dict) -> list:
+    ref, subjects = binding.get('roleRef') or {}, binding.get('subjects') or []
+
+    def names(kind):
+        return ','.join(
+            f'{subject.get("namespace")}/{subject.get("name")}'
+            if kind == 'ServiceAccount' else subject.get('name', '')
+            for subject in subjects if subject.get('kind') == kind)
+
+    return [binding['metadata']['name'],
+            f'{ref.get("kind", "")}/{ref.get("name", "")}', _age(binding),
+            names('User'), names('Group'), names('ServiceAccount')]
 
 
 def _table(res: _Resource, objects: list, metadata: dict) -> dict:
     """Render objects as the meta.k8s.io Table that "kubectl get" prints."""
-    names, cells = _COLUMNS[res]
+    columns = ([(name, 0) for name in res.columns]
+               + [(name, 1) for name in res.wide_columns])  # 1: -o wide
+    cells = res.cells or (lambda obj: [obj['metadata']['name'], _age(obj)])
     return {
         'kind': 'Table', 'apiVersion': 'meta.k8s.io/v1',
         'metadata': metadata,
         'columnDefinitions': [
             {'name': name, 'type': 'string',
              'format': 'name' if name == 'Name' else '', 'description': '',
-             'priority': 1 if name == 'VolumeMode' else 0}  # 1: -o wide
-            for name in names],
+             'priority': priority}
+            for name, priority in columns],
         'rows': [{'cells': cells(obj),
                   'object': {'kind': 'PartialObjectMetadata',
                              'apiVersion': 'meta.k8s.io/v1',
                              'metadata': obj['metadata']}}
                  for obj in objects],
     }
+
+
+# --- the kinds served ------------------------------------------------------
+
+PV = _Resource(
+    '', 'persistentvolumes', 'PersistentVolume', False, ('pv',),
+    prepare=_prepare_pv, check=_pv_errors, new_status=_pending_status,
+    finalizer=PV_PROTECTION,
+    columns=('Name', 'Capacity', 'Access Modes', 'Reclaim Policy', 'Status',
+             'Claim', 'StorageClass', 'VolumeAttributesClass', 'Reason',
+             'Age'),
+    wide_columns=('VolumeMode',), cells=_pv_cells)
+PVC = _Resource(
+    '', 'persistentvolumeclaims', 'PersistentVolumeClaim', True, ('pvc',),
+    prepare=_prepare_pvc, check=_pvc_errors, new_status=_pending_status,
+    finalizer=PVC_PROTECTION,
+    columns=('Name', 'Status', 'Volume', 'Capacity', 'Access Modes',
+             'StorageClass', 'VolumeAttributesClass', 'Age'),
+    wide_columns=('VolumeMode',), cells=_pvc_cells)
+NODE = _Resource(
+    '', 'nodes', 'Node', False, ('no',), new_status=_client_status,
+    columns=('Name', 'Status', 'Roles', 'Age', 'Version'),
+    wide_columns=('Internal-IP', 'External-IP', 'OS-Image', 'Kernel-Version',
+                  'Container-Runtime'),
+    cells=_node_cells)
+NAMESPACE = _Resource(
+    '', 'namespaces', 'Namespace', False, ('ns',), name_rule='label',
+    prepare=_prepare_namespace, new_status=_active_status,
+    protected=frozenset({'default', 'kube-system', 'kube-public'}),
+    columns=('Name', 'Status', 'Age'), cells=_namespace_cells)
+SERVICE_ACCOUNT = _Resource(
+    '', 'serviceaccounts', 'ServiceAccount', True, ('sa',),
+    columns=('Name', 'Secrets', 'Age'), cells=_service_account_cells)
+SECRET = _Resource(
+    '', 'secrets', 'Secret', True, prepare=_prepare_secret,
+    check=_secret_errors, columns=('Name', 'Type', 'Data', 'Age'),
+    cells=_secret_cells)
+CONFIG_MAP = _Resource(
+    '', 'configmaps', 'ConfigMap', True, ('cm',), check=_config_map_errors,
+    columns=('Name', 'Data', 'Age'), cells=_config_map_cells)
+CLUSTER_ROLE = _Resource(
+    RBAC_GROUP, 'clusterroles', 'ClusterRole', False,
+    name_rule='path segment', check=_cluster_role_errors,
+    columns=('Name', 'Created At'), cells=_cluster_role_cells)
+CLUSTER_ROLE_BINDING = _Resource(
+    RBAC_GROUP, 'clusterrolebindings', 'ClusterRoleBinding', False,
+    name_rule='path segment', check=_binding_errors,
+    columns=('Name', 'Role', 'Age'),
+    wide_columns=('Users', 'Groups', 'ServiceAccounts'),
+    cells=_binding_cells)
+
+_RESOURCES = (PV, PVC, NODE, NAMESPACE, SERVICE_ACCOUNT, SECRET, CONFIG_MAP,
+              CLUSTER_ROLE, CLUSTER_ROLE_BINDING)
+# (group, version, plural) -> resource, to route resource requests.
+_ROUTES = {(res.group, res.version, res.plural): res for res in _RESOURCES}
+
+
+def _initial_objects() -> list:
+    """(resource, body) of the objects a new server starts with."""
+    return [
+        *[(NAMESPACE, {'metadata': {'name': name}})
+          for name in INITIAL_NAMESPACES],
+        (CLUSTER_ROLE, {
+            'metadata': {
+                'name': CLUSTER_ADMIN,
+                'labels': {'kubernetes.io/bootstrapping': 'rbac-defaults'},
+                'annotations': {
+                    'rbac.authorization.kubernetes.io/autoupdate': 'true'}},
+            'rules': [{'apiGroups': ['*'], 'resources': ['*'],
+                       'verbs': ['*']},
+                      {'nonResourceURLs': ['*'], 'verbs': ['*']}]})]
+
+
+def _discovery_entries(res: _Resource) -> list:
+    """The entries of a resource (and its subresources) in discovery."""
+    entry = {'name': res.plural, 'singularName': res.singular,
+             'namespaced': res.namespaced, 'kind': res.kind,
+             'verbs': ['create', 'delete', 'get', 'list', 'patch', 'update',
+                       'watch']}
+    if res.short_names:
+        entry['shortNames'] = list(res.short_names)
+    if res.new_status is None:
+        return [entry]
+    return [entry, {'name': f'{res.plural}/status', 'singularName': '',
+                    'namespaced': res.namespaced, 'kind': res.kind,
+                    'verbs': ['get', 'patch', 'update']}]
+
+
+def _api_group(group: str) -> dict:
+    versions = [{'groupVersion': f'{group}/{version}', 'version': version}
+                for version in dict.fromkeys(
+                    res.version for res in _RESOURCES if res.group == group)]
+    return {'name': group, 'versions': versions,
+            'preferredVersion': versions[0]}
+
+
+# --- authentication and authorization --------------------------------------
+
+@dataclasses.dataclass(frozen=True)
+class _User:
+    name: str
+    groups: tuple
+
+
+# The admin token's user: in system:masters, which RBAC does not restrict.
+_ADMIN = _User('kubernetes-admin', ('system:masters',
+                                    'system:authenticated'))
+_HEALTH_PATHS = ('/healthz', '/livez', '/readyz')
+
+
+def _is_public(path: str) -> bool:
+    """Paths anyone may read, even without credentials."""
+    return path == '/version' or any(
+        path == health or path.startswith(health + '/')
+        for health in _HEALTH_PATHS)
+
+
+def _is_discovery(path: str) -> bool:
+    """Non-resource paths every authenticated user may read (the
+    system:discovery ClusterRole)."""
+    return any(path == root or path.startswith(root + '/')
+               for root in ('/api', '/apis', '/openapi'))
+
+
+def _service_account_user(namespace: str, name: str) -> _User:
+    return _User(f'system:serviceaccount:{namespace}:{name}',
+                 ('system:serviceaccounts',
+                  f'system:serviceaccounts:{namespace}',
+                  'system:authenticated'))
+
+
+def _names_user(subject: dict, user: _User) -> bool:
+    kind = subject.get('kind')
+    if kind == 'ServiceAccount':
+        return user.name == _service_account_user(
+            subject.get('namespace'), subject.get('name')).name
+    if kind == 'User':
+        return subject.get('name') == user.name
+    return kind == 'Group' and subject.get('name') in user.groups
+
+
+def _rule_allows(rule: dict, request: _Request) -> bool:
+    """Whether a PolicyRule of a ClusterRole covers the request."""
+    def covers(allowed, value):
+        return '*' in allowed or value in allowed
+
+    if not covers(rule.get('verbs') or [], request.verb):
+        return False
+    if not request.is_resource:
+        return any(url == request.path or url == '*' or (
+            url.endswith('*') and request.path.startswith(url[:-1]))
+            for url in rule.get('nonResourceURLs') or [])
+    resources = rule.get('resources') or []
+    wanted = request.resource + (
+        f'/{request.subresource}' if request.subresource else '')
+    return (covers(rule.get('apiGroups') or [], request.group)
+            and (covers(resources, wanted) or (
+                request.subresource and f'*/{request.subresource}'
+                in resources))
+            and (not rule.get('resourceNames')
+                 or request.name in rule['resourceNames']))
+
+
+def _access_denied(user: _User, request: _Request) -> ApiError:
+    """A 403 in the API server's words."""
+    if not request.is_resource:
+        return ApiError(403, 'Forbidden', f'forbidden: User "{user.name}" '
+                        f'cannot {request.verb} path "{request.path}"')
+    resource = request.resource + (
+        f'/{request.subresource}' if request.subresource else '')
+    scope = (f'in the namespace "{request.namespace}"' if request.namespace
+             else 'at the cluster scope')
+    qualified = request.resource + (
+        f'.{request.group}' if request.group else '')
+    details = {'name': request.name, 'group': request.group,
+               'kind': request.resource}
+    return _forbidden(
+        qualified, request.name,
+        f'User "{user.name}" cannot {request.verb} resource "{resource}" '
+        f'in API group "{request.group}" {scope}',
+        {key: value for key, value in details.items() if value})
 
 
 @dataclasses.dataclass
@@ -589,52 +1262,71 @@ class InjectedFailure:
     hits: list = dataclasses.field(default_factory=list)
 
 
+def _finalizers(obj: dict) -> list:
+    """What keeps a deleted object stored: its metadata.finalizers, and a
+    Namespace's spec.finalizers (only the namespace controller removes
+    those)."""
+    return [*(obj['metadata'].get('finalizers') or []),
+            *((obj.get('spec') or {}).get('finalizers') or [])]
+
+
 # --- the server ------------------------------------------------------------
 
 class KubeApiServer:
-    """In-memory API server for PVs and PVCs over HTTPS, with a controller.
+    """In-memory Kubernetes API server over HTTPS, with a controller.
 
     Use it as a context manager, or call start() and stop(). Each instance
-    has its own self-signed certificate and random bearer token, and
-    kubeconfig() gives kubectl what it needs to connect.
+    has its own self-signed certificate and random admin bearer token
+    (``token``), and kubeconfig() gives kubectl what it needs to connect.
+    It starts with the namespaces of INITIAL_NAMESPACES and the ClusterRole
+    cluster-admin.
 
     Stored objects are never mutated in place: every change stores a new
     dict, so snapshots and watch events can be shared without copying.
     """
 
     def __init__(self, host: str = '127.0.0.1', port: int = 0, *,
-                 available_delay: float = 0.3,
-                 version: str = SERVER_VERSION, extra_sans: tuple = ()):
+                 available_delay: float = 0.3, token_delay: float = 0.2,
+                 version: str = SERVER_VERSION, extra_sans=()):
         """Bind to host:port (0: any free port) once started.
 
         ``available_delay``: seconds a new PV stays Pending before it becomes
-        Available. ``version``: the gitVersion of /version, from which the
-        Cloud SDK dispatcher picks its kubectl. ``extra_sans``: more names
-        and IPs for the certificate.
+        Available. ``token_delay``: seconds before the token controller
+        fills a new service-account token Secret. ``version``: the
+        gitVersion of /version, from which the Cloud SDK dispatcher picks
+        its kubectl. ``extra_sans``: more names and IP addresses for the
+        certificate; a network (an ``ipaddress`` network or a string such
+        as "10.0.0.0/24") stands for all its host addresses (at most
+        MAX_SAN_ADDRESSES).
         """
         self.host = host
         self.port = port
         self.available_delay = available_delay
+        self.token_delay = token_delay
         self.version = version
         self.token = secrets.token_urlsafe(24)
         self.ca_pem = ''
         self._client_host = host if host not in ('', '0.0.0.0') \
             else '127.0.0.1'
-        self._sans = ['localhost', '127.0.0.1', self._client_host,
-                      *extra_sans]
+        self._sans = _certificate_names(
+            ['localhost', '127.0.0.1', self._client_host, *extra_sans])
         self._cond = threading.Condition(threading.RLock())
-        self._objects = {plural: {} for plural in _RESOURCES}
+        self._objects = {res: {} for res in _RESOURCES}  # res -> key -> obj
         # self._events[i] is (type, resource, object) of resourceVersion i+1.
         self._events = []
         self._changes = 0  # bumped on every change the controller must see
         self._stuck_pending = set()
         self._failures = []  # InjectedFailure, see fail_requests()
-        self._available_at = {}  # PV name -> monotonic time to leave Pending
+        # (resource, namespace, name) -> time.monotonic() of its creation
+        self._created_at = {}
+        self._tokens = {}  # minted service-account token -> its Secret's key
         self._requests = []
         self._watchers = 0
         self._stopping = False
         self._httpd = None
         self._threads = []
+        for res, body in _initial_objects():
+            self._create(res, None, body)
 
     # -- lifecycle
 
@@ -684,6 +1376,11 @@ class KubeApiServer:
     def url(self) -> str:
         return f'https://{self._client_host}:{self.port}'
 
+    @property
+    def certificate_names(self) -> list:
+        """The DNS names and IP addresses the certificate is valid for."""
+        return list(self._sans)
+
     def kubeconfig(self, server_host: Optional[str] = None,
                    token: Optional[str] = None) -> str:
         """Return kubeconfig YAML for this server.
@@ -691,10 +1388,11 @@ class KubeApiServer:
         ``server_host`` is the address kubectl dials (e.g. the bridge IP as
         seen from a test host); if the certificate does not name it, the
         kubeconfig sets tls-server-name to "localhost", which it does name.
-        ``token`` replaces the valid one (to test authentication failures).
+        ``token`` replaces the admin one (a service account's, or a wrong
+        one to test authentication failures).
         """
         host = server_host or self._client_host
-        tls_name = ('' if host in self._sans
+        tls_name = ('' if _certificate_names([host])[0] in self._sans
                     else '    tls-server-name: localhost\n')
         ca_data = base64.b64encode(self.ca_pem.encode()).decode()
         return ('apiVersion: v1\n'
@@ -726,29 +1424,54 @@ class KubeApiServer:
             return list(self._requests)
 
     def objects(self, kind: str, namespace: Optional[str] = None) -> list:
-        """Snapshot of the stored objects of a kind ("pv", "PVC", ...)."""
+        """Snapshot of the stored objects of a kind ("pv", "Node",
+        "secrets", "clusterrolebinding", ...), optionally of one
+        namespace."""
         res = _resource_for(kind)
         with self._cond:
-            items = sorted(self._objects[res.plural].items(),
+            items = sorted(self._objects[res].items(),
                            key=lambda item: _sort_key(item[0]))
         return [copy.deepcopy(obj) for (ns, _), obj in items
                 if namespace is None or ns == namespace]
 
+    def nodes(self) -> list:
+        """Snapshot of the stored Nodes."""
+        return self.objects('node')
+
     def get(self, kind: str, name: str,
             namespace: str = 'default') -> Optional[dict]:
-        """A copy of one stored object, or None."""
+        """A copy of one stored object, or None. ``namespace`` is ignored
+        for cluster-scoped kinds."""
         res = _resource_for(kind)
         key = (namespace if res.namespaced else None, name)
         with self._cond:
-            return copy.deepcopy(self._objects[res.plural].get(key))
+            return copy.deepcopy(self._objects[res].get(key))
 
     def create(self, obj: dict) -> dict:
-        """Create an object as a client would (e.g. a PVC for a scenario)."""
+        """Create an object as a client would (e.g. a PVC for a scenario);
+        a namespaced one in metadata.namespace, by default "default"."""
         res = _resource_for(obj.get('kind', ''))
         namespace = (obj.get('metadata') or {}).get('namespace') or 'default'
         created = self._create(res, namespace if res.namespaced else None,
                                obj)
         return copy.deepcopy(created)
+
+    def delete(self, kind: str, name: str,
+               namespace: str = 'default') -> None:
+        """Delete an object as a client would: finalizers still hold it."""
+        res = _resource_for(kind)
+        self._delete(res, namespace if res.namespaced else None, name, {})
+
+    def update_status(self, kind: str, name: str, status: dict,
+                      namespace: str = 'default') -> dict:
+        """Merge ``status`` into an object's status (a JSON merge patch:
+        lists are replaced, None removes a key), as its controller or
+        kubelet would; e.g. {"conditions": [...]} for a Node."""
+        res = _resource_for(kind)
+        with self._cond:
+            old = self._get(res, namespace if res.namespaced else None, name)
+            new = _merge(old, {'status': status}, strategic=False)
+            return copy.deepcopy(self._update(res, old, new, 'status'))
 
     def set_pv_phase(self, name: str, phase: str) -> None:
         """Set a PV's status.phase directly, as a controller would.
@@ -808,6 +1531,12 @@ class KubeApiServer:
             self._wake()
 
     @property
+    def watchers(self) -> int:
+        """How many watch streams are open (wait_for() sees changes)."""
+        with self._cond:
+            return self._watchers
+
+    @property
     def stuck_pending(self) -> frozenset:
         with self._cond:
             return frozenset(self._stuck_pending)
@@ -827,7 +1556,42 @@ class KubeApiServer:
         with self._cond:
             self._requests.append((method, path))
 
+    def _authenticate(self, header: Optional[str]) -> Optional[_User]:
+        """The user of a request's Authorization header, None without
+        one; a 401 for credentials that are not valid."""
+        if header is None:
+            return None
+        scheme, _, token = header.partition(' ')
+        token = token.strip()
+        if scheme.lower() == 'bearer' and token:
+            if secrets.compare_digest(token.encode(), self.token.encode()):
+                return _ADMIN
+            with self._cond:
+                user = self._token_user(token)
+            if user is not None:
+                return user
+        raise ApiError(401, 'Unauthorized', 'Unauthorized')
+
+    def _authorize(self, user: Optional[_User], request: _Request) -> None:
+        """Let the request through, or raise a 401 (no credentials) or a
+        403 (not allowed)."""
+        everyone = not request.is_resource and request.verb == 'get' and (
+            _is_public(request.path)
+            or (user is not None and _is_discovery(request.path)))
+        if everyone:
+            return
+        if user is None:
+            raise ApiError(401, 'Unauthorized', 'Unauthorized')
+        if 'system:masters' in user.groups:
+            return
+        with self._cond:
+            if self._rbac_allows(user, request):
+                return
+        raise _access_denied(user, request)
+
     def _discovery(self, path: str) -> Optional[dict]:
+        groups = list(dict.fromkeys(res.group for res in _RESOURCES
+                                    if res.group))
         if path == '/version':
             major, minor = self.version.lstrip('v').split('.')[:2]
             return {'major': major, 'minor': minor,
@@ -842,17 +1606,26 @@ class KubeApiServer:
                         'clientCIDR': '0.0.0.0/0',
                         'serverAddress': f'{self._client_host}:{self.port}'}]}
         if path == '/apis':
-            return {'kind': 'APIGroupList', 'apiVersion': 'v1', 'groups': []}
-        if path == '/api/v1':
-            return {'kind': 'APIResourceList', 'apiVersion': 'v1',
-                    'groupVersion': 'v1', 'resources': [
-                        {'name': res.plural, 'singularName': res.singular,
-                         'namespaced': res.namespaced, 'kind': res.kind,
-                         'verbs': ['create', 'delete', 'get', 'list',
-                                   'patch', 'update', 'watch'],
-                         'shortNames': [res.short_name]}
-                        for res in _RESOURCES.values()]}
-        return None
+            return {'kind': 'APIGroupList', 'apiVersion': 'v1',
+                    'groups': [_api_group(group) for group in groups]}
+        parts = path.split('/')[1:]
+        if parts[0] == 'apis' and len(parts) == 2 and parts[1] in groups:
+            return {'kind': 'APIGroup', 'apiVersion': 'v1',
+                    **_api_group(parts[1])}
+        if parts[0] == 'api' and len(parts) == 2:
+            group_version = ('', parts[1])
+        elif parts[0] == 'apis' and len(parts) == 3:
+            group_version = (parts[1], parts[2])
+        else:
+            return None
+        resources = [res for res in _RESOURCES
+                     if (res.group, res.version) == group_version]
+        if not resources:
+            return None
+        return {'kind': 'APIResourceList', 'apiVersion': 'v1',
+                'groupVersion': resources[0].api_version,
+                'resources': [entry for res in resources
+                              for entry in _discovery_entries(res)]}
 
     def _create(self, res: _Resource, namespace: Optional[str],
                 body) -> dict:
@@ -870,20 +1643,25 @@ class KubeApiServer:
                     'deletionGracePeriodSeconds'):
             meta.pop(key, None)
         meta.update(uid=str(uuid.uuid4()), creationTimestamp=_now())
-        meta['finalizers'] = list(dict.fromkeys(
-            [*(meta.get('finalizers') or []), res.finalizer]))
-        _default_spec(res, obj)
-        obj['status'] = {'phase': 'Pending'}
+        if res.finalizer:
+            meta['finalizers'] = list(dict.fromkeys(
+                [*(meta.get('finalizers') or []), res.finalizer]))
+        if res.prepare:
+            res.prepare(obj, None)
+        if res.new_status:
+            obj['status'] = res.new_status(obj)
+        else:
+            obj.pop('status', None)
         _validate(res, obj)
+        name = meta['name']
         with self._cond:
-            if (namespace, meta['name']) in self._objects[res.plural]:
+            if res.namespaced:
+                self._check_namespace_open(res, namespace, name)
+            if (namespace, name) in self._objects[res]:
                 raise ApiError(409, 'AlreadyExists',
-                               f'{res.plural} "{meta["name"]}" already '
-                               'exists',
-                               {'name': meta['name'], 'kind': res.plural})
-            if res is PV:
-                self._available_at[meta['name']] = (time.monotonic()
-                                                    + self.available_delay)
+                               f'{res.group_plural} "{name}" already exists',
+                               res.details(name))
+            self._created_at[(res, namespace, name)] = time.monotonic()
             return self._commit(res, obj, 'ADDED')
 
     def _read(self, res: _Resource, namespace: Optional[str],
@@ -907,28 +1685,30 @@ class KubeApiServer:
             metadata = {'resourceVersion': str(len(self._events))}
             items = sorted(
                 (list(_sort_key(key)), obj)
-                for key, obj in self._objects[res.plural].items()
+                for key, obj in self._objects[res].items()
                 if (namespace is None or key[0] == namespace) and matches(obj))
         items = [item for item in items if item[0] > after]
         if limit and len(items) > limit:
             items = items[:limit]
             metadata['continue'] = base64.urlsafe_b64encode(
                 json.dumps(items[-1][0]).encode()).decode()
-        return {'kind': f'{res.kind}List', 'apiVersion': 'v1',
+        return {'kind': f'{res.kind}List', 'apiVersion': res.api_version,
                 'metadata': metadata, 'items': [obj for _, obj in items]}
 
     def _replace(self, res: _Resource, namespace: Optional[str], name: str,
-                 body) -> dict:
+                 body, subresource: Optional[str] = None) -> dict:
         with self._cond:
             old = self._get(res, namespace, name)
-            return self._update(res, old, _as_object(res, body))
+            return self._update(res, old, _as_object(res, body), subresource)
 
     def _patch(self, res: _Resource, namespace: Optional[str], name: str,
-               content_type: str, body: bytes) -> dict:
+               content_type: str, body: bytes,
+               subresource: Optional[str] = None) -> dict:
         with self._cond:
             old = self._get(res, namespace, name)
             patched = _apply_patch(old, content_type, body)
-            return self._update(res, old, _as_object(res, patched))
+            return self._update(res, old, _as_object(res, patched),
+                                subresource)
 
     def _delete(self, res: _Resource, namespace: Optional[str], name: str,
                 options: dict) -> dict:
@@ -936,6 +1716,10 @@ class KubeApiServer:
         preconditions = options.get('preconditions') or {}
         with self._cond:
             old = self._get(res, namespace, name)
+            if name in res.protected:
+                raise _forbidden(res.group_plural, name,
+                                 f'this {res.singular} may not be deleted',
+                                 res.details(name))
             for field in ('uid', 'resourceVersion'):
                 wanted, actual = preconditions.get(field), \
                     old['metadata'][field]
@@ -945,16 +1729,14 @@ class KubeApiServer:
                                     f'{field} in object meta: {actual}')
             if old['metadata'].get('deletionTimestamp'):
                 return old
-            obj = copy.deepcopy(old)
-            obj['metadata'].update(deletionTimestamp=_now(),
-                                   deletionGracePeriodSeconds=0)
-            return self._commit(res, obj)
+            return self._mark_deleted(res, old)
 
     @contextlib.contextmanager
     def _watching(self):
         """Count an open watch stream, so stop() can let it end cleanly."""
         with self._cond:
             self._watchers += 1
+            self._cond.notify_all()
         try:
             yield
         finally:
@@ -977,7 +1759,7 @@ class KubeApiServer:
         with self._cond:
             position = min(since, len(self._events))
             current = [] if since else [
-                obj for _, obj in sorted(self._objects[res.plural].items(),
+                obj for _, obj in sorted(self._objects[res].items(),
                                          key=lambda item: _sort_key(item[0]))]
         for obj in current:
             if wanted(res, obj):
@@ -1000,10 +1782,52 @@ class KubeApiServer:
     def _get(self, res: _Resource, namespace: Optional[str],
              name: str) -> dict:
         key = (namespace if res.namespaced else None, name)
-        obj = self._objects[res.plural].get(key)
+        obj = self._objects[res].get(key)
         if obj is None:
             raise _not_found(res, name)
         return obj
+
+    def _check_namespace_open(self, res: _Resource, namespace: str,
+                              name: str) -> None:
+        """Refuse new objects in a missing or terminating namespace."""
+        owner = self._objects[NAMESPACE].get((None, namespace))
+        if owner is None:
+            raise _not_found(NAMESPACE, namespace)
+        if owner['metadata'].get('deletionTimestamp'):
+            raise _forbidden(res.group_plural, name,
+                             f'unable to create new content in namespace '
+                             f'{namespace} because it is being terminated',
+                             res.details(name))
+
+    def _token_user(self, token: str) -> Optional[_User]:
+        """The service account of a token the token controller minted,
+        while its Secret and its service account still exist."""
+        key = self._tokens.get(token)
+        secret = self._objects[SECRET].get(key) if key else None
+        if (secret is None or secret['metadata'].get('deletionTimestamp')
+                or (secret.get('data') or {}).get('token') != _b64(token)):
+            return None
+        annotations = secret['metadata'].get('annotations') or {}
+        account = self._objects[SERVICE_ACCOUNT].get(
+            (key[0], annotations.get(SERVICE_ACCOUNT_NAME)))
+        if account is None or account['metadata']['uid'] != annotations.get(
+                SERVICE_ACCOUNT_UID):
+            return None
+        return _service_account_user(key[0], account['metadata']['name'])
+
+    def _rbac_allows(self, user: _User, request: _Request) -> bool:
+        """Whether a ClusterRoleBinding of the user grants the request."""
+        for binding in self._objects[CLUSTER_ROLE_BINDING].values():
+            role = self._objects[CLUSTER_ROLE].get(
+                (None, (binding.get('roleRef') or {}).get('name')))
+            if role is None or not any(
+                    _names_user(subject, user)
+                    for subject in binding.get('subjects') or []):
+                continue
+            if any(_rule_allows(rule, request)
+                   for rule in role.get('rules') or []):
+                return True
+        return False
 
     def _wake(self) -> None:
         self._changes += 1
@@ -1016,20 +1840,22 @@ class KubeApiServer:
         meta = obj['metadata']
         meta['resourceVersion'] = str(len(self._events) + 1)
         key = (meta.get('namespace'), meta['name'])
-        if meta.get('deletionTimestamp') and not meta.get('finalizers'):
-            del self._objects[res.plural][key]
-            self._available_at.pop(meta['name'], None)
+        if meta.get('deletionTimestamp') and not _finalizers(obj):
+            del self._objects[res][key]
+            self._created_at.pop((res, *key), None)
             event_type = 'DELETED'
         else:
-            self._objects[res.plural][key] = obj
+            self._objects[res][key] = obj
         self._events.append((event_type, res, obj))
         self._wake()
         return obj
 
-    def _update(self, res: _Resource, old: dict, new: dict) -> dict:
+    def _update(self, res: _Resource, old: dict, new: dict,
+                subresource: Optional[str] = None) -> dict:
         """Store a client's new version of old (PUT or PATCH) by the API
-        server's rules: optimistic concurrency, system metadata kept, status
-        left to the controller."""
+        server's rules: optimistic concurrency, system metadata kept, and
+        the status changed only through the "status" subresource, which
+        changes nothing else."""
         meta, old_meta = new['metadata'], old['metadata']
         name = old_meta['name']
         if meta.get('name', name) != name:
@@ -1041,6 +1867,9 @@ class KubeApiServer:
             raise _conflict(res, name, 'the object has been modified; please '
                             'apply your changes to the latest version and '
                             'try again')
+        if subresource == 'status':
+            new = {**copy.deepcopy(old), 'status': new.get('status') or {}}
+            return old if new == old else self._commit(res, new)
         for key in ('name', 'namespace', 'uid', 'creationTimestamp',
                     'resourceVersion', 'deletionTimestamp',
                     'deletionGracePeriodSeconds'):
@@ -1048,8 +1877,12 @@ class KubeApiServer:
                 meta[key] = old_meta[key]
             else:
                 meta.pop(key, None)
-        new['status'] = copy.deepcopy(old.get('status') or {})
-        _default_spec(res, new)
+        if res.new_status:
+            new['status'] = copy.deepcopy(old.get('status') or {})
+        else:
+            new.pop('status', None)
+        if res.prepare:
+            res.prepare(new, old)
         if new == old:
             return old
         _validate(res, new, old)
@@ -1065,11 +1898,17 @@ class KubeApiServer:
         updated['metadata']['finalizers'].remove(res.finalizer)
         self._commit(res, updated)
 
+    def _mark_deleted(self, res: _Resource, obj: dict) -> dict:
+        deleted = copy.deepcopy(obj)
+        deleted['metadata'].update(deletionTimestamp=_now(),
+                                   deletionGracePeriodSeconds=0)
+        return self._commit(res, deleted)
+
     # -- controller
 
     def _control(self) -> None:
-        """Controller thread: reconcile after every change, or when a PV is
-        due to leave Pending. Its own changes cause another pass, until a
+        """Controller thread: reconcile after every change, or when a
+        delayed action is due. Its own changes cause another pass, until a
         pass changes nothing."""
         with self._cond:
             while not self._stopping:
@@ -1081,12 +1920,22 @@ class KubeApiServer:
                     lambda: self._stopping or self._changes != seen, timeout)
 
     def _reconcile(self) -> Optional[float]:
-        """One pass over claims and volumes.
+        """One pass of every controller.
+
+        Returns the monotonic time at which the next delayed action is due.
+        """
+        now = time.monotonic()
+        dues = [self._reconcile_volumes(now), self._reconcile_tokens(now)]
+        self._reconcile_namespaces()
+        return min((due for due in dues if due is not None), default=None)
+
+    def _reconcile_volumes(self, now: float) -> Optional[float]:
+        """The PV binder and the pv-/pvc-protection controllers.
 
         Returns the monotonic time at which the next Pending PV is due.
         """
-        volumes = self._objects[PV.plural]
-        for pvc in list(self._objects[PVC.plural].values()):
+        volumes = self._objects[PV]
+        for pvc in list(self._objects[PVC].values()):
             meta, phase = pvc['metadata'], pvc['status'].get('phase')
             if meta.get('deletionTimestamp'):
                 if PVC_PROTECTION in meta.get('finalizers', []):
@@ -1100,7 +1949,7 @@ class KubeApiServer:
                     None, pvc['spec'].get('volumeName')) not in volumes:
                 self._set_status(PVC, pvc, phase='Lost')
 
-        now, next_due = time.monotonic(), None
+        next_due = None
         for pv in list(volumes.values()):
             meta, phase = pv['metadata'], pv['status'].get('phase')
             ref = pv['spec'].get('claimRef')
@@ -1110,11 +1959,11 @@ class KubeApiServer:
             elif phase == 'Pending':
                 if meta['name'] in self._stuck_pending:
                     continue
-                due = self._available_at.get(meta['name'], now)
+                due = self._created_at.get((PV, None, meta['name']), now) \
+                    + self.available_delay
                 if due > now:
                     next_due = min(due, next_due or due)
                     continue
-                self._available_at.pop(meta['name'], None)
                 self._set_status(PV, pv, phase='Available')
             elif phase == 'Bound' and not self._claim_exists(ref):
                 self._reclaim(pv)
@@ -1125,7 +1974,7 @@ class KubeApiServer:
     def _claim_exists(self, ref: Optional[dict]) -> bool:
         if not ref:
             return False
-        claim = self._objects[PVC.plural].get(
+        claim = self._objects[PVC].get(
             (ref.get('namespace'), ref.get('name')))
         return claim is not None and ref.get('uid') in (
             None, claim['metadata']['uid'])
@@ -1152,7 +2001,7 @@ class KubeApiServer:
         spec, meta = pvc['spec'], pvc['metadata']
         wanted = parse_quantity(spec['resources']['requests']['storage'])
         candidates = []
-        for pv in self._objects[PV.plural].values():
+        for pv in self._objects[PV].values():
             pv_spec, ref = pv['spec'], pv['spec'].get('claimRef')
             if (pv['status'].get('phase') != 'Available'
                     or pv['metadata'].get('deletionTimestamp')):
@@ -1191,11 +2040,89 @@ class KubeApiServer:
                            'capacity': pv['spec']['capacity']}
         self._commit(PVC, claim)
 
+    def _reconcile_tokens(self, now: float) -> Optional[float]:
+        """The legacy token controller: give each service-account token
+        Secret whose ServiceAccount exists a new token, token_delay after
+        the Secret's creation.
+
+        Returns the monotonic time at which the next Secret is due.
+        """
+        next_due = None
+        for key, secret in list(self._objects[SECRET].items()):
+            meta = secret['metadata']
+            annotations = meta.get('annotations') or {}
+            account = self._objects[SERVICE_ACCOUNT].get(
+                (key[0], annotations.get(SERVICE_ACCOUNT_NAME)))
+            if (secret.get('type') != SERVICE_ACCOUNT_TOKEN
+                    or account is None or meta.get('deletionTimestamp')
+                    or (secret.get('data') or {}).get('token')):
+                continue
+            due = self._created_at.get((SECRET, *key), now) + self.token_delay
+            if due > now:
+                next_due = min(due, next_due or due)
+                continue
+            token = secrets.token_urlsafe(32)
+            self._tokens[token] = key
+            filled = copy.deepcopy(secret)
+            filled['data'] = {**(secret.get('data') or {}),
+                              'token': _b64(token),
+                              'ca.crt': _b64(self.ca_pem),
+                              'namespace': _b64(key[0])}
+            filled['metadata']['annotations'] = {
+                **annotations,
+                SERVICE_ACCOUNT_UID: account['metadata']['uid']}
+            self._commit(SECRET, filled)
+        return next_due
+
+    def _reconcile_namespaces(self) -> None:
+        """The namespace controller: a deleted namespace turns
+        Terminating, its objects are deleted, and once they are gone, so
+        is the namespace."""
+        for namespace in list(self._objects[NAMESPACE].values()):
+            meta = namespace['metadata']
+            if not meta.get('deletionTimestamp'):
+                continue
+            if namespace['status'].get('phase') != 'Terminating':
+                self._set_status(NAMESPACE, namespace, phase='Terminating')
+                continue  # the next pass sees the new version
+            contents = [(res, obj) for res in _RESOURCES if res.namespaced
+                        for (owner, _), obj in list(self._objects[res].items())
+                        if owner == meta['name']]
+            for res, obj in contents:
+                if not obj['metadata'].get('deletionTimestamp'):
+                    self._mark_deleted(res, obj)
+            if not contents:
+                finished = copy.deepcopy(namespace)
+                finished['spec']['finalizers'] = []
+                self._commit(NAMESPACE, finished)
+
+
+def _certificate_names(names) -> list:
+    """Names for the certificate, as strings without repeats: IP addresses
+    normalised, networks (``ipaddress`` networks, or strings with a "/")
+    replaced by their host addresses."""
+    result = []
+    for name in names:
+        if isinstance(name, (ipaddress.IPv4Network, ipaddress.IPv6Network)) \
+                or '/' in str(name):
+            network = ipaddress.ip_network(name, strict=False)
+            if network.num_addresses > MAX_SAN_ADDRESSES + 2:
+                raise ValueError(f'{network} has too many addresses for the '
+                                 f'certificate (at most '
+                                 f'{MAX_SAN_ADDRESSES})')
+            result += [str(address) for address in network.hosts()]
+        else:
+            try:
+                result.append(str(ipaddress.ip_address(name)))
+            except ValueError:
+                result.append(str(name))
+    return list(dict.fromkeys(result))
+
 
 def _make_certificate(workdir: str, sans: list) -> tuple:
     """Make a self-signed CA certificate that is the server's own too."""
     entries = []
-    for name in dict.fromkeys(sans):
+    for name in sans:
         try:
             entries.append(f'IP:{ipaddress.ip_address(name)}')
         except ValueError:
@@ -1317,70 +2244,84 @@ class _Handler(http.server.BaseHTTPRequestHandler):
                        'application/json')
             return
         try:
-            self._authenticate(url.path)
-            if method == 'GET' and url.path == '/openapi/v2':
-                self._send(200, b'', OPENAPI_V2_TYPE)
-                return
-            discovery = api._discovery(url.path) if method == 'GET' else None
-            if discovery is not None:
-                code, payload = 200, discovery
+            request = _parse_request(method, url.path, query)
+            api._authorize(api._authenticate(
+                self.headers.get('Authorization')), request)
+            if request.is_resource:
+                code, payload = self._call(request, query, body)
             else:
-                code, payload = self._call(method, url.path, query, body)
+                code, payload = self._serve_path(request)
         except ApiError as error:
             code, payload = error.code, error.status()
         if payload is not None:
             self._send(code, json.dumps(payload).encode(), 'application/json')
 
-    def _authenticate(self, path: str) -> None:
-        header = self.headers.get('Authorization')
-        if header is None and path == '/version':
-            return  # public, as for anonymous users of a real cluster
-        if not secrets.compare_digest(header or '',
-                                      f'Bearer {self.server.api.token}'):
-            raise ApiError(401, 'Unauthorized', 'Unauthorized')
+    def _serve_path(self, request: _Request) -> tuple:
+        """Serve a non-resource request: (code, payload), or (200, None) if
+        the response was sent."""
+        if request.verb == 'get':
+            if request.path == '/openapi/v2':
+                self._send(200, b'', OPENAPI_V2_TYPE)
+                return 200, None
+            if _is_public(request.path) and request.path != '/version':
+                self._send(200, b'ok', 'text/plain; charset=utf-8')
+                return 200, None
+            discovery = self.server.api._discovery(request.path)
+            if discovery is not None:
+                return 200, discovery
+        raise _no_such_path()
 
-    def _call(self, method: str, path: str, query: dict,
-              body: bytes) -> tuple:
+    def _call(self, request: _Request, query: dict, body: bytes) -> tuple:
         """Serve a resource request: (code, payload), or (200, None) if the
         response was streamed."""
         api = self.server.api
-        match = _API_PATH.fullmatch(path)
-        res = _RESOURCES.get(match['plural']) if match else None
-        if res is None or (match['namespace'] and not res.namespaced):
-            raise ApiError(404, 'NotFound',
-                           'the server could not find the requested resource')
-        namespace, name = match['namespace'], match['name']
-        if method != 'GET' and 'dryRun' in query:
+        res = _ROUTES.get((request.group, request.version, request.resource))
+        namespace, name = request.namespace, request.name
+        subresource = request.subresource
+        if res is not None and not res.namespaced:
+            # /api/v1/namespaces/<name> is a Namespace, which RequestInfo
+            # puts in itself; no other cluster-scoped path has a namespace.
+            if namespace not in (None, name if res is NAMESPACE else None):
+                res = None
+            namespace = None
+        if res is None or request.extra or subresource not in (
+                None, 'status' if res.new_status else None):
+            raise _no_such_path()
+        if request.verb not in ('get', 'list', 'watch') and 'dryRun' in query:
             raise ApiError(400, 'BadRequest',
                            'dryRun is not supported by this test server')
         table = 'as=Table' in self.headers.get('Accept', '')
+        content_type = self.headers.get('Content-Type', '')
         if name is None:
-            if method == 'GET' and query.get('watch') in ('true', '1'):
+            if request.verb == 'watch':
                 self._stream_watch(res, namespace, query, table)
                 return 200, None
-            if method == 'GET':
+            if request.verb == 'list':
                 listing = api._list(res, namespace, query)
                 if table:
                     return 200, _table(res, listing['items'],
                                        listing['metadata'])
                 return 200, listing
-            if method == 'POST' and (namespace or not res.namespaced):
-                return 201, api._create(res, namespace, _decode(body))
+            if request.verb == 'create' and (namespace or not res.namespaced):
+                return 201, api._create(res, namespace,
+                                        _decode(body, content_type))
         elif namespace or not res.namespaced:
-            if method == 'GET':
+            if request.verb in ('get', 'watch'):
                 obj = api._read(res, namespace, name)
-                if table:
+                if table and not subresource:
                     return 200, _table(res, [obj], {
                         'resourceVersion': obj['metadata']['resourceVersion']})
                 return 200, obj
-            if method == 'PUT':
-                return 200, api._replace(res, namespace, name, _decode(body))
-            if method == 'PATCH':
-                return 200, api._patch(res, namespace, name,
-                                       self.headers.get('Content-Type', ''),
-                                       body)
-            if method == 'DELETE':
-                return 200, api._delete(res, namespace, name, _decode(body))
+            if request.verb == 'update':
+                return 200, api._replace(res, namespace, name,
+                                         _decode(body, content_type),
+                                         subresource)
+            if request.verb == 'patch':
+                return 200, api._patch(res, namespace, name, content_type,
+                                       body, subresource)
+            if request.verb == 'delete' and not subresource:
+                return 200, api._delete(res, namespace, name,
+                                        _decode(body, content_type))
         raise ApiError(405, 'MethodNotAllowed', 'the server does not allow '
                        'this method on the requested resource')
 
