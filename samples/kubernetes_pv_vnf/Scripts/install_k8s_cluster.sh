@@ -1,132 +1,337 @@
 #!/usr/bin/env bash
 # Install a Kubernetes node with kubeadm, then create or join the cluster.
 #
-# Shipped with the sample VNF package for the cluster-installation half of
-# the management driver, which copies it to each Master and Worker VM
-# (Ubuntu 20.04, 22.04 or 24.04) and runs it as root. The persistent-volume
-# half of the driver does not use it.
+# Shipped with the sample VNF package. The management driver uploads it to
+# every Master and Worker VM (Ubuntu 22.04, 24.04 or Debian 12) as
+# /usr/local/lib/kubernetes-mgmt-pv/install_k8s_cluster.sh and runs it as
+# root: `sudo bash install_k8s_cluster.sh ARGS`, on the first Master first
+# (the others join with what it prints), then on the other Masters, then on
+# the Workers. An operator may ship another script instead if it keeps
+# this contract: the command line, the output block and the exit status
+# below.
 #
 # Usage:
-#   First Master:  install_k8s_cluster.sh -m IPS -i ENDPOINT [-p CIDR] [-a CIDR]
-#   Other Masters: install_k8s_cluster.sh -m IPS -i ENDPOINT -t TOKEN -s HASH -k KEY
-#   Worker:        install_k8s_cluster.sh -w IP -i ENDPOINT -t TOKEN -s HASH
+#   First Master:  install_k8s_cluster.sh -m IP1[,IP2,...] -i HOST:PORT
+#                      [-p POD_CIDR] [-a SERVICE_CIDR]
+#   Other Masters: install_k8s_cluster.sh -m IP1,IP2,... -i HOST:PORT
+#                      -t TOKEN -s sha256:HASH -k CERT_KEY [-p ..] [-a ..]
+#   Worker:        install_k8s_cluster.sh -w IP -i HOST:PORT
+#                      -t TOKEN -s sha256:HASH
 #
 # Options:
-#   -m IPS       Comma-separated addresses of all Masters. The Master holding
-#                the first one runs `kubeadm init`; the others join it as
-#                control-plane nodes.
-#   -w IP        Address of this Worker; it joins the cluster.
-#                Nodes register with their -m or -w address (kubelet --node-ip).
-#   -i ENDPOINT  Control-plane endpoint (API server on port 6443): the first
-#                Master's address, or a virtual IP. When it is not the first
-#                Master's address, keepalived moves it between the Masters
-#                (VRRP over unicast), towards one whose API server answers.
-#   -p CIDR      Pod network (default 192.168.0.0/16); Calico uses it.
-#   -a CIDR      Service network (default 10.96.0.0/12).
-#   -t TOKEN     Bootstrap token, to join.
-#   -s HASH      Discovery CA certificate hash (sha256:...), to join.
-#   -k KEY       Certificate key, to join as a control-plane node.
-#   -o FILE      Also append all output to FILE.
-#   -d           Trace every command (set -x).
-#   -h           Show this help.
+#   -m IPS        Comma-separated addresses of all Masters. The Master that
+#                 holds the first address runs `kubeadm init`; a Master
+#                 holding another one joins as a control-plane node.
+#   -w IP         Address of this Worker; it joins the cluster.
+#                 Every node registers with its -m or -w address
+#                 (KUBELET_EXTRA_ARGS=--node-ip in /etc/default/kubelet).
+#   -i HOST:PORT  Control-plane endpoint: `<master>:6443` with one Master,
+#                 `<VIP>:16443` with several (haproxy and keepalived are
+#                 configured by the driver before this script runs; the
+#                 script knows nothing about HA).
+#   -p CIDR       Pod network (kubeadm --pod-network-cidr); only passed on
+#                 when given. Calico uses 192.168.0.0/16 without it.
+#   -a CIDR       Service network (kubeadm --service-cidr); only when given.
+#   -t TOKEN      Bootstrap token, to join.
+#   -s HASH       sha256:<hex> hash of the cluster CA's public key, to join.
+#   -k KEY        Certificate key, to join as a control-plane node.
+#                 -t, -s (and -k on a Master) are required only when this
+#                 node actually has to join: not on the first Master, not
+#                 on a node that already has /etc/kubernetes/kubelet.conf.
+#   -o FILE       Also append the output to FILE (created 0600). The
+#                 cluster info block is not written to it.
+#   -d            Trace every command (set -x) on stderr. The trace shows
+#                 the token and the certificate key: debugging only.
+#   -h            Show this help.
 #
-# Environment: http_proxy, https_proxy and no_proxy, if set, are used by
-# apt-get, curl and containerd (image pulls).
+# Environment:
+#   http_proxy, https_proxy, no_proxy
+#       When set, exported to apt-get, curl and kubeadm; while the node is
+#       prepared they are also written for containerd (image pulls) and
+#       kubelet as systemd drop-ins (http-proxy.conf in
+#       /etc/systemd/system/containerd.service.d and kubelet.service.d).
+#       When a proxy is set, no_proxy is extended with localhost, the
+#       Master addresses, the endpoint host, this node and the pod and
+#       service networks.
 #
-# The first Master prints what the other nodes need to join, one per line:
-#   server:https://ENDPOINT:6443
-#   token:TOKEN
-#   ssl_ca_cert_hash:sha256:HASH
-#   certificate_key:KEY
+# What it does:
+#   1. Node preparation: swap off, kernel modules overlay and br_netfilter,
+#      forwarding sysctls, containerd (distribution package, systemd cgroup
+#      driver), kubelet/kubeadm/kubectl K8S_PACKAGE_VERSION from
+#      pkgs.k8s.io (held). SKIPPED when dpkg reports kubelet and kubeadm
+#      installed at exactly K8S_PACKAGE_VERSION and the commands containerd
+#      and kubectl exist.
+#   2. Always writes /etc/default/kubelet (KUBELET_EXTRA_ARGS=--node-ip=IP).
+#   3. Unless /etc/kubernetes/kubelet.conf exists (the node is already a
+#      member, it is not initialised or joined again):
+#        kubeadm init --control-plane-endpoint HOST:PORT
+#            --apiserver-advertise-address IP [--pod-network-cidr CIDR]
+#            [--service-cidr CIDR] --upload-certs
+#        (then the Calico manifest CALICO_VERSION is applied), or
+#        kubeadm join HOST:PORT --token T --discovery-token-ca-cert-hash H
+#            [--control-plane --certificate-key K
+#             --apiserver-advertise-address IP]
+#      The Calico manifest is downloaded before `kubeadm init` to
+#      /usr/local/lib/kubernetes-mgmt-pv/calico-CALICO_VERSION.yaml; a file
+#      already there (an offline image) is used as it is.
+#   4. On a Master: copies /etc/kubernetes/admin.conf to ~/.kube/config of
+#      SUDO_USER (0600, owned by that user) and prints the block below.
 #
-# Re-running is safe: a node that already belongs to a cluster is not
-# initialised or joined again. Exit status: 0 on success, 2 on a usage
-# error, the failing command's status otherwise.
+# Output: every Master (after init, join, or when already a member) prints
+# on stdout, one value per line, in this order:
+#   ----- BEGIN KUBERNETES CLUSTER INFO -----
+#   server=https://HOST:PORT
+#   token=<bootstrap token from `kubeadm token create --ttl 2h`>
+#   ca_cert_hash=sha256:<hex sha256 of the CA's DER SubjectPublicKeyInfo>
+#   certificate_key=<hex, last line of
+#                    `kubeadm init phase upload-certs --upload-certs`>
+#   ca_cert=<base64 of /etc/kubernetes/pki/ca.crt (PEM), one line>
+#   ----- END KUBERNETES CLUSTER INFO -----
+# The token and the certificate key appear nowhere else (kubeadm's own
+# output is shown with them masked), unless -d is given.
+#
+# Exit status: 0 on success; 2 on a usage error (the message names the
+# option; the node is left untouched); otherwise the failing command's
+# status, with the last line on stderr reading
+#   install_k8s_cluster.sh: FAILED: <command> (exit <n>)
+# Re-running after a failure or on a finished node is safe.
 
 set -euo pipefail
+set -o errtrace           # the ERR trap fires inside functions too
+shopt -s inherit_errexit  # and -e holds inside $(...)
 
-# Pinned versions: change them together (pkgs.k8s.io has one repository per
-# minor version; package versions are <version>-<revision>).
+# Pinned versions: change them together. pkgs.k8s.io has one repository
+# per minor version; its package versions are <version>-<revision>.
 readonly K8S_MINOR='v1.31'
 readonly K8S_PACKAGE_VERSION='1.31.4-1.1'
+readonly PAUSE_IMAGE='registry.k8s.io/pause:3.10'
 readonly CALICO_VERSION='v3.28.2'
-readonly API_PORT=6443
-readonly KEYRING='/etc/apt/keyrings/kubernetes-apt-keyring.gpg'
+readonly CALICO_URL="https://raw.githubusercontent.com/projectcalico/calico/${CALICO_VERSION}/manifests/calico.yaml"
+readonly K8S_REPO="https://pkgs.k8s.io/core:/stable:/${K8S_MINOR}/deb/"
+readonly SCRIPT_NAME='install_k8s_cluster.sh'
 
-usage() {
-    sed -n '/^# Usage:/,/^# Exit status/p' "$0" | sed 's/^# \{0,1\}//'
+# Files read or written outside node preparation. Set here, so neither the
+# command line nor the environment can change them; plain variables so
+# that the unit tests, which source this file and call its functions, can
+# point them into a temporary directory.
+KUBE_DIR='/etc/kubernetes'
+KUBELET_DEFAULTS='/etc/default/kubelet'
+SYSTEMD_DIR='/etc/systemd/system'
+LIB_DIR='/usr/local/lib/kubernetes-mgmt-pv'
+
+# --- errors ----------------------------------------------------------------
+
+fail() {  # fail WHAT STATUS: the contract's last stderr line, then exit.
+    printf '%s: FAILED: %s (exit %d)\n' "$SCRIPT_NAME" "$1" "$2" >&2
+    exit "$2"
 }
 
+on_error() {
+    local status=$? command=$BASH_COMMAND
+    if [ "$BASH_SUBSHELL" -gt 0 ]; then
+        exit "$status"  # the shell that started the subshell reports it
+    fi
+    fail "$command" "$status"
+}
+trap on_error ERR
+
 fail_usage() {
-    echo "install_k8s_cluster.sh: $1" >&2
-    echo "Run with -h for help." >&2
+    printf '%s: %s\n' "$SCRIPT_NAME" "$1" >&2
+    printf 'Run %s -h for help.\n' "$SCRIPT_NAME" >&2
     exit 2
 }
 
-masters='' worker='' endpoint='' pod_cidr='192.168.0.0/16'
-service_cidr='10.96.0.0/12' token='' ca_hash='' cert_key='' log_file=''
-while getopts 'm:w:i:p:a:t:s:k:o:dh' option; do
-    case "$option" in
-        m) masters="$OPTARG" ;;
-        w) worker="$OPTARG" ;;
-        i) endpoint="$OPTARG" ;;
-        p) pod_cidr="$OPTARG" ;;
-        a) service_cidr="$OPTARG" ;;
-        t) token="$OPTARG" ;;
-        s) ca_hash="$OPTARG" ;;
-        k) cert_key="$OPTARG" ;;
-        o) log_file="$OPTARG" ;;
-        d) set -x ;;
-        h) usage; exit 0 ;;
-        *) fail_usage 'unknown option' ;;
-    esac
-done
+usage() {
+    sed -n '/^# Usage:/,/^# Re-running/s/^# \{0,1\}//p' "${BASH_SOURCE[0]}"
+}
 
-[ "$(id -u)" -eq 0 ] || fail_usage 'must run as root'
-[ -n "$endpoint" ] || fail_usage '-i ENDPOINT is required'
-if [ -n "$masters" ] && [ -n "$worker" ]; then
-    fail_usage '-m and -w are mutually exclusive'
-fi
-if [ -n "$log_file" ]; then
-    exec > >(tee -a "$log_file") 2>&1
-fi
+# --- command line ------------------------------------------------------------
 
-# The address of this host among the given ones, or nothing.
-local_address_among() {
-    local candidate addresses
-    addresses="$(ip -o addr show)"
+masters='' worker='' endpoint='' pod_cidr='' service_cidr=''
+token='' ca_hash='' cert_key='' log_file='' debug=''
+master_list=() node_ip='' role='' member=''
+
+readonly IP_RE='^[0-9A-Fa-f.:]+$'
+readonly CIDR_RE='^[0-9A-Fa-f.:/]+(,[0-9A-Fa-f.:/]+)?$'
+readonly ENDPOINT_RE='^(\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9.-]+):[0-9]{1,5}$'
+readonly TOKEN_RE='^[a-z0-9]{6}\.[a-z0-9]{16}$'
+readonly HASH_RE='^sha256:[0-9a-f]{64}$'
+readonly KEY_RE='^[0-9a-f]+$'
+
+parse_options() {
+    local option address
+    OPTIND=1
+    while getopts ':m:w:i:p:a:t:s:k:o:dh' option; do
+        case "$option" in
+            m) masters="$OPTARG" ;;
+            w) worker="$OPTARG" ;;
+            i) endpoint="$OPTARG" ;;
+            p) pod_cidr="$OPTARG" ;;
+            a) service_cidr="$OPTARG" ;;
+            t) token="$OPTARG" ;;
+            s) ca_hash="$OPTARG" ;;
+            k) cert_key="$OPTARG" ;;
+            o) log_file="$OPTARG" ;;
+            d) debug=1 ;;
+            h) usage; exit 0 ;;
+            :) fail_usage "option -$OPTARG needs an argument" ;;
+            *) fail_usage "unknown option -$OPTARG" ;;
+        esac
+    done
+    shift $((OPTIND - 1))
+    [ "$#" -eq 0 ] || fail_usage "unexpected argument '$1'"
+
+    [ -n "$endpoint" ] || fail_usage '-i HOST:PORT is required'
+    [[ "$endpoint" =~ $ENDPOINT_RE ]] ||
+        fail_usage "-i: '$endpoint' is not HOST:PORT"
+    if [ -n "$masters" ] && [ -n "$worker" ]; then
+        fail_usage '-m and -w cannot be used together'
+    fi
+    if [ -z "$masters" ] && [ -z "$worker" ]; then
+        fail_usage '-m IPS (Master) or -w IP (Worker) is required'
+    fi
+    if [ -n "$masters" ]; then
+        IFS=',' read -r -a master_list <<< "$masters"
+        [ "${masters: -1}" != ',' ] || fail_usage "-m: empty address in '$masters'"
+        for address in "${master_list[@]}"; do
+            [[ "$address" =~ $IP_RE ]] ||
+                fail_usage "-m: '$address' is not an IP address"
+        done
+    else
+        [[ "$worker" =~ $IP_RE ]] ||
+            fail_usage "-w: '$worker' is not an IP address"
+        [ -z "$cert_key" ] || fail_usage '-k is for Masters only'
+    fi
+    if [ -n "$pod_cidr" ] && ! [[ "$pod_cidr" =~ $CIDR_RE ]]; then
+        fail_usage "-p: '$pod_cidr' is not a CIDR"
+    fi
+    if [ -n "$service_cidr" ] && ! [[ "$service_cidr" =~ $CIDR_RE ]]; then
+        fail_usage "-a: '$service_cidr' is not a CIDR"
+    fi
+    # Secrets are checked but never echoed.
+    if [ -n "$token" ] && ! [[ "$token" =~ $TOKEN_RE ]]; then
+        fail_usage '-t: not a bootstrap token ([a-z0-9]{6}.[a-z0-9]{16})'
+    fi
+    if [ -n "$ca_hash" ] && ! [[ "$ca_hash" =~ $HASH_RE ]]; then
+        fail_usage '-s: not sha256:<64 hex digits>'
+    fi
+    if [ -n "$cert_key" ] && ! [[ "$cert_key" =~ $KEY_RE ]]; then
+        fail_usage '-k: not a hexadecimal certificate key'
+    fi
+    local name value
+    for name in http_proxy https_proxy no_proxy; do
+        value="${!name:-}"
+        [[ "$value" != *$'\n'* && "$value" != *'"'* ]] ||
+            fail_usage "environment variable $name holds a newline or a quote"
+    done
+}
+
+# Sets node_ip to the first of the given addresses that this host holds,
+# or to nothing.
+find_node_ip() {
+    local addresses candidate
+    addresses="$(ip -o addr show)" || fail 'ip -o addr show' "$?"
+    node_ip=''
     for candidate in "$@"; do
         if [[ "$addresses" == *" $candidate/"* ]]; then
-            echo "$candidate"
-            return
+            node_ip="$candidate"
+            return 0
         fi
     done
 }
 
-IFS=',' read -r -a master_list <<< "$masters"
-if [ -n "$masters" ]; then
-    node_ip="$(local_address_among "${master_list[@]}")"
-    [ -n "$node_ip" ] || fail_usage "none of $masters is an address of this host"
-    if [ "$node_ip" = "${master_list[0]}" ]; then
-        role='first-master'
+# Sets node_ip, role (first-master, master, worker) and member; checks
+# that what a join needs was given.
+find_role() {
+    if [ -n "$masters" ]; then
+        find_node_ip "${master_list[@]}"
+        [ -n "$node_ip" ] ||
+            fail_usage "-m: none of $masters is an address of this host"
+        if [ "$node_ip" = "${master_list[0]}" ]; then
+            role='first-master'
+        else
+            role='master'
+        fi
     else
-        role='master'
-        if [ -z "$token" ] || [ -z "$ca_hash" ] || [ -z "$cert_key" ]; then
-            fail_usage 'a joining Master needs -t, -s and -k'
+        find_node_ip "$worker"
+        [ -n "$node_ip" ] ||
+            fail_usage "-w: $worker is not an address of this host"
+        role='worker'
+    fi
+    if [ -f "$KUBE_DIR/kubelet.conf" ]; then
+        member=1
+    elif [ "$role" != 'first-master' ]; then
+        [ -n "$token" ] || fail_usage "-t TOKEN is required to join (this $role is not a member yet)"
+        [ -n "$ca_hash" ] || fail_usage "-s sha256:HASH is required to join (this $role is not a member yet)"
+        if [ "$role" = 'master' ] && [ -z "$cert_key" ]; then
+            fail_usage '-k CERT_KEY is required to join as a control-plane node'
         fi
     fi
-elif [ -n "$worker" ]; then
-    node_ip="$(local_address_among "$worker")"
-    [ -n "$node_ip" ] || fail_usage "$worker is not an address of this host"
-    role='worker'
-    if [ -z "$token" ] || [ -z "$ca_hash" ]; then
-        fail_usage 'a Worker needs -t and -s'
-    fi
-else
-    fail_usage 'either -m or -w is required'
-fi
+}
 
-export DEBIAN_FRONTEND=noninteractive
+# --- proxy ---------------------------------------------------------------------
+
+# Exports the proxy variables that are set; when a proxy is set, no_proxy
+# also lists the cluster's own addresses, so that kubeadm, kubelet and
+# containerd reach the API servers directly.
+export_proxy_environment() {
+    if [ -z "${http_proxy:-}${https_proxy:-}" ]; then
+        if [ -n "${no_proxy:-}" ]; then export no_proxy; fi
+        return 0
+    fi
+    local host="${endpoint%:*}" extra
+    host="${host#[}"
+    host="${host%]}"
+    extra="localhost,127.0.0.1,${masters:-$worker},${host},${node_ip}"
+    [ -z "$pod_cidr" ] || extra+=",${pod_cidr}"
+    [ -z "$service_cidr" ] || extra+=",${service_cidr}"
+    no_proxy="${no_proxy:+${no_proxy},}${extra},.svc,.cluster.local"
+    export no_proxy
+    if [ -n "${http_proxy:-}" ]; then export http_proxy; fi
+    if [ -n "${https_proxy:-}" ]; then export https_proxy; fi
+}
+
+# systemd would expand % and \ in Environment= values.
+systemd_quote() {
+    local value="${1//\\/\\\\}"
+    printf '%s' "${value//%/%%}"
+}
+
+# Writes <unit>.d/http-proxy.conf for containerd and kubelet when a proxy
+# variable is set; writes nothing otherwise.
+write_proxy_dropins() {
+    local unit lines='' name upper value
+    for name in http_proxy https_proxy no_proxy; do
+        value="${!name:-}"
+        [ -n "$value" ] || continue
+        upper="${name^^}"
+        lines+="Environment=\"${upper}=$(systemd_quote "$value")\""$'\n'
+    done
+    [ -n "$lines" ] || return 0
+    for unit in containerd kubelet; do
+        mkdir -p "$SYSTEMD_DIR/$unit.service.d"
+        (umask 077; printf '[Service]\n%s' "$lines" \
+            > "$SYSTEMD_DIR/$unit.service.d/http-proxy.conf")
+    done
+}
+
+# --- node preparation ------------------------------------------------------
+
+# "installed <version>" for an installed package, else something else.
+package_state() {
+    dpkg-query -W -f="\${db:Status-Status} \${Version}" "$1" 2>/dev/null || true
+}
+
+# True when the node was already prepared (by this script or in the image).
+node_prepared() {
+    [ "$(package_state kubelet)" = "installed ${K8S_PACKAGE_VERSION}" ] &&
+        [ "$(package_state kubeadm)" = "installed ${K8S_PACKAGE_VERSION}" ] &&
+        command -v containerd > /dev/null &&
+        command -v kubectl > /dev/null
+}
+
+readonly APT_OPTIONS=(-y -q -o DPkg::Lock::Timeout=600 -o Acquire::Retries=3
+    -o Dpkg::Options::=--force-confdef -o Dpkg::Options::=--force-confold)
 
 prepare_kernel() {
     swapoff -a
@@ -134,149 +339,215 @@ prepare_kernel() {
     printf 'overlay\nbr_netfilter\n' > /etc/modules-load.d/kubernetes.conf
     modprobe overlay
     modprobe br_netfilter
-    cat > /etc/sysctl.d/90-kubernetes.conf <<'EOF'
-net.bridge.bridge-nf-call-iptables = 1
-net.bridge.bridge-nf-call-ip6tables = 1
-net.ipv4.ip_forward = 1
-EOF
+    printf '%s\n' 'net.bridge.bridge-nf-call-iptables = 1' \
+        'net.bridge.bridge-nf-call-ip6tables = 1' 'net.ipv4.ip_forward = 1' \
+        > /etc/sysctl.d/90-kubernetes.conf
     sysctl --system > /dev/null
 }
 
 install_containerd() {
     apt-get update -q
-    apt-get install -y -q ca-certificates curl gpg containerd
+    apt-get install "${APT_OPTIONS[@]}" ca-certificates curl containerd
     mkdir -p /etc/containerd
-    containerd config default |
-        sed 's/SystemdCgroup = false/SystemdCgroup = true/' \
-        > /etc/containerd/config.toml
-    if [ -n "${http_proxy:-}${https_proxy:-}" ]; then
-        mkdir -p /etc/systemd/system/containerd.service.d
-        cat > /etc/systemd/system/containerd.service.d/proxy.conf <<EOF
-[Service]
-Environment="HTTP_PROXY=${http_proxy:-}" "HTTPS_PROXY=${https_proxy:-}" "NO_PROXY=${no_proxy:-}"
-EOF
-        systemctl daemon-reload
-    fi
-    systemctl restart containerd
-    systemctl enable containerd
+    containerd config default > /etc/containerd/config.toml
+    sed -i -e 's/SystemdCgroup = false/SystemdCgroup = true/' \
+        -e "s|^\\([[:space:]]*sandbox_image = \\).*|\\1\"${PAUSE_IMAGE}\"|" \
+        /etc/containerd/config.toml
+    grep -q 'SystemdCgroup = true' /etc/containerd/config.toml ||
+        fail 'containerd config default: no SystemdCgroup setting to enable' 1
 }
 
 install_kubernetes_packages() {
-    local repo="https://pkgs.k8s.io/core:/stable:/${K8S_MINOR}/deb/"
+    local keyring='/etc/apt/keyrings/kubernetes-apt-keyring.asc'
     install -d -m 755 /etc/apt/keyrings
-    curl -fsSL "${repo}Release.key" | gpg --batch --yes --dearmor -o "$KEYRING"
-    echo "deb [signed-by=${KEYRING}] ${repo} /" \
+    curl -fsSL --retry 3 -o "${keyring}.new" "${K8S_REPO}Release.key"
+    mv "${keyring}.new" "$keyring"
+    chmod 644 "$keyring"
+    echo "deb [signed-by=${keyring}] ${K8S_REPO} /" \
         > /etc/apt/sources.list.d/kubernetes.list
     apt-get update -q
-    apt-get install -y -q --allow-change-held-packages \
-        "kubelet=${K8S_PACKAGE_VERSION}" "kubeadm=${K8S_PACKAGE_VERSION}" \
-        "kubectl=${K8S_PACKAGE_VERSION}"
+    apt-get install "${APT_OPTIONS[@]}" --allow-change-held-packages \
+        --allow-downgrades "kubelet=${K8S_PACKAGE_VERSION}" \
+        "kubeadm=${K8S_PACKAGE_VERSION}" "kubectl=${K8S_PACKAGE_VERSION}"
     apt-mark hold kubelet kubeadm kubectl
-    # The node registers with the address the cluster knows it by, even
-    # on a VM with several ports.
-    echo "KUBELET_EXTRA_ARGS=--node-ip=${node_ip}" > /etc/default/kubelet
-    systemctl enable kubelet
 }
 
-# keepalived holds the virtual endpoint on one Master, preferring the first
-# and moving away from a Master whose API server stops answering.
-setup_virtual_endpoint() {
-    local interface='' prefix='' peer priority=100
-    read -r interface prefix < <(ip -o -4 addr show |
-        awk -v ip="$node_ip" '{split($4, a, "/")} a[1] == ip {print $2, a[2]}') || true
-    [ -n "$interface" ] || fail_usage "no IPv4 interface holds $node_ip"
-    [ "$role" = 'first-master' ] && priority=150
-    apt-get install -y -q keepalived
-    {
-        echo 'global_defs {'
-        echo '    enable_script_security'
-        echo '    script_user root'
-        echo '}'
-        echo 'vrrp_script api_server {'
-        echo "    script \"/usr/bin/curl -sfk --max-time 2 -o /dev/null https://127.0.0.1:${API_PORT}/healthz\""
-        echo '    interval 3'
-        echo '    fall 2'
-        echo '    rise 2'
-        echo '    weight -60'
-        echo '}'
-        echo 'vrrp_instance kubernetes_api {'
-        echo '    state BACKUP'
-        echo "    interface ${interface}"
-        echo "    virtual_router_id $(( ${endpoint##*.} % 255 + 1 ))"
-        echo "    priority ${priority}"
-        echo '    advert_int 1'
-        echo "    unicast_src_ip ${node_ip}"
-        echo '    unicast_peer {'
-        for peer in "${master_list[@]}"; do
-            [ "$peer" = "$node_ip" ] || echo "        ${peer}"
-        done
-        echo '    }'
-        echo "    virtual_ipaddress { ${endpoint}/${prefix} dev ${interface} }"
-        echo '    track_script { api_server }'
-        echo '}'
-    } > /etc/keepalived/keepalived.conf
-    systemctl enable keepalived
-    systemctl restart keepalived
+prepare_node() {
+    export DEBIAN_FRONTEND=noninteractive
+    prepare_kernel
+    install_containerd
+    install_kubernetes_packages
+    write_proxy_dropins
+    systemctl daemon-reload
+    systemctl enable containerd kubelet
+    systemctl restart containerd
 }
 
-admin_kubeconfig_for_login_user() {
-    local user="${SUDO_USER:-}" home
-    if [ -z "$user" ] || [ "$user" = 'root' ]; then
+# --- kubelet node address ----------------------------------------------------
+
+restart_kubelet() {
+    if [ -d /run/systemd/system ]; then
+        systemctl restart kubelet
+    fi
+}
+
+# Always written; a member whose address changed restarts its kubelet.
+write_kubelet_defaults() {
+    local line="KUBELET_EXTRA_ARGS=--node-ip=${node_ip}"
+    if [ -f "$KUBELET_DEFAULTS" ] &&
+            [ "$(cat "$KUBELET_DEFAULTS")" = "$line" ]; then
         return 0
     fi
-    home="$(getent passwd "$user" | cut -d: -f6)"
-    install -d -o "$user" -g "$user" -m 700 "$home/.kube"
-    install -o "$user" -g "$user" -m 600 /etc/kubernetes/admin.conf \
-        "$home/.kube/config"
+    printf '%s\n' "$line" > "$KUBELET_DEFAULTS"
+    if [ -n "$member" ]; then
+        restart_kubelet
+    fi
 }
 
-print_join_information() {
-    local hash
-    hash="$(openssl x509 -pubkey -noout -in /etc/kubernetes/pki/ca.crt |
-        openssl pkey -pubin -outform der | sha256sum | cut -d' ' -f1)"
-    echo "server:https://${endpoint}:${API_PORT}"
-    echo "token:$(kubeadm token create --ttl 24h)"
-    echo "ssl_ca_cert_hash:sha256:${hash}"
-    echo "certificate_key:$(kubeadm init phase upload-certs --upload-certs |
-        tail -n 1)"
+# --- init / join -----------------------------------------------------------
+
+# kubeadm prints bootstrap tokens and certificate keys: mask them.
+redact() {
+    sed -u -E -e 's/[a-z0-9]{6}\.[a-z0-9]{16}/<token>/g' \
+        -e 's/(--certificate-key[ =]+)[0-9A-Fa-f]+/\1<certificate-key>/g' \
+        -e 's/^([[:space:]]*)[0-9a-f]{64}[[:space:]]*$/\1<certificate-key>/'
+}
+
+# run_masked WHAT COMMAND...: runs COMMAND with its stdout and stderr each
+# passed through redact; fails as WHAT. The saved stdout is not inherited.
+run_masked() {
+    local what="$1" status=0
+    shift
+    { "$@" 2>&1 1>&3 3>&- {stdout_fd}>&- | redact >&2; } 3>&1 | redact ||
+        status=$?
+    [ "$status" -eq 0 ] || fail "$what" "$status"
+}
+
+calico_manifest() {
+    echo "${LIB_DIR}/calico-${CALICO_VERSION}.yaml"
+}
+
+# Fetched before `kubeadm init`, so that a network failure happens before
+# the cluster exists; a manifest already in place (offline image) is used.
+fetch_calico_manifest() {
+    local manifest
+    manifest="$(calico_manifest)"
+    [ ! -s "$manifest" ] || return 0
+    mkdir -p "$LIB_DIR"
+    curl -fsSL --retry 3 -o "${manifest}.part" "$CALICO_URL" ||
+        fail "curl $CALICO_URL" "$?"
+    mv "${manifest}.part" "$manifest"
 }
 
 create_cluster() {
-    kubeadm init --control-plane-endpoint "${endpoint}:${API_PORT}" \
-        --apiserver-advertise-address "$node_ip" \
-        --pod-network-cidr "$pod_cidr" --service-cidr "$service_cidr" \
-        --upload-certs
-    kubectl --kubeconfig /etc/kubernetes/admin.conf apply -f \
-        "https://raw.githubusercontent.com/projectcalico/calico/${CALICO_VERSION}/manifests/calico.yaml"
+    local args=(--control-plane-endpoint "$endpoint"
+                --apiserver-advertise-address "$node_ip")
+    [ -z "$pod_cidr" ] || args+=(--pod-network-cidr "$pod_cidr")
+    [ -z "$service_cidr" ] || args+=(--service-cidr "$service_cidr")
+    args+=(--upload-certs)
+    fetch_calico_manifest
+    run_masked 'kubeadm init' kubeadm init "${args[@]}"
+    kubectl --kubeconfig "$KUBE_DIR/admin.conf" apply -f "$(calico_manifest)" ||
+        fail "kubectl apply -f $(calico_manifest)" "$?"
 }
 
 join_cluster() {
-    local extra=()
+    local args=("$endpoint" --token "$token"
+                --discovery-token-ca-cert-hash "$ca_hash")
     if [ "$role" = 'master' ]; then
-        extra=(--control-plane --certificate-key "$cert_key"
+        args+=(--control-plane --certificate-key "$cert_key"
                --apiserver-advertise-address "$node_ip")
     fi
-    kubeadm join "${endpoint}:${API_PORT}" --token "$token" \
-        --discovery-token-ca-cert-hash "$ca_hash" "${extra[@]}"
+    run_masked 'kubeadm join' kubeadm join "${args[@]}"
 }
 
-prepare_kernel
-install_containerd
-install_kubernetes_packages
-if [ "$role" != 'worker' ] && [ "$endpoint" != "${master_list[0]}" ]; then
-    setup_virtual_endpoint
+# --- Master outputs ------------------------------------------------------------
+
+copy_admin_kubeconfig() {
+    local user="${SUDO_USER:-}" entry uid gid home
+    if [ -z "$user" ] || [ "$user" = 'root' ]; then
+        echo "No SUDO_USER: $KUBE_DIR/admin.conf not copied to ~/.kube/config."
+        return 0
+    fi
+    entry="$(getent passwd "$user")" || fail "getent passwd $user" "$?"
+    IFS=':' read -r _ _ uid gid _ home _ <<< "$entry"
+    install -d -m 700 -o "$uid" -g "$gid" "$home/.kube"
+    install -m 600 -o "$uid" -g "$gid" "$KUBE_DIR/admin.conf" \
+        "$home/.kube/config"
+    echo "Copied $KUBE_DIR/admin.conf to $home/.kube/config."
+}
+
+print_cluster_info() {
+    local ca="$KUBE_DIR/pki/ca.crt" new_token output new_key digest ca_b64
+    new_token="$(kubeadm token create --ttl 2h)" ||
+        fail 'kubeadm token create --ttl 2h' "$?"
+    [[ "$new_token" =~ $TOKEN_RE ]] ||
+        fail 'kubeadm token create --ttl 2h: no bootstrap token printed' 1
+    output="$(kubeadm init phase upload-certs --upload-certs)" ||
+        fail 'kubeadm init phase upload-certs --upload-certs' "$?"
+    new_key="${output##*$'\n'}"
+    [[ "$new_key" =~ $KEY_RE ]] ||
+        fail 'kubeadm init phase upload-certs: last line is no certificate key' 1
+    digest="$(openssl x509 -pubkey -noout -in "$ca" |
+        openssl pkey -pubin -outform der | sha256sum)" ||
+        fail "openssl: public key hash of $ca" "$?"
+    digest="${digest%% *}"
+    ca_b64="$(base64 -w0 "$ca")" || fail "base64 -w0 $ca" "$?"
+    printf '%s\n' '----- BEGIN KUBERNETES CLUSTER INFO -----' \
+        "server=https://${endpoint}" "token=${new_token}" \
+        "ca_cert_hash=sha256:${digest}" "certificate_key=${new_key}" \
+        "ca_cert=${ca_b64}" '----- END KUBERNETES CLUSTER INFO -----' \
+        >&"$stdout_fd"
+}
+
+# --- main --------------------------------------------------------------------
+
+main() {
+    parse_options "$@"
+    [ "$(id -u)" -eq 0 ] || fail_usage 'must be run as root (sudo)'
+    find_role
+
+    # The cluster info block goes to the original stdout only.
+    exec {stdout_fd}>&1
+    if [ -n "$log_file" ]; then
+        (umask 077; : >> "$log_file") 2> /dev/null ||
+            fail_usage "-o: cannot write to $log_file"
+        exec > >(tee -a "$log_file") 2> >(tee -a "$log_file" >&2)
+    fi
+    if [ -n "$debug" ]; then
+        set -x
+    fi
+    echo "$SCRIPT_NAME: $role $node_ip, control-plane endpoint $endpoint"
+
+    export_proxy_environment
+    if node_prepared; then
+        echo "Node preparation skipped: kubelet and kubeadm" \
+            "${K8S_PACKAGE_VERSION} are installed, containerd and kubectl exist."
+    else
+        echo "Preparing the node: kernel, containerd, Kubernetes ${K8S_PACKAGE_VERSION}."
+        prepare_node
+    fi
+    write_kubelet_defaults
+
+    if [ -n "$member" ]; then
+        echo "This node already belongs to a cluster ($KUBE_DIR/kubelet.conf" \
+            "exists): not initialised or joined again."
+    elif [ "$role" = 'first-master' ]; then
+        create_cluster
+    else
+        join_cluster
+    fi
+
+    if [ "$role" != 'worker' ]; then
+        [ -f "$KUBE_DIR/admin.conf" ] ||
+            fail "$KUBE_DIR/admin.conf missing: this node is no control-plane node" 1
+        copy_admin_kubeconfig
+        print_cluster_info
+    fi
+    echo 'Install Success!'
+}
+
+# Run unless sourced (the unit tests source the script to test functions).
+if [ "${BASH_SOURCE[0]}" = "$0" ]; then
+    main "$@"
 fi
-if [ -f /etc/kubernetes/kubelet.conf ]; then
-    echo "This node already belongs to a cluster: not initialised or joined."
-elif [ "$role" = 'first-master' ]; then
-    create_cluster
-else
-    join_cluster
-fi
-if [ "$role" != 'worker' ]; then
-    admin_kubeconfig_for_login_user
-fi
-if [ "$role" = 'first-master' ]; then
-    print_join_information
-fi
-echo 'Install Success!'

@@ -1,0 +1,718 @@
+"""The sample install script (Scripts/install_k8s_cluster.sh) keeps the
+contract the driver and operators rely on: command line, kubeadm command
+lines, the cluster info block, exit status and the FAILED line.
+
+No root, no network: the script runs with PATH pointing at a directory of
+fake commands (id, ip, dpkg-query, kubeadm, kubectl, curl, getent, ...)
+written here, plus symlinks to a few harmless real tools (sed, openssl,
+base64, ...). Argument checks run the script itself. Everything after them
+runs through a harness that sources the script, points its four path
+variables (/etc/kubernetes, /etc/default/kubelet, /etc/systemd/system,
+/usr/local/lib/kubernetes-mgmt-pv) into a temporary root, replaces the two
+functions that would change the machine (prepare_node, restart_kubelet)
+and calls main. The end-to-end run on real hosts is the functional
+tests' job.
+"""
+
+import base64
+import hashlib
+import json
+import os
+import re
+import shutil
+import stat
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(
+    os.path.abspath(__file__))))
+SCRIPT = os.path.join(ROOT, 'samples', 'kubernetes_pv_vnf', 'Scripts',
+                      'install_k8s_cluster.sh')
+BASH = shutil.which('bash') or '/bin/bash'
+NAME = 'install_k8s_cluster.sh'
+
+with open(SCRIPT) as _stream:
+    SOURCE = _stream.read()
+VERSION = re.search(r"^readonly K8S_PACKAGE_VERSION='([^']+)'$", SOURCE,
+                    re.M).group(1)
+CALICO_VERSION = re.search(r"^readonly CALICO_VERSION='([^']+)'$", SOURCE,
+                           re.M).group(1)
+
+# Real tools the script may use that change nothing outside its arguments.
+TOOLS = ('base64', 'cat', 'chmod', 'cut', 'grep', 'head', 'install', 'mkdir',
+         'mv', 'openssl', 'rm', 'sed', 'sha256sum', 'tail', 'tee', 'tr')
+
+THIS_IP = '10.0.0.5'
+OTHER_IP = '10.0.0.6'
+VIP = '10.0.0.100:16443'
+TOKEN = 'abcdef.0123456789abcdef'          # what `kubeadm token create` gives
+CERT_KEY = 'c0ffee' * 10 + 'c0de'         # what upload-certs gives (last line)
+INIT_TOKEN = 'zyxwvu.9876543210zyxwvu'     # printed by `kubeadm init` only
+INIT_KEY = 'feed' * 16                     # printed by `kubeadm init` only
+JOIN_TOKEN = 'qwerty.asdfghjklzxcvbnm'
+JOIN_HASH = 'sha256:' + 'ab' * 32
+JOIN_KEY = '12' * 32
+BEGIN = '----- BEGIN KUBERNETES CLUSTER INFO -----'
+END = '----- END KUBERNETES CLUSTER INFO -----'
+
+FAKE_HEAD = '#!%s\nimport json, os, shutil, sys\n' % sys.executable
+FAKE_LOG = '''
+def log():
+    with open(os.environ['FAKE_LOG'], 'a') as stream:
+        stream.write(json.dumps({
+            'cmd': os.path.basename(sys.argv[0]), 'argv': sys.argv[1:],
+            'http_proxy': os.environ.get('http_proxy'),
+            'no_proxy': os.environ.get('no_proxy')}) + '\\n')
+log()
+'''
+
+FAKES = {
+    'id': '''
+if sys.argv[1:] == ['-u']:
+    print(os.environ.get('FAKE_UID', '0'))
+''',
+    'ip': '''
+if os.environ.get('FAKE_IP_STATUS'):
+    sys.exit(int(os.environ['FAKE_IP_STATUS']))
+print('1: lo    inet 127.0.0.1/8 scope host lo\\\\       valid_lft forever')
+print('2: eth0    inet %s/24 brd 10.0.0.255 scope global eth0\\\\   valid_lft'
+      % os.environ['FAKE_IP'])
+''',
+    'dpkg-query': '''
+package = sys.argv[-1]
+state = os.environ.get('FAKE_DPKG_' + package)
+if not state:
+    sys.stderr.write('dpkg-query: no packages found matching %s\\n' % package)
+    sys.exit(1)
+fmt = [a for a in sys.argv if a.startswith('-f')][0]
+assert fmt == '-f=${db:Status-Status} ${Version}', fmt
+sys.stdout.write(state)
+''',
+    'getent': '''
+assert sys.argv[1] == 'passwd'
+if sys.argv[2] != 'ubuntu':
+    sys.exit(2)
+print('ubuntu:x:%d:%d:Ubuntu:%s:/bin/bash'
+      % (os.getuid(), os.getgid(), os.environ['FAKE_HOME']))
+''',
+    'kubectl': '',
+    'containerd': '',
+    'systemctl': '',
+    'curl': '''
+out = sys.argv[sys.argv.index('-o') + 1]
+with open(out, 'w') as stream:
+    stream.write('# downloaded ' + sys.argv[-1] + '\\n')
+''',
+    'kubeadm': '''
+argv = sys.argv[1:]
+kube = os.environ['FAKE_KUBE_DIR']
+failing = os.environ.get('FAKE_KUBEADM_FAIL', '')
+if failing and argv[0] == failing.split(':')[0] and argv[1] != 'phase':
+    sys.stderr.write('W1 some warning, token %s\\n' % os.environ['INIT_TOKEN'])
+    sys.stderr.write('error execution phase preflight: it broke\\n')
+    sys.exit(int(failing.split(':')[1]))
+
+def control_plane_files():
+    os.makedirs(os.path.join(kube, 'pki'), exist_ok=True)
+    shutil.copy(os.environ['FAKE_CA'], os.path.join(kube, 'pki', 'ca.crt'))
+    with open(os.path.join(kube, 'admin.conf'), 'w') as stream:
+        stream.write('apiVersion: v1\\nkind: Config\\n# admin\\n')
+
+def kubelet_conf():
+    os.makedirs(kube, exist_ok=True)
+    with open(os.path.join(kube, 'kubelet.conf'), 'w') as stream:
+        stream.write('kind: Config\\n')
+
+if argv[:2] == ['token', 'create']:
+    print(os.environ['TOKEN'])
+elif argv[:3] == ['init', 'phase', 'upload-certs']:
+    print('[upload-certs] Storing the certificates in Secret "kubeadm-certs"')
+    print('[upload-certs] Using certificate key:')
+    print(os.environ['CERT_KEY'])
+elif argv[0] == 'init':
+    control_plane_files()
+    kubelet_conf()
+    token, key = os.environ['INIT_TOKEN'], os.environ['INIT_KEY']
+    print('[upload-certs] Using certificate key:')
+    print(key)
+    print('[bootstrap-token] Using token: ' + token)
+    print('  kubeadm join %s --token %s \\\\' % (argv[2], token))
+    print('\\t--discovery-token-ca-cert-hash sha256:%s \\\\' % ('0' * 64))
+    print('\\t--control-plane --certificate-key ' + key)
+    sys.stderr.write('I1 kubeadm init done, token=%s\\n' % token)
+elif argv[0] == 'join':
+    kubelet_conf()
+    if '--control-plane' in argv:
+        control_plane_files()
+    print('This node has joined the cluster')
+''',
+}
+
+
+def write_fake(directory, name, body):
+    path = os.path.join(directory, name)
+    with open(path, 'w') as stream:
+        stream.write(FAKE_HEAD + FAKE_LOG + textwrap.dedent(body))
+    os.chmod(path, 0o755)
+
+
+@pytest.fixture(scope='module')
+def ca_cert(tmp_path_factory):
+    """A real CA certificate and the sha256 of its DER public key."""
+    serialization = pytest.importorskip(
+        'cryptography.hazmat.primitives.serialization')
+    x509 = pytest.importorskip('cryptography.x509')
+    directory = tmp_path_factory.mktemp('ca')
+    cert, key = directory / 'ca.crt', directory / 'ca.key'
+    subprocess.run(
+        ['openssl', 'req', '-x509', '-newkey', 'ec', '-pkeyopt',
+         'ec_paramgen_curve:prime256v1', '-nodes', '-subj', '/CN=kubernetes',
+         '-days', '1', '-keyout', str(key), '-out', str(cert)],
+        check=True, capture_output=True)
+    public = x509.load_pem_x509_certificate(cert.read_bytes()).public_key()
+    der = public.public_bytes(serialization.Encoding.DER,
+                              serialization.PublicFormat.SubjectPublicKeyInfo)
+    return str(cert), hashlib.sha256(der).hexdigest()
+
+
+class Node(object):
+    """A temporary root and fake commands to run the script against."""
+
+    def __init__(self, tmp_path, ca):
+        self.root = tmp_path / 'root'
+        self.bin = tmp_path / 'bin'
+        self.bin.mkdir()
+        self.kube = self.root / 'etc' / 'kubernetes'
+        self.defaults = self.root / 'etc' / 'default' / 'kubelet'
+        self.systemd = self.root / 'etc' / 'systemd' / 'system'
+        self.lib = self.root / 'usr' / 'local' / 'lib' / 'kubernetes-mgmt-pv'
+        self.home = tmp_path / 'home' / 'ubuntu'
+        self.log = tmp_path / 'fake.log'
+        self.manifest = self.lib / ('calico-%s.yaml' % CALICO_VERSION)
+        for directory in (self.defaults.parent, self.lib, self.home):
+            directory.mkdir(parents=True)
+        self.manifest.write_text('kind: List\n')
+        for tool in TOOLS:
+            real = shutil.which(tool)
+            if real is None:
+                pytest.skip('%s is not installed' % tool)
+            os.symlink(real, self.bin / tool)
+        for name, body in FAKES.items():
+            write_fake(str(self.bin), name, body)
+        self.env = {
+            'PATH': str(self.bin), 'LC_ALL': 'C', 'SUDO_USER': 'ubuntu',
+            'FAKE_LOG': str(self.log), 'FAKE_IP': THIS_IP,
+            'FAKE_KUBE_DIR': str(self.kube), 'FAKE_HOME': str(self.home),
+            'FAKE_CA': ca[0], 'TOKEN': TOKEN, 'CERT_KEY': CERT_KEY,
+            'INIT_TOKEN': INIT_TOKEN, 'INIT_KEY': INIT_KEY,
+            'FAKE_DPKG_kubelet': 'installed ' + VERSION,
+            'FAKE_DPKG_kubeadm': 'installed ' + VERSION,
+        }
+
+    def remove(self, command):
+        os.unlink(self.bin / command)
+
+    def become_member(self, control_plane=True):
+        (self.kube / 'pki').mkdir(parents=True)
+        (self.kube / 'kubelet.conf').write_text('kind: Config\n')
+        if control_plane:
+            (self.kube / 'admin.conf').write_text('kind: Config\n# admin\n')
+            shutil.copy(self.env['FAKE_CA'], self.kube / 'pki' / 'ca.crt')
+
+    def run_script(self, *args, **env):
+        """Run the script itself, as the driver does."""
+        return subprocess.run([BASH, SCRIPT] + list(args),
+                              env=dict(self.env, **env), capture_output=True,
+                              text=True, timeout=60)
+
+    def run_main(self, *args, extra='', **env):
+        """Source the script, redirect its paths, call main."""
+        harness = textwrap.dedent('''
+            source "$1"; shift
+            eval "real_$(declare -f prepare_node)"
+            KUBE_DIR=%s
+            KUBELET_DEFAULTS=%s
+            SYSTEMD_DIR=%s
+            LIB_DIR=%s
+            prepare_node() { echo PREPARE_NODE_CALLED; }
+            restart_kubelet() { echo RESTART_KUBELET_CALLED; }
+            %s
+            main "$@"
+        ''') % (self.kube, self.defaults, self.systemd, self.lib, extra)
+        return subprocess.run([BASH, '-c', harness, 'harness', SCRIPT]
+                              + list(args),
+                              env=dict(self.env, **env), capture_output=True,
+                              text=True, timeout=60)
+
+    def calls(self, command=None):
+        if not self.log.exists():
+            return []
+        entries = [json.loads(line) for line in self.log.read_text()
+                   .splitlines()]
+        return [e for e in entries if command in (None, e['cmd'])]
+
+    def argvs(self, command):
+        return [e['argv'] for e in self.calls(command)]
+
+
+@pytest.fixture
+def node(tmp_path, ca_cert):
+    return Node(tmp_path, ca_cert)
+
+
+def cluster_info(stdout):
+    """The block's key=value lines, checking its shape on the way."""
+    lines = stdout.splitlines()
+    assert lines.count(BEGIN) == 1 and lines.count(END) == 1, stdout
+    start = lines.index(BEGIN)
+    body = lines[start + 1:lines.index(END)]
+    keys = [line.split('=', 1)[0] for line in body]
+    assert keys == ['server', 'token', 'ca_cert_hash', 'certificate_key',
+                    'ca_cert']
+    return dict(line.split('=', 1) for line in body)
+
+
+def last_stderr_line(result):
+    return result.stderr.rstrip('\n').splitlines()[-1]
+
+
+# --- static checks -----------------------------------------------------------
+
+def test_shellcheck_finds_nothing():
+    shellcheck = shutil.which('shellcheck')
+    if shellcheck is None:
+        pytest.skip('shellcheck is not installed')
+    result = subprocess.run([shellcheck, SCRIPT], capture_output=True,
+                            text=True)
+    assert (result.returncode, result.stdout, result.stderr) == (0, '', '')
+
+
+def test_no_check_is_disabled_and_no_trace_is_on():
+    assert 'shellcheck disable' not in SOURCE
+    # xtrace only through -d: a trace would print the token.
+    code = [line.strip() for line in SOURCE.splitlines()
+            if not line.lstrip().startswith('#')]
+    traces = [i for i, line in enumerate(code)
+              if re.search(r'set -\w*x|-o xtrace|bash -x', line)]
+    assert [code[i - 1:i + 1] for i in traces] == [
+        ['if [ -n "$debug" ]; then', 'set -x']]
+
+
+def test_bash_parses_it():
+    result = subprocess.run([BASH, '-n', SCRIPT], capture_output=True,
+                            text=True)
+    assert (result.returncode, result.stderr) == (0, '')
+
+
+def test_help_documents_the_contract(node):
+    result = node.run_script('-h')
+    assert result.returncode == 0
+    for text in ('-m IP1', '-w IP', '-i HOST:PORT', '-t TOKEN', '-k CERT_KEY',
+                 '-o FILE', 'http_proxy', BEGIN, 'certificate_key=', END,
+                 'Exit status', 'FAILED: <command> (exit <n>)'):
+        assert text in result.stdout
+    assert node.calls() == []
+
+
+# --- usage errors ------------------------------------------------------------
+
+@pytest.mark.parametrize('args, message', [
+    ([], '-i HOST:PORT is required'),
+    (['-m', THIS_IP], '-i HOST:PORT is required'),
+    (['-m', THIS_IP, '-w', THIS_IP, '-i', VIP], '-m and -w'),
+    (['-i', VIP], '-m IPS (Master) or -w IP (Worker) is required'),
+    (['-x', '-m', THIS_IP, '-i', VIP], 'unknown option -x'),
+    (['-m', THIS_IP, '-i'], 'option -i needs an argument'),
+    (['-m', THIS_IP, '-i', '10.0.0.100'], "-i: '10.0.0.100' is not HOST:PORT"),
+    (['-m', THIS_IP + ',', '-i', VIP], '-m: empty address'),
+    (['-m', 'master-1', '-i', VIP], "-m: 'master-1' is not an IP address"),
+    (['-w', THIS_IP, '-i', VIP, '-p', 'ten/8'], "-p: 'ten/8' is not a CIDR"),
+    (['-w', THIS_IP, '-i', VIP, '-t', 'nope'], '-t: not a bootstrap token'),
+    (['-w', THIS_IP, '-i', VIP, '-s', 'md5:00'], '-s: not sha256'),
+    (['-m', THIS_IP, '-i', VIP, '-k', 'xyz'], '-k: not a hexadecimal'),
+    (['-w', THIS_IP, '-i', VIP, '-k', JOIN_KEY], '-k is for Masters only'),
+    (['-m', THIS_IP, '-i', VIP, 'extra'], "unexpected argument 'extra'"),
+])
+def test_usage_errors_exit_2_naming_the_option(node, args, message):
+    result = node.run_script(*args)
+    assert result.returncode == 2, result.stderr
+    assert message in result.stderr
+    assert result.stdout == ''
+    assert node.calls() == []
+
+
+def test_bad_arguments_are_never_echoed_when_secret(node):
+    secret = 'Not-A-Token-But-Secret'
+    result = node.run_script('-w', THIS_IP, '-i', VIP, '-t', secret)
+    assert result.returncode == 2
+    assert secret not in result.stderr
+
+
+def test_not_root_is_a_usage_error(node):
+    result = node.run_script('-m', THIS_IP, '-i', VIP, FAKE_UID='1000')
+    assert result.returncode == 2
+    assert 'must be run as root' in result.stderr
+    assert [c['cmd'] for c in node.calls()] == ['id']
+
+
+@pytest.mark.parametrize('args, message', [
+    (['-m', '10.9.9.9,10.0.0.7'], '-m: none of'),
+    (['-w', '10.9.9.9'], '-w: 10.9.9.9 is not an address of this host'),
+])
+def test_an_address_this_host_does_not_hold_is_a_usage_error(node, args,
+                                                              message):
+    result = node.run_main(*args, '-i', VIP)
+    assert result.returncode == 2
+    assert message in result.stderr
+    assert not node.defaults.exists()
+
+
+@pytest.mark.parametrize('args, message', [
+    (['-w', THIS_IP, '-s', JOIN_HASH], '-t TOKEN is required to join'),
+    (['-w', THIS_IP, '-t', JOIN_TOKEN], '-s sha256:HASH is required to join'),
+    (['-m', OTHER_IP + ',' + THIS_IP, '-t', JOIN_TOKEN, '-s', JOIN_HASH],
+     '-k CERT_KEY is required to join as a control-plane node'),
+])
+def test_join_arguments_are_required_to_join(node, args, message):
+    result = node.run_main(*args, '-i', VIP)
+    assert result.returncode == 2
+    assert message in result.stderr
+    assert node.argvs('kubeadm') == []
+    assert 'PREPARE_NODE_CALLED' not in result.stdout
+    assert not node.defaults.exists()   # nothing changed
+
+
+# --- node preparation --------------------------------------------------------
+
+def test_preparation_is_skipped_when_installed_at_the_pinned_version(node):
+    node.become_member(control_plane=False)
+    result = node.run_main('-w', THIS_IP, '-i', VIP)
+    assert result.returncode == 0, result.stderr
+    assert 'Node preparation skipped' in result.stdout
+    assert VERSION in result.stdout
+    assert 'PREPARE_NODE_CALLED' not in result.stdout
+
+
+@pytest.mark.parametrize('change', [
+    {'FAKE_DPKG_kubelet': 'installed 1.30.9-1.1'},
+    {'FAKE_DPKG_kubeadm': 'installed %s+local' % VERSION},
+    {'FAKE_DPKG_kubeadm': ''},                       # not installed
+    {'FAKE_DPKG_kubelet': 'config-files ' + VERSION},  # removed
+    {'remove': 'containerd'},
+    {'remove': 'kubectl'},
+])
+def test_preparation_runs_otherwise(node, change):
+    node.become_member(control_plane=False)
+    if 'remove' in change:
+        node.remove(change.pop('remove'))
+    result = node.run_main('-w', THIS_IP, '-i', VIP, **change)
+    assert result.returncode == 0, result.stderr
+    assert 'PREPARE_NODE_CALLED' in result.stdout
+    assert 'skipped' not in result.stdout
+
+
+def test_kubelet_defaults_are_always_written(node):
+    node.become_member(control_plane=False)
+    node.defaults.write_text('KUBELET_EXTRA_ARGS=--node-ip=10.1.1.1\n')
+    result = node.run_main('-w', THIS_IP, '-i', VIP)
+    assert result.returncode == 0, result.stderr
+    assert (node.defaults.read_text()
+            == 'KUBELET_EXTRA_ARGS=--node-ip=%s\n' % THIS_IP)
+    # A member's kubelet must pick its new address up.
+    assert 'RESTART_KUBELET_CALLED' in result.stdout
+    again = node.run_main('-w', THIS_IP, '-i', VIP)
+    assert 'RESTART_KUBELET_CALLED' not in again.stdout
+
+
+def test_preparation_writes_proxy_dropins_for_containerd_and_kubelet(node):
+    # The script's own prepare_node, with its three heavy steps stubbed.
+    extra = textwrap.dedent('''
+        prepare_kernel() { :; }
+        install_containerd() { :; }
+        install_kubernetes_packages() { :; }
+        prepare_node() { real_prepare_node; }
+    ''')
+    node.become_member(control_plane=False)
+    result = node.run_main(
+        '-w', THIS_IP, '-i', VIP, extra=extra,
+        FAKE_DPKG_kubelet='', http_proxy='http://u:p%40ss@proxy:3128',
+        no_proxy='.example.com')
+    assert result.returncode == 0, result.stderr
+    for unit in ('containerd', 'kubelet'):
+        path = node.systemd / (unit + '.service.d') / 'http-proxy.conf'
+        lines = path.read_text().splitlines()
+        assert lines[0] == '[Service]'
+        # systemd expands %: it must arrive as one.
+        assert lines[1] == (
+            'Environment="HTTP_PROXY=http://u:p%%40ss@proxy:3128"')
+        assert lines[2].startswith('Environment="NO_PROXY=.example.com,')
+        assert len(lines) == 3              # https_proxy is not set
+        assert stat.S_IMODE(path.stat().st_mode) == 0o600
+    assert node.argvs('systemctl') == [
+        ['daemon-reload'], ['enable', 'containerd', 'kubelet'],
+        ['restart', 'containerd']]
+
+
+def test_no_proxy_dropins_without_proxy_or_without_preparation(node):
+    node.become_member(control_plane=False)
+    result = node.run_main('-w', THIS_IP, '-i', VIP,
+                           http_proxy='http://proxy:3128')
+    assert result.returncode == 0, result.stderr
+    assert not node.systemd.exists()    # preparation was skipped
+    source = 'source "$1"; SYSTEMD_DIR="$2"; write_proxy_dropins'
+    written = subprocess.run(
+        [BASH, '-c', source, 'harness', SCRIPT, str(node.systemd)],
+        env={'PATH': str(node.bin)}, capture_output=True, text=True)
+    assert written.returncode == 0, written.stderr
+    assert not node.systemd.exists()    # no proxy set
+
+
+# --- first Master ------------------------------------------------------------
+
+def test_first_master_inits_and_prints_the_cluster_info(node, ca_cert):
+    result = node.run_main('-m', '%s,%s' % (THIS_IP, OTHER_IP), '-i', VIP,
+                           '-p', '192.168.0.0/16', '-a', '10.96.0.0/12')
+    assert result.returncode == 0, result.stderr
+    assert node.argvs('kubeadm') == [
+        ['init', '--control-plane-endpoint', VIP,
+         '--apiserver-advertise-address', THIS_IP,
+         '--pod-network-cidr', '192.168.0.0/16',
+         '--service-cidr', '10.96.0.0/12', '--upload-certs'],
+        ['token', 'create', '--ttl', '2h'],
+        ['init', 'phase', 'upload-certs', '--upload-certs']]
+    assert node.argvs('kubectl') == [
+        ['--kubeconfig', str(node.kube / 'admin.conf'), 'apply', '-f',
+         str(node.manifest)]]
+    assert node.argvs('curl') == []     # the manifest was already there
+
+    info = cluster_info(result.stdout)
+    with open(ca_cert[0], 'rb') as stream:
+        pem = stream.read()
+    assert info == {
+        'server': 'https://' + VIP, 'token': TOKEN,
+        'ca_cert_hash': 'sha256:' + ca_cert[1],
+        'certificate_key': CERT_KEY,
+        'ca_cert': base64.b64encode(pem).decode()}
+    assert (node.defaults.read_text()
+            == 'KUBELET_EXTRA_ARGS=--node-ip=%s\n' % THIS_IP)
+
+    config = node.home / '.kube' / 'config'
+    assert config.read_text() == (node.kube / 'admin.conf').read_text()
+    assert stat.S_IMODE(config.stat().st_mode) == 0o600
+    assert stat.S_IMODE(config.parent.stat().st_mode) == 0o700
+    assert config.stat().st_uid == os.getuid()
+
+
+def test_secrets_appear_only_in_the_block(node):
+    result = node.run_main('-m', THIS_IP, '-i', VIP)
+    assert result.returncode == 0, result.stderr
+    # kubeadm init printed its own token and key on stdout and stderr.
+    assert 'Using token: <token>' in result.stdout
+    assert '--certificate-key <certificate-key>' in result.stdout
+    assert 'token=<token>' in result.stderr
+    for secret in (INIT_TOKEN, INIT_KEY):
+        assert secret not in result.stdout + result.stderr
+    for secret in (TOKEN, CERT_KEY):
+        assert secret not in result.stderr
+        assert result.stdout.count(secret) == 1
+    assert not re.search(r'^\+', result.stderr, re.M)   # no trace
+
+
+def test_init_passes_the_cidrs_only_when_given(node):
+    result = node.run_main('-m', THIS_IP, '-i', THIS_IP + ':6443')
+    assert result.returncode == 0, result.stderr
+    assert node.argvs('kubeadm')[0] == [
+        'init', '--control-plane-endpoint', THIS_IP + ':6443',
+        '--apiserver-advertise-address', THIS_IP, '--upload-certs']
+    assert cluster_info(result.stdout)['server'] == 'https://%s:6443' % THIS_IP
+
+
+def test_calico_manifest_is_fetched_before_init_when_missing(node):
+    node.manifest.unlink()
+    result = node.run_main('-m', THIS_IP, '-i', VIP)
+    assert result.returncode == 0, result.stderr
+    order = [c['cmd'] for c in node.calls() if c['cmd'] in (
+        'curl', 'kubeadm', 'kubectl')]
+    assert order[:3] == ['curl', 'kubeadm', 'kubectl']
+    url = node.argvs('curl')[0][-1]
+    assert url.endswith('/calico/%s/manifests/calico.yaml' % CALICO_VERSION)
+    assert node.manifest.read_text() == '# downloaded %s\n' % url
+
+
+def test_a_failed_download_stops_before_init(node):
+    node.manifest.unlink()
+    node.remove('curl')
+    result = node.run_main('-m', THIS_IP, '-i', VIP)
+    assert result.returncode == 127
+    assert re.fullmatch(r'%s: FAILED: curl https://\S+calico\.yaml '
+                        r'\(exit 127\)' % NAME, last_stderr_line(result))
+    assert node.argvs('kubeadm') == []
+
+
+def test_proxy_reaches_kubeadm_with_cluster_addresses_in_no_proxy(node):
+    result = node.run_main('-m', '%s,%s' % (THIS_IP, OTHER_IP), '-i', VIP,
+                           '-a', '10.96.0.0/12',
+                           http_proxy='http://proxy:3128',
+                           no_proxy='.example.com')
+    assert result.returncode == 0, result.stderr
+    init = node.calls('kubeadm')[0]
+    assert init['http_proxy'] == 'http://proxy:3128'
+    entries = init['no_proxy'].split(',')
+    assert entries[0] == '.example.com'
+    for entry in ('localhost', THIS_IP, OTHER_IP, '10.0.0.100',
+                  '10.96.0.0/12'):
+        assert entry in entries
+
+
+def test_without_proxy_nothing_is_invented(node):
+    result = node.run_main('-m', THIS_IP, '-i', VIP)
+    assert result.returncode == 0, result.stderr
+    init = node.calls('kubeadm')[0]
+    assert (init['http_proxy'], init['no_proxy']) == (None, None)
+
+
+# --- other Masters, Workers --------------------------------------------------
+
+def test_other_master_joins_the_control_plane(node, ca_cert):
+    result = node.run_main('-m', '%s,%s' % (OTHER_IP, THIS_IP), '-i', VIP,
+                           '-t', JOIN_TOKEN, '-s', JOIN_HASH, '-k', JOIN_KEY)
+    assert result.returncode == 0, result.stderr
+    assert node.argvs('kubeadm') == [
+        ['join', VIP, '--token', JOIN_TOKEN,
+         '--discovery-token-ca-cert-hash', JOIN_HASH, '--control-plane',
+         '--certificate-key', JOIN_KEY,
+         '--apiserver-advertise-address', THIS_IP],
+        ['token', 'create', '--ttl', '2h'],
+        ['init', 'phase', 'upload-certs', '--upload-certs']]
+    assert node.argvs('kubectl') == []  # Calico: first Master only
+    assert cluster_info(result.stdout)['ca_cert_hash'] == (
+        'sha256:' + ca_cert[1])
+    assert (node.home / '.kube' / 'config').exists()
+
+
+def test_worker_joins_and_prints_no_block(node):
+    result = node.run_main('-w', THIS_IP, '-i', VIP, '-t', JOIN_TOKEN,
+                           '-s', JOIN_HASH)
+    assert result.returncode == 0, result.stderr
+    assert node.argvs('kubeadm') == [
+        ['join', VIP, '--token', JOIN_TOKEN,
+         '--discovery-token-ca-cert-hash', JOIN_HASH]]
+    assert BEGIN not in result.stdout
+    assert not (node.home / '.kube').exists()
+    assert (node.defaults.read_text()
+            == 'KUBELET_EXTRA_ARGS=--node-ip=%s\n' % THIS_IP)
+
+
+@pytest.mark.parametrize('masters', [THIS_IP, OTHER_IP + ',' + THIS_IP])
+def test_a_member_master_is_not_initialised_again(node, masters):
+    node.become_member()
+    result = node.run_main('-m', masters, '-i', VIP)   # no -t/-s/-k
+    assert result.returncode == 0, result.stderr
+    assert 'already belongs to a cluster' in result.stdout
+    assert node.argvs('kubeadm') == [
+        ['token', 'create', '--ttl', '2h'],
+        ['init', 'phase', 'upload-certs', '--upload-certs']]
+    assert node.argvs('kubectl') == []
+    assert cluster_info(result.stdout)['token'] == TOKEN
+
+
+def test_a_member_worker_is_not_joined_again(node):
+    node.become_member(control_plane=False)
+    result = node.run_main('-w', THIS_IP, '-i', VIP)
+    assert result.returncode == 0, result.stderr
+    assert node.argvs('kubeadm') == []
+
+
+def test_a_worker_listed_as_master_fails_clearly(node):
+    node.become_member(control_plane=False)
+    result = node.run_main('-m', THIS_IP, '-i', VIP)
+    assert result.returncode == 1
+    assert last_stderr_line(result) == (
+        '%s: FAILED: %s/admin.conf missing: this node is no control-plane '
+        'node (exit 1)' % (NAME, node.kube))
+
+
+# --- failures ----------------------------------------------------------------
+
+@pytest.mark.parametrize('args, failing, what', [
+    (['-m', THIS_IP], 'init:3', 'kubeadm init'),
+    (['-w', THIS_IP, '-t', JOIN_TOKEN, '-s', JOIN_HASH], 'join:7',
+     'kubeadm join'),
+])
+def test_a_failing_kubeadm_ends_with_the_failed_line(node, args, failing,
+                                                     what):
+    result = node.run_main(*args, '-i', VIP, FAKE_KUBEADM_FAIL=failing)
+    status = int(failing.split(':')[1])
+    assert result.returncode == status
+    assert last_stderr_line(result) == '%s: FAILED: %s (exit %d)' % (
+        NAME, what, status)
+    assert 'error execution phase preflight: it broke' in result.stderr
+    assert INIT_TOKEN not in result.stderr
+    assert BEGIN not in result.stdout
+    assert 'Install Success!' not in result.stdout
+
+
+def test_any_failing_command_ends_with_the_failed_line(node):
+    node.defaults.parent.rmdir()        # /etc/default/kubelet not writable
+    result = node.run_main('-m', THIS_IP, '-i', VIP)
+    assert result.returncode == 1
+    line = last_stderr_line(result)
+    assert line.startswith(NAME + ': FAILED: printf ')
+    assert line.endswith('KUBELET_DEFAULTS" (exit 1)')
+    assert node.argvs('kubeadm') == []
+
+
+def test_a_failing_ip_command_is_reported(node):
+    result = node.run_script('-m', THIS_IP, '-i', VIP, FAKE_IP_STATUS='5')
+    assert result.returncode == 5
+    assert last_stderr_line(result) == (
+        '%s: FAILED: ip -o addr show (exit 5)' % NAME)
+
+
+# --- -o and -d ---------------------------------------------------------------
+
+def test_log_file_gets_the_output_but_not_the_block(node, tmp_path):
+    log = tmp_path / 'install.log'
+    result = node.run_main('-m', THIS_IP, '-i', VIP, '-o', str(log))
+    assert result.returncode == 0, result.stderr
+    assert cluster_info(result.stdout)['token'] == TOKEN
+    text = log.read_text()
+    assert 'Install Success!' in text
+    assert 'Using token: <token>' in text
+    assert 'kubeadm init done, token=<token>' in text    # stderr too
+    assert BEGIN not in text
+    for secret in (TOKEN, CERT_KEY, INIT_TOKEN, INIT_KEY):
+        assert secret not in text
+    assert stat.S_IMODE(log.stat().st_mode) == 0o600
+
+
+def test_log_file_that_cannot_be_written_is_a_usage_error(node, tmp_path):
+    result = node.run_main('-m', THIS_IP, '-i', VIP,
+                           '-o', str(tmp_path / 'missing' / 'install.log'))
+    assert result.returncode == 2
+    assert '-o: cannot write to' in result.stderr
+
+
+def test_debug_traces_commands(node):
+    result = node.run_main('-w', THIS_IP, '-i', VIP, '-t', JOIN_TOKEN,
+                           '-s', JOIN_HASH, '-d')
+    assert result.returncode == 0, result.stderr
+    assert re.search(r'^\++ kubeadm join ', result.stderr, re.M)
+
+
+# --- masking -----------------------------------------------------------------
+
+def test_redact_masks_tokens_and_keys_only():
+    text = ('token %s here\n--certificate-key %s\n  %s\n'
+            'sha256:%s\nplain line\n' % (TOKEN, CERT_KEY, INIT_KEY, 'ab' * 32))
+    result = subprocess.run([BASH, '-c', 'source "$1"; redact', 'harness',
+                             SCRIPT], input=text, capture_output=True,
+                            text=True)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout == ('token <token> here\n'
+                             '--certificate-key <certificate-key>\n'
+                             '  <certificate-key>\n'
+                             'sha256:%s\nplain line\n' % ('ab' * 32))
