@@ -2,14 +2,24 @@
 
 Tacker is not a requirement of this package: without it, a stand-in
 abstract base with the same hook names lets the core and the driver
-classes run (and be tested) anywhere. The two lookups that need Tacker's
-database, the VNF package directory and the VIM credentials, live here too;
-tests replace them through the driver's own seam methods.
+classes run (and be tested) anywhere. What needs Tacker's database lives
+here too: the VNF package directory and the VIM credentials (lookups), and
+the registration of the cluster as a Kubernetes VIM through Tacker's
+NfvoPlugin; tests replace them through the driver's own seam methods.
+Tacker is imported lazily, inside the functions, except for the base class.
 """
 
 import abc
+import datetime
+import json
+import re
+import threading
+
+from oslo_log import log as logging
 
 from kubernetes_mgmt_pv import exceptions
+
+LOG = logging.getLogger(__name__)
 
 HOOKS = (
     'instantiate_start', 'instantiate_end',
@@ -60,3 +70,262 @@ def vim_access_info(context, vnf_instance):
     utils = _vnflcm_utils()
     return utils._get_vim(context,
                           vnf_instance.vim_connection_info)['access_info']
+
+
+# -- the Kubernetes VIM of the cluster ---------------------------------------
+
+VIM_TYPE = 'kubernetes'
+# Tacker's CLI requires a project name for a Kubernetes VIM ("it is the
+# namespace in Kubernetes"); Tacker itself does not use it. 'default' is what
+# the Tacker guides put there.
+VIM_PROJECT = {'name': 'default'}
+
+_nfvo_plugin = None
+_nfvo_plugin_lock = threading.Lock()
+
+
+def nfvo_plugin():
+    """Tacker's NfvoPlugin, one per process, created on first use.
+
+    In tacker-conductor, Tacker's own TackerManager already holds one (its
+    VimClient reads VIMs through it): that instance is shared. Elsewhere the
+    driver creates its own, once.
+    """
+    global _nfvo_plugin
+    with _nfvo_plugin_lock:
+        if _nfvo_plugin is None:
+            if not TACKER_AVAILABLE:
+                raise exceptions.MgmtDriverError(
+                    'Tacker is not installed: registering the cluster as a '
+                    'Kubernetes VIM needs it')
+            from tacker import manager
+            from tacker.nfvo import nfvo_plugin as plugin_module
+            plugin = None
+            if manager.TackerManager.has_instance():
+                plugin = manager.TackerManager.get_service_plugins().get(
+                    'NFVO')
+            if not isinstance(plugin, plugin_module.NfvoPlugin):
+                plugin = plugin_module.NfvoPlugin()
+            _nfvo_plugin = plugin
+        return _nfvo_plugin
+
+
+def _reset_nfvo_plugin():
+    """Forget the NfvoPlugin (tests: after changing Tacker's configuration)."""
+    global _nfvo_plugin
+    with _nfvo_plugin_lock:
+        _nfvo_plugin = None
+
+
+def _field(obj, name):
+    """obj.name, or None when unset (an unset field of a Tacker object
+    raises instead of returning None)."""
+    try:
+        return getattr(obj, name, None)
+    except NotImplementedError:
+        return None
+
+
+def _same_url(first, second):
+    return (first or '').rstrip('/') == (second or '').rstrip('/')
+
+
+def _connection_infos(vnf_instance):
+    return list(_field(vnf_instance, 'vim_connection_info') or [])
+
+
+def _find_vims(context, plugin, name, tenant_id):
+    # NfvoPluginDb filters with column.in_([value]): scalars, not lists.
+    return plugin.get_vims(context, filters={'name': name,
+                                             'tenant_id': tenant_id})
+
+
+def register_kubernetes_vim(context, vnf_instance, name, auth_url,
+                            bearer_token, ssl_ca_cert):
+    """Register the cluster as the Kubernetes VIM ``name``; its id.
+
+    A VIM of that name in the instance's project is reused when it points
+    at the same API server, and is an error otherwise. Tacker checks the
+    credentials against the cluster (GET /api/, list namespaces) and keeps
+    the token and CA encrypted (the key in Barbican). No node credential is
+    stored in the VIM. The VIM is then added to the instance's
+    vimConnectionInfo (once), and the instance saved.
+    """
+    plugin = nfvo_plugin()
+    tenant_id = _field(vnf_instance, 'tenant_id') or context.project_id
+    vims = _find_vims(context, plugin, name, tenant_id)
+    if vims:
+        vim = vims[0]
+        if vim['type'] != VIM_TYPE or not _same_url(vim['auth_url'],
+                                                    auth_url):
+            raise exceptions.MgmtDriverError(
+                'A VIM named %r already exists (id %s, type %s) for %s, not '
+                'for this cluster\'s API server %s: choose another vim_name '
+                'or delete that VIM' % (name, vim['id'], vim['type'],
+                                        vim['auth_url'], auth_url))
+        vim_id = vim['id']
+        LOG.info('Kubernetes VIM %s (%s) already registered for %s',
+                 name, vim_id, auth_url)
+    else:
+        body = {'vim': {
+            'name': name,
+            'description': 'Kubernetes cluster of VNF instance %s' %
+                           vnf_instance.id,
+            'type': VIM_TYPE,
+            'auth_url': auth_url,
+            'vim_project': dict(VIM_PROJECT),
+            'auth_cred': {'bearer_token': bearer_token,
+                          'ssl_ca_cert': ssl_ca_cert},
+            'tenant_id': tenant_id,
+            'is_default': False,
+            # What Tacker's API stores for a VIM registered without extra.
+            'extra': {},
+        }}
+        try:
+            vim_id = plugin.create_vim(context, body)['id']
+        except Exception as error:
+            raise exceptions.MgmtDriverError(
+                'Registering the Kubernetes VIM %r (%s) in Tacker failed: %s'
+                % (name, auth_url, _vim_error_reason(error, bearer_token)))
+        LOG.info('Registered Kubernetes VIM %s (%s) for %s',
+                 name, vim_id, auth_url)
+    _add_connection_info(vnf_instance, vim_id, auth_url)
+    return vim_id
+
+
+def _add_connection_info(vnf_instance, vim_id, auth_url):
+    infos = _connection_infos(vnf_instance)
+    if any(info.vim_id == vim_id for info in infos):
+        return
+    from oslo_utils import uuidutils
+    from tacker.objects import vim_connection
+    infos.append(vim_connection.VimConnectionInfo(
+        id=uuidutils.generate_uuid(), vim_id=vim_id, vim_type=VIM_TYPE,
+        access_info={'auth_url': auth_url}, interface_info={}, extra={}))
+    vnf_instance.vim_connection_info = infos
+    vnf_instance.save()
+
+
+def delete_kubernetes_vim(context, vnf_instance, name):
+    """Delete the Kubernetes VIM ``name`` that this instance registered.
+
+    Only VIMs in the instance's vimConnectionInfo (type kubernetes) are
+    candidates, so a VIM of the same name that the instance does not use is
+    never touched. Their entries are removed and the instance saved;
+    entries whose VIM is already gone are dropped too. Returns whether a
+    VIM was deleted: nothing to delete is not an error.
+    """
+    infos = _connection_infos(vnf_instance)
+    candidates = [info for info in infos if info.vim_type == VIM_TYPE and
+                  info.vim_id]
+    if not candidates:
+        return False
+    plugin = nfvo_plugin()
+    from tacker.extensions import nfvo
+    dropped, deleted, error = [], False, None
+    for info in candidates:
+        try:
+            vim = plugin.get_vim(context, info.vim_id)
+        except nfvo.VimNotFoundException:
+            LOG.info('Kubernetes VIM %s of VNF instance %s is already gone',
+                     info.vim_id, vnf_instance.id)
+            dropped.append(info)
+            continue
+        if vim['name'] != name:
+            LOG.info('Keeping Kubernetes VIM %s (%s) of VNF instance %s: '
+                     'not named %s', vim['name'], info.vim_id,
+                     vnf_instance.id, name)
+            continue
+        try:
+            plugin.delete_vim(context, info.vim_id)
+        except nfvo.VimNotFoundException:
+            dropped.append(info)
+            continue
+        except nfvo.VimInUseException:
+            error = exceptions.MgmtDriverError(
+                'The Kubernetes VIM %r (%s) was not deleted: Tacker still '
+                'has VNF(s) deployed on it (%s). Terminate them, then delete '
+                'the VIM with "openstack vim delete %s".' % (
+                    name, info.vim_id,
+                    ', '.join(_vnfs_on_vim(context, info.vim_id)) or
+                    'see "openstack vnflcm list"', info.vim_id))
+            break
+        except Exception as failure:
+            error = exceptions.MgmtDriverError(
+                'Deleting the Kubernetes VIM %r (%s) in Tacker failed: %s' % (
+                    name, info.vim_id, _vim_error_reason(failure)))
+            break
+        LOG.info('Deleted Kubernetes VIM %s (%s)', name, info.vim_id)
+        dropped.append(info)
+        deleted = True
+    if dropped:
+        vnf_instance.vim_connection_info = [
+            info for info in infos if info not in dropped]
+        vnf_instance.save()
+    if error is not None:
+        raise error
+    return deleted
+
+
+def _vnfs_on_vim(context, vim_id):
+    """Ids of the VNFs Tacker counts as using the VIM (best effort)."""
+    try:
+        from tacker.db.vnfm import vnfm_db
+        query = context.session.query(vnfm_db.VNF).filter_by(
+            vim_id=vim_id, deleted_at=datetime.datetime.min)
+        return sorted(vnf.id for vnf in query)
+    except Exception:
+        LOG.debug('Could not list the VNFs of VIM %s', vim_id, exc_info=True)
+        return []
+
+
+def _vim_error_reason(error, *secrets):
+    """What an operator needs from an error of Tacker's VIM code."""
+    from tacker.extensions import nfvo
+    text = _condensed(str(error).strip()) or type(error).__name__
+    if isinstance(error, nfvo.VimUnauthorizedException):
+        # Tacker's check of the cluster (GET /api/ with the token and the
+        # CA certificate) failed: a rejected token, or no connection.
+        text = ('Tacker\'s check of the cluster (GET /api/ with the token '
+                'and CA certificate) failed: %s' % text)
+    elif isinstance(error, nfvo.VimEncryptKeyError):
+        text += (' (Tacker keeps Kubernetes VIM credentials only with '
+                 'Barbican: set [k8s_vim] use_barbican = True in tacker.conf '
+                 'and make Barbican reachable)')
+    elif _is_kubernetes_api_error(error):
+        # Let through by Tacker from its list of the namespaces (the VIM's
+        # regions), e.g. 403 for a token without that right.
+        text = ('the Kubernetes API server answered %s (Tacker lists the '
+                'namespaces with the token)' % text)
+    elif not isinstance(error, exceptions.MgmtDriverError):
+        text = '%s: %s' % (type(error).__name__, text)
+    for secret in secrets:
+        if secret:
+            text = text.replace(secret, '***')
+    return text
+
+
+def _is_kubernetes_api_error(error):
+    try:
+        from kubernetes.client import exceptions as kubernetes_exceptions
+    except ImportError:
+        return False
+    return isinstance(error, kubernetes_exceptions.ApiException)
+
+
+def _condensed(text):
+    """The kubernetes client's "(401)\\nReason: ...\\nHTTP response headers:
+    ...\\nHTTP response body: {...}" reduced to status, reason and message."""
+    match = re.match(r'\((\d+)\)\s*Reason:\s*([^\n]*)', text)
+    if not match:
+        return text
+    summary = '%s %s' % (match.group(1), match.group(2).strip())
+    body = re.search(r'HTTP response body:\s*(.*)', text, re.DOTALL)
+    if body:
+        try:
+            message = json.loads(body.group(1)).get('message')
+        except (ValueError, AttributeError):
+            message = None
+        if message and message != match.group(2).strip():
+            summary += ': %s' % message
+    return summary

@@ -1,0 +1,600 @@
+"""The cluster registered as a Kubernetes VIM through Tacker's real
+NfvoPlugin and Kubernetes VIM driver, against the testbed's Kubernetes API
+server (HTTPS, its own CA, on 127.0.0.1).
+
+Real: NfvoPlugin and its database code, Tacker's Kubernetes VIM driver (it
+calls GET /api/ and lists namespaces with the kubernetes client, then
+encrypts token and CA with a Fernet key), VimClient decrypting them,
+VnfInstance and VimConnectionInfo objects saved and read back.
+
+Database: Tacker's models created on SQLite with create_all (Tacker's
+migrations do not run on SQLite), through Tacker's own engine facade, as
+Tacker's unit tests do (tacker.tests.unit.db.base.SqlFixture), but in a
+file in WAL mode rather than in memory, so that every session has its own
+connection and transaction as on MySQL (see tacker_db).
+
+Key manager: Tacker 16 keeps the Fernet key of a Kubernetes VIM only in
+Barbican ([k8s_vim] use_barbican; False is refused with "Barbican must be
+enabled"). Tacker's key manager is pluggable with [key_manager] api_class:
+the tests plug an in-memory one in, everything else is Tacker's.
+"""
+
+import datetime
+import json
+import sqlite3
+import threading
+import types
+import uuid
+
+import pytest
+import sqlalchemy
+
+pytest.importorskip('tacker.objects')
+
+from oslo_config import cfg  # noqa: E402
+from tacker.common import config as tacker_config  # noqa: E402,F401
+# The conductor registers [keystone_authtoken], read by Tacker to build the
+# service context it hands to the key manager.
+from tacker.conductor import conductor_server  # noqa: E402,F401
+from tacker import context as tacker_context  # noqa: E402
+from tacker.db.common_services import common_services_db  # noqa: E402,F401
+from tacker.db import api as db_api  # noqa: E402
+from tacker.db.migration.models import head  # noqa: E402,F401
+from tacker.db import model_base  # noqa: E402
+from tacker.db.db_sqlalchemy import models as lcm_models  # noqa: E402,F401
+from tacker.db.vnfm import vnfm_db  # noqa: E402
+from tacker.extensions import nfvo  # noqa: E402
+from tacker import keymgr  # noqa: E402
+from tacker.keymgr import exception as keymgr_exception  # noqa: E402
+from tacker.keymgr import key_manager  # noqa: E402
+from tacker import manager  # noqa: E402
+from tacker.nfvo.drivers.vim import kubernetes_driver  # noqa: E402,F401
+from tacker.nfvo.drivers.vim import openstack_driver  # noqa: E402,F401
+from tacker.nfvo import nfvo_plugin  # noqa: E402
+from tacker import objects  # noqa: E402
+from tacker.vnflcm import utils as vnflcm_utils  # noqa: E402
+from tacker.vnfm import vim_client  # noqa: E402
+
+from kubernetes_mgmt_pv import cluster  # noqa: E402
+from kubernetes_mgmt_pv import exceptions  # noqa: E402
+from kubernetes_mgmt_pv import tacker_compat  # noqa: E402
+from testbed import kubeapi  # noqa: E402
+
+PROJECT = 'a1b2c3d4e5f60718293a4b5c6d7e8f90'
+OTHER_PROJECT = '0f9e8d7c6b5a49382716f5e4d3c2b1a0'
+VIM_NAME = 'kubernetes_vim_test'
+
+
+class InMemoryKeyManager(key_manager.KeyManager):
+    """Tacker's key manager interface, keeping secrets in memory (what
+    BarbicanKeyManager does with Barbican)."""
+
+    secrets = {}
+    lock = threading.Lock()
+
+    def __init__(self, auth_url):
+        self.auth_url = auth_url
+
+    def store(self, context, managed_object, expiration=None):
+        secret_id = str(uuid.uuid4())
+        with self.lock:
+            self.secrets[secret_id] = managed_object
+        return secret_id
+
+    def get(self, context, managed_object_id, metadata_only=False):
+        with self.lock:
+            if managed_object_id not in self.secrets:
+                raise keymgr_exception.ManagedObjectNotFoundError(
+                    uuid=managed_object_id)
+            return types.SimpleNamespace(
+                payload=self.secrets[managed_object_id])
+
+    def delete(self, context, managed_object_id):
+        # Like BarbicanKeyManager, a missing secret is not an error.
+        with self.lock:
+            self.secrets.pop(managed_object_id, None)
+
+
+# -- fixtures -----------------------------------------------------------------
+
+@pytest.fixture(scope='session')
+def tacker_db(tmp_path_factory):
+    """Path of the SQLite file behind Tacker's engine facade (configured
+    once per process, like Tacker's).
+
+    The file is in WAL mode: readers do not block writers, as in MySQL
+    (InnoDB), where Tacker's NfvoPlugin reads and writes VIMs through the
+    request context's session while VnfInstance.save() commits through
+    another. In SQLite's default mode a read transaction left open by the
+    context's session (oslo.db emits BEGIN for reads too) makes every
+    other writer fail with "database is locked".
+    """
+    path = tmp_path_factory.mktemp('tacker-db') / 'tacker.sqlite'
+    connection = sqlite3.connect(path)
+    try:
+        assert connection.execute(
+            'PRAGMA journal_mode=WAL').fetchone()[0] == 'wal'
+    finally:
+        connection.close()
+    if db_api._FACADE is None:
+        cfg.CONF.set_override('connection', 'sqlite:///%s' % path,
+                              group='database')
+        try:
+            engine = db_api.get_engine()
+        finally:
+            cfg.CONF.clear_override('connection', group='database')
+    engine = db_api.get_engine()
+    if engine.url.get_backend_name() != 'sqlite' or not engine.url.database:
+        pytest.skip('Tacker\'s database was configured elsewhere: %s' %
+                    engine.url)
+    return engine.url.database
+
+
+def _create_tables(engine):
+    # Every model Tacker has loaded by now (more come with its plugins).
+    model_base.BASE.metadata.create_all(engine)
+
+
+def _empty_tables(engine):
+    existing = set(sqlalchemy.inspect(engine).get_table_names())
+    with engine.begin() as connection:
+        for table in reversed(model_base.BASE.metadata.sorted_tables):
+            if table.name in existing:
+                connection.execute(table.delete())
+
+
+@pytest.fixture
+def vim_conf(tacker_conf, tacker_db, tmp_path):
+    """Tacker's configuration for VIMs: a writable [vim_keys] directory
+    (the OpenStack VIM driver creates it when NfvoPlugin starts), Barbican
+    on ([k8s_vim] use_barbican, the default) through the in-memory key
+    manager. Empties Tacker's tables and forgets plugins afterwards."""
+    cfg.CONF.register_opts(keymgr.key_manager_opts, group='key_manager')
+    overrides = [
+        ('openstack', str(tmp_path / 'fernet_keys'), 'vim_keys'),
+        ('api_class', '%s.%s' % (InMemoryKeyManager.__module__,
+                                 InMemoryKeyManager.__qualname__),
+         'key_manager'),
+        ('use_barbican', True, 'k8s_vim'),
+    ]
+    for name, value, group in overrides:
+        cfg.CONF.set_override(name, value, group=group)
+    _forget_plugins()
+    engine = db_api.get_engine()
+    _create_tables(engine)
+    yield cfg.CONF
+    _forget_plugins()
+    for name, _, group in overrides:
+        cfg.CONF.clear_override(name, group=group)
+    InMemoryKeyManager.secrets.clear()
+    _empty_tables(engine)
+
+
+def _forget_plugins():
+    tacker_compat._reset_nfvo_plugin()
+    manager.TackerManager.clear_instance()
+    vim_client.reset_keymgr_apis()
+
+
+@pytest.fixture
+def hook_context(vim_conf):
+    """Makes request contexts as tacker-conductor gets them, a new one per
+    call (each RPC brings its own); their sessions are closed afterwards.
+
+    One context reused for a registration and then a deletion works on
+    MySQL but not on this SQLite file: NfvoPlugin leaves a read
+    transaction open on the context's session, VnfInstance.save() commits
+    through another connection, and SQLite (WAL) refuses the later write in
+    the older transaction ("database is locked", SQLITE_BUSY_SNAPSHOT)."""
+    made = []
+
+    def make(project_id=PROJECT, admin=False):
+        context = tacker_context.Context(
+            user_id='operator', project_id=project_id, is_admin=admin,
+            roles=['admin', 'member', 'reader'] if admin else
+            ['member', 'reader'])
+        made.append(context)
+        return context
+    yield make
+    for context in made:
+        if context._session is not None:
+            context._session.close()
+
+
+@pytest.fixture
+def kube_api():
+    with kubeapi.KubeApiServer(host='127.0.0.1') as api:
+        yield api
+
+
+def service_account_credentials(api, documents):
+    """Create the documents (a ServiceAccount, its token Secret, maybe a
+    binding) and return (token, CA PEM) from the Secret once the token
+    controller has filled it, as the driver reads them."""
+    for document in documents:
+        api.create(document)
+    [secret] = [document['metadata'] for document in documents
+                if document['kind'] == 'Secret']
+
+    def filled():
+        stored = api.get('secret', secret['name'], secret['namespace'])
+        return cluster.parse_token_secret(json.dumps(stored or {}))
+    assert api.wait_for(lambda: filled() is not None), 'no token minted'
+    return filled()
+
+
+@pytest.fixture
+def credentials(kube_api):
+    """(token, CA PEM) Tacker registers the VIM with: those of the
+    ServiceAccount the driver creates on the cluster for Tacker (bound to
+    cluster-admin), from its token Secret."""
+    return service_account_credentials(
+        kube_api, cluster.credentials_manifest()['items'])
+
+
+def new_vnf_instance(context, project_id=PROJECT):
+    """A VnfInstance row made as Tacker's v1 API makes it (create, then
+    vimConnectionInfo with the OpenStack VIM, save): Tacker's LCM takes
+    the VIM of the VNF's VMs from vimConnectionInfo[0]."""
+    objects.register_all()
+    instance = objects.VnfInstance(
+        context=context, vnfd_id=str(uuid.uuid4()), vnf_provider='Company',
+        vnf_product_name='Sample VNF', vnf_software_version='1.0',
+        vnfd_version='1.0', vnf_pkg_id=str(uuid.uuid4()),
+        tenant_id=project_id)
+    instance.create()
+    instance.vim_connection_info = [objects.VimConnectionInfo(
+        id=str(uuid.uuid4()), vim_id=str(uuid.uuid4()), vim_type='openstack',
+        access_info={}, interface_info={}, extra={})]
+    instance.save()
+    return instance
+
+
+@pytest.fixture
+def vnf_instance(hook_context):
+    return new_vnf_instance(hook_context())
+
+
+def reread(hook_context, instance):
+    """The instance as the next hook gets it: read from the database."""
+    return objects.VnfInstance.get_by_id(hook_context(), instance.id)
+
+
+def kubernetes_infos(instance):
+    return [info for info in instance.vim_connection_info
+            if info.vim_type == 'kubernetes']
+
+
+def register(hook_context, instance, api, credentials, name=VIM_NAME,
+             url=None):
+    token, ca_pem = credentials
+    return tacker_compat.register_kubernetes_vim(
+        hook_context(), instance, name, url or api.url, token, ca_pem)
+
+
+def delete(hook_context, instance, name=VIM_NAME):
+    return tacker_compat.delete_kubernetes_vim(hook_context(), instance,
+                                               name)
+
+
+def get_vim(hook_context, vim_id):
+    return tacker_compat.nfvo_plugin().get_vim(hook_context(), vim_id)
+
+
+def db_rows(path, table):
+    """Rows of a table read with sqlite3, apart from SQLAlchemy."""
+    connection = sqlite3.connect(path)
+    connection.row_factory = sqlite3.Row
+    try:
+        return [dict(row) for row in connection.execute(
+            'SELECT * FROM %s' % table)]
+    finally:
+        connection.close()
+
+
+def live_vims(path):
+    """VIM rows not soft-deleted (Tacker keeps deleted ones)."""
+    return [row for row in db_rows(path, 'vims')
+            if row['deleted_at'].startswith('0001-01-01')]
+
+
+def as_text(value):
+    return value.decode() if isinstance(value, bytes) else str(value)
+
+
+# -- registration -------------------------------------------------------------
+
+def test_registration_creates_one_vim_and_adds_the_connection_info(
+        hook_context, vnf_instance, kube_api, credentials, tacker_db):
+    token, ca_pem = credentials
+    assert token != kube_api.token and ca_pem == kube_api.ca_pem
+    vim_id = register(hook_context, vnf_instance, kube_api, credentials)
+
+    vim = get_vim(hook_context, vim_id)
+    assert vim['name'] == VIM_NAME
+    assert vim['type'] == 'kubernetes'
+    assert vim['auth_url'] == kube_api.url
+    assert vim['tenant_id'] == PROJECT
+    assert vim['is_default'] is False
+    assert vim['vim_project'] == {'name': 'default'}
+    assert vim['extra'] == {}
+    assert vnf_instance.id in vim['description']
+    assert vim['auth_cred']['key_type'] == 'barbican_key'
+    # Tacker validated the cluster with the token: discovery, namespaces.
+    assert ('GET', '/api/') in kube_api.request_log
+    assert ('GET', '/api/v1/namespaces') in kube_api.request_log
+    assert 'default' in vim['placement_attr']['regions']
+
+    # Appended after the OpenStack VIM, which Tacker's LCM takes from [0].
+    stored = reread(hook_context, vnf_instance)
+    assert stored.vim_connection_info[0].vim_type == 'openstack'
+    [info] = kubernetes_infos(stored)
+    assert (info.vim_id, info.access_info, info.interface_info,
+            info.extra) == (vim_id, {'auth_url': kube_api.url}, {}, {})
+    assert uuid.UUID(info.id)
+    assert [i.id for i in vnf_instance.vim_connection_info] == \
+        [i.id for i in stored.vim_connection_info]
+
+    # What Tacker's LCM gets for this connection info: decrypted.
+    access = vnflcm_utils._get_vim(hook_context(), [info])
+    assert access['vim_type'] == 'kubernetes'
+    assert access['access_info']['bearer_token'] == token
+    assert access['access_info']['ssl_ca_cert'] == ca_pem
+    assert access['access_info']['auth_url'] == kube_api.url
+
+    assert [row['id'] for row in live_vims(tacker_db)] == [vim_id]
+
+
+def test_second_registration_reuses_the_vim(
+        hook_context, vnf_instance, kube_api, credentials, tacker_db):
+    first = register(hook_context, vnf_instance, kube_api, credentials)
+    requests = len(kube_api.request_log)
+
+    again = register(hook_context, reread(hook_context, vnf_instance),
+                     kube_api, credentials)
+    # The same object again (its connection info already holds the VIM).
+    assert register(hook_context, vnf_instance, kube_api,
+                    credentials) == first
+
+    assert again == first
+    assert [row['id'] for row in live_vims(tacker_db)] == [first]
+    assert len(kubernetes_infos(reread(hook_context, vnf_instance))) == 1
+    assert len(kube_api.request_log) == requests  # nothing re-validated
+    assert len(InMemoryKeyManager.secrets) == 1
+
+
+def test_a_vim_reused_by_a_new_instance_is_added_to_its_connection_info(
+        hook_context, kube_api, credentials, tacker_db):
+    # E.g. a retried instantiate whose save had failed: the VIM exists,
+    # the instance does not list it yet.
+    vim_id = register(hook_context, new_vnf_instance(hook_context()),
+                      kube_api, credentials)
+    instance = new_vnf_instance(hook_context())
+
+    assert register(hook_context, instance, kube_api, credentials) == vim_id
+    assert [info.vim_id for info in kubernetes_infos(
+        reread(hook_context, instance))] == [vim_id]
+    assert [row['id'] for row in live_vims(tacker_db)] == [vim_id]
+
+
+def test_same_name_other_url_is_an_error(
+        hook_context, vnf_instance, kube_api, credentials, tacker_db):
+    vim_id = register(hook_context, vnf_instance, kube_api, credentials)
+    other = new_vnf_instance(hook_context())
+    other_url = 'https://127.0.0.1:1'
+
+    with pytest.raises(exceptions.MgmtDriverError) as error:
+        register(hook_context, other, kube_api, credentials, url=other_url)
+
+    message = str(error.value)
+    assert VIM_NAME in message and vim_id in message
+    assert kube_api.url in message and other_url in message
+    assert credentials[0] not in message
+    assert [row['id'] for row in live_vims(tacker_db)] == [vim_id]
+    assert kubernetes_infos(reread(hook_context, other)) == []
+
+
+def test_a_vim_of_the_same_name_in_another_project_is_not_used(
+        hook_context, kube_api, credentials, tacker_db):
+    # An admin context sees every project's VIMs; the lookup must not.
+    def admin():
+        return hook_context(admin=True)
+    theirs = register(admin, new_vnf_instance(admin(), OTHER_PROJECT),
+                      kube_api, credentials)
+    mine = register(admin, new_vnf_instance(admin(), PROJECT), kube_api,
+                    credentials, url=kube_api.url + '/')
+
+    assert mine != theirs
+    assert sorted((row['tenant_id'], row['name'])
+                  for row in live_vims(tacker_db)) == \
+        [(OTHER_PROJECT, VIM_NAME), (PROJECT, VIM_NAME)]
+
+
+def test_no_password_is_stored(hook_context, vnf_instance, kube_api,
+                               credentials, tacker_db):
+    token, _ = credentials
+    vim_id = register(hook_context, vnf_instance, kube_api, credentials)
+
+    [vim_row] = db_rows(tacker_db, 'vims')
+    [auth_row] = db_rows(tacker_db, 'vimauths')
+    assert auth_row['vim_id'] == vim_id
+    assert auth_row['password'] is None
+    assert as_text(vim_row['extra']) == '{}'
+    for row in [vim_row, auth_row] + db_rows(tacker_db, 'vnf_instances'):
+        for column, value in row.items():
+            text = as_text(value)
+            assert 'password' not in text.lower(), (column, text)
+            assert 'helm_info' not in text, column
+            assert token not in text, column  # encrypted only
+            assert 'BEGIN CERTIFICATE' not in text, column
+
+
+def test_wrong_token_fails_with_a_message_for_the_operator(
+        hook_context, vnf_instance, kube_api, credentials, tacker_db):
+    wrong = 'not-the-token-%s' % uuid.uuid4().hex
+
+    with pytest.raises(exceptions.MgmtDriverError) as error:
+        register(hook_context, vnf_instance, kube_api,
+                 (wrong, credentials[1]))
+
+    message = str(error.value)
+    assert VIM_NAME in message and kube_api.url in message
+    assert '401' in message and 'Unauthorized' in message
+    assert 'check of the cluster (GET /api/' in message
+    assert wrong not in message
+    assert 'HTTP response headers' not in message
+    assert isinstance(error.value.__context__,
+                      nfvo.VimUnauthorizedException)
+    assert live_vims(tacker_db) == []
+    assert InMemoryKeyManager.secrets == {}
+    assert kubernetes_infos(reread(hook_context, vnf_instance)) == []
+
+
+def test_a_token_without_rights_fails_with_the_api_servers_answer(
+        hook_context, vnf_instance, kube_api, tacker_db):
+    # Authenticated (discovery passes) but not bound to any role: Tacker's
+    # driver lets the 403 of the namespace list through unwrapped.
+    unbound = [document for document in
+               cluster.credentials_manifest()['items']
+               if document['kind'] != 'ClusterRoleBinding']
+    credentials = service_account_credentials(kube_api, unbound)
+
+    with pytest.raises(exceptions.MgmtDriverError) as error:
+        register(hook_context, vnf_instance, kube_api, credentials)
+
+    message = str(error.value)
+    assert VIM_NAME in message and kube_api.url in message
+    assert 'API server answered 403 Forbidden' in message
+    assert 'cannot list resource "namespaces"' in message
+    assert credentials[0] not in message
+    assert live_vims(tacker_db) == []
+    assert InMemoryKeyManager.secrets == {}
+
+
+def test_an_unreachable_api_server_fails_with_the_vim_name(
+        hook_context, vnf_instance, kube_api, credentials, tacker_db):
+    url = 'https://127.0.0.1:1'
+    with pytest.raises(exceptions.MgmtDriverError) as error:
+        register(hook_context, vnf_instance, kube_api, credentials, url=url)
+
+    message = str(error.value)
+    assert VIM_NAME in message and url in message
+    assert 'Connection refused' in message
+    assert live_vims(tacker_db) == []
+
+
+def test_barbican_disabled_is_explained(hook_context, vnf_instance, kube_api,
+                                        credentials, tacker_db):
+    cfg.CONF.set_override('use_barbican', False, group='k8s_vim')
+
+    with pytest.raises(exceptions.MgmtDriverError) as error:
+        register(hook_context, vnf_instance, kube_api, credentials)
+
+    message = str(error.value)
+    assert VIM_NAME in message
+    assert 'Barbican must be enabled' in message
+    assert 'use_barbican' in message
+    assert live_vims(tacker_db) == []
+
+
+# -- deletion -----------------------------------------------------------------
+
+def test_delete_removes_the_vim_and_its_connection_info(
+        hook_context, vnf_instance, kube_api, credentials, tacker_db):
+    vim_id = register(hook_context, vnf_instance, kube_api, credentials)
+    instance = reread(hook_context, vnf_instance)
+    assert InMemoryKeyManager.secrets
+
+    assert delete(hook_context, instance) is True
+
+    with pytest.raises(nfvo.VimNotFoundException):
+        get_vim(hook_context, vim_id)
+    assert live_vims(tacker_db) == []
+    assert InMemoryKeyManager.secrets == {}  # its Fernet key too
+    stored = reread(hook_context, vnf_instance)
+    assert [info.vim_type for info in stored.vim_connection_info] == \
+        ['openstack']
+    assert [info.id for info in instance.vim_connection_info] == \
+        [info.id for info in stored.vim_connection_info]
+
+
+def test_second_delete_is_a_no_op(hook_context, vnf_instance, kube_api,
+                                  credentials):
+    register(hook_context, vnf_instance, kube_api, credentials)
+    assert delete(hook_context, vnf_instance) is True
+
+    assert delete(hook_context, vnf_instance) is False
+    assert delete(hook_context, reread(hook_context, vnf_instance)) is False
+
+
+def test_delete_without_a_kubernetes_vim_is_a_no_op(hook_context,
+                                                    vnf_instance):
+    assert delete(hook_context, vnf_instance) is False
+    assert [info.vim_type for info in reread(
+        hook_context, vnf_instance).vim_connection_info] == ['openstack']
+
+
+def test_a_vim_already_gone_only_drops_the_connection_info(
+        hook_context, vnf_instance, kube_api, credentials):
+    vim_id = register(hook_context, vnf_instance, kube_api, credentials)
+    tacker_compat.nfvo_plugin().delete_vim(hook_context(), vim_id)  # by hand
+
+    assert delete(hook_context, vnf_instance) is False
+    assert kubernetes_infos(reread(hook_context, vnf_instance)) == []
+
+
+def test_delete_leaves_vims_the_instance_does_not_use(
+        hook_context, vnf_instance, kube_api, credentials, tacker_db):
+    # Same name, registered for another instance: not this one's to delete.
+    theirs = register(hook_context, new_vnf_instance(hook_context()),
+                      kube_api, credentials)
+
+    assert delete(hook_context, vnf_instance) is False
+    assert [row['id'] for row in live_vims(tacker_db)] == [theirs]
+
+    # In the instance's connection info, but under another name: kept.
+    register(hook_context, vnf_instance, kube_api, credentials, name='other')
+    assert delete(hook_context, vnf_instance) is False
+    assert len(kubernetes_infos(reread(hook_context, vnf_instance))) == 1
+    assert len(live_vims(tacker_db)) == 2
+
+
+def test_a_vim_still_in_use_is_kept_with_a_clear_error(
+        hook_context, vnf_instance, kube_api, credentials, tacker_db):
+    vim_id = register(hook_context, vnf_instance, kube_api, credentials)
+    # Tacker's v1 LCM keeps a "vnf" row per VNF instance, with the VIM it
+    # runs on (a CNF deployed on the cluster has this VIM);
+    # NfvoPlugin.delete_vim refuses a VIM such a row references.
+    cnf_id = str(uuid.uuid4())
+    session = hook_context().session
+    session.add(vnfm_db.VNF(
+        id=cnf_id, tenant_id=PROJECT, name='cnf', status='ACTIVE',
+        vim_id=vim_id, deleted_at=datetime.datetime.min))
+    session.commit()
+
+    with pytest.raises(exceptions.MgmtDriverError) as error:
+        delete(hook_context, vnf_instance)
+
+    message = str(error.value)
+    assert VIM_NAME in message and vim_id in message and cnf_id in message
+    assert [row['id'] for row in live_vims(tacker_db)] == [vim_id]
+    assert [info.vim_id for info in kubernetes_infos(
+        reread(hook_context, vnf_instance))] == [vim_id]
+
+
+# -- the plugin ---------------------------------------------------------------
+
+def test_one_nfvo_plugin_per_process(hook_context, kube_api, credentials):
+    first = tacker_compat.nfvo_plugin()
+    instance = new_vnf_instance(hook_context())
+    register(hook_context, instance, kube_api, credentials)
+    delete(hook_context, instance)
+
+    assert tacker_compat.nfvo_plugin() is first
+    assert isinstance(first, nfvo_plugin.NfvoPlugin)
+
+
+def test_the_nfvo_plugin_of_tacker_conductor_is_shared(vim_conf):
+    # In tacker-conductor, VnfLcmDriver has TackerManager load its plugins.
+    tackers = manager.TackerManager.get_service_plugins()['NFVO']
+    assert tacker_compat.nfvo_plugin() is tackers
