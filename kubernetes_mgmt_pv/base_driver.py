@@ -13,6 +13,7 @@ import threading
 
 from oslo_log import log as logging
 
+from kubernetes_mgmt_pv import cluster_feature
 from kubernetes_mgmt_pv import config
 from kubernetes_mgmt_pv import exceptions
 from kubernetes_mgmt_pv import remote
@@ -79,6 +80,10 @@ class KubernetesMgmtDriver(tacker_compat.VnflcmMgmtAbstractDriver):
             if hook in vars(cls):
                 setattr(cls, hook, _hook_boundary(hook, vars(cls)[hook]))
 
+    def __init__(self):
+        super().__init__()
+        self.cluster = cluster_feature.ClusterFeature(self)
+
     def get_type(self):
         return DRIVER_NAME
 
@@ -88,8 +93,8 @@ class KubernetesMgmtDriver(tacker_compat.VnflcmMgmtAbstractDriver):
     def get_description(self):
         return 'Kubernetes cluster management driver with NFS persistent volumes'
 
-    # Hooks this class has nothing to do in. The subclass registered as the
-    # entry point extends the ones the persistent-volume feature needs.
+    # The cluster feature's hooks; the others have nothing to do. The
+    # subclass registered as the entry point adds the persistent volumes.
 
     def instantiate_start(self, context, vnf_instance,
                           instantiate_vnf_request, grant, grant_request,
@@ -98,7 +103,9 @@ class KubernetesMgmtDriver(tacker_compat.VnflcmMgmtAbstractDriver):
 
     def instantiate_end(self, context, vnf_instance, instantiate_vnf_request,
                         grant, grant_request, **kwargs):
-        pass
+        self.cluster.instantiate_end(
+            context, vnf_instance, instantiate_vnf_request, grant,
+            grant_request, **kwargs)
 
     def terminate_start(self, context, vnf_instance, terminate_vnf_request,
                         grant, grant_request, **kwargs):
@@ -106,7 +113,9 @@ class KubernetesMgmtDriver(tacker_compat.VnflcmMgmtAbstractDriver):
 
     def terminate_end(self, context, vnf_instance, terminate_vnf_request,
                       grant, grant_request, **kwargs):
-        pass
+        self.cluster.terminate_end(
+            context, vnf_instance, terminate_vnf_request, grant, grant_request,
+            **kwargs)
 
     def scale_start(self, context, vnf_instance, scale_vnf_request, grant,
                     grant_request, **kwargs):
@@ -118,11 +127,15 @@ class KubernetesMgmtDriver(tacker_compat.VnflcmMgmtAbstractDriver):
 
     def heal_start(self, context, vnf_instance, heal_vnf_request, grant,
                    grant_request, **kwargs):
-        pass
+        self.cluster.heal_start(
+            context, vnf_instance, heal_vnf_request, grant, grant_request,
+            **kwargs)
 
     def heal_end(self, context, vnf_instance, heal_vnf_request, grant,
                  grant_request, **kwargs):
-        pass
+        self.cluster.heal_end(
+            context, vnf_instance, heal_vnf_request, grant, grant_request,
+            **kwargs)
 
     def change_external_connectivity_start(
             self, context, vnf_instance, change_ext_conn_request, grant,
@@ -155,3 +168,22 @@ class KubernetesMgmtDriver(tacker_compat.VnflcmMgmtAbstractDriver):
 
     def vim_access_info(self, context, vnf_instance):
         return tacker_compat.vim_access_info(context, vnf_instance)
+
+    def register_vim(self, context, vnf_instance, name, access):
+        """Register the cluster (cluster_workflow.ClusterAccess) as the
+        Kubernetes VIM ``name`` of the instance."""
+        return tacker_compat.register_kubernetes_vim(
+            context, vnf_instance, name, access.url, access.bearer_token,
+            access.ca_cert)
+
+    def delete_vim(self, context, vnf_instance, name):
+        """Delete the instance's Kubernetes VIM; False if there is none."""
+        return tacker_compat.delete_kubernetes_vim(context, vnf_instance,
+                                                   name)
+
+
+# Tacker calls the hooks this class implements (terminate_end ...) on the
+# entry-point class directly: they get the hook boundary too.
+for _hook in tacker_compat.HOOKS:
+    setattr(KubernetesMgmtDriver, _hook,
+            _hook_boundary(_hook, vars(KubernetesMgmtDriver)[_hook]))

@@ -113,7 +113,22 @@ step_opts = [
              'they are deleted before the storage server is healed.'),
 ]
 
-ALL_OPTS = ssh_opts + step_opts
+cluster_opts = [
+    cfg.FloatOpt(
+        'cluster_install_timeout', default=2700.0, min=1.0,
+        help='Seconds the install script may run on one node (package '
+             'downloads, kubeadm init or join).'),
+    cfg.FloatOpt(
+        'node_ready_timeout', default=600.0, min=1.0,
+        help='Seconds to wait for every Node to report Ready after the '
+             'install (the network plugin starts on each node).'),
+    cfg.FloatOpt(
+        'vim_token_timeout', default=120.0, min=1.0,
+        help='Seconds to wait for Kubernetes to fill in the token of the '
+             'ServiceAccount Secret that the VIM authenticates with.'),
+]
+
+ALL_OPTS = ssh_opts + step_opts + cluster_opts
 
 
 def register_opts(conf):

@@ -80,6 +80,10 @@ class StorageSetupError(MgmtDriverError):
     """The storage server could not be brought to the requested state."""
 
 
+class ClusterInstallError(MgmtDriverError):
+    """The Kubernetes cluster could not be installed, joined or reached."""
+
+
 class NodeStepError(MgmtDriverError):
     """A step failed on some of the nodes it ran on; ``failures`` maps host to error."""
 

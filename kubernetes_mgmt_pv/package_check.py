@@ -312,6 +312,41 @@ def _check_heat(package_dir, flavour, model, invalid_paths, found):
         # on the top-level stack, where they are not.
         if access is not None and path + '.aspect_id' not in invalid_paths:
             _check_node_cps(hot, found, path, access)
+    if model.script_path is not None and model.master is not None:
+        _check_cluster_addresses(hot, found, model)
+
+
+def _check_cluster_addresses(hot, found, model):
+    """A flavour that starts with several Masters names the port of their
+    VIP, a top-level resource; the VIP's floating IP is one too. With one
+    Master the driver uses its own address (the user guide's simple
+    request names the Master's CP there)."""
+    network = model.network
+    masters = _initial_masters(hot, model.master.aspect_id)
+    if network.cluster_cp_name and masters > 1:
+        _top_resource(hot, found, params.MASTER_PATH + '.cluster_cp_name',
+                      network.cluster_cp_name, _CP_TYPES[:1])
+    if network.cluster_fip_name:
+        _top_resource(hot, found, params.MASTER_PATH + '.cluster_fip_name',
+                      network.cluster_fip_name, _CP_TYPES[1:])
+    if masters > 1 and not network.cluster_cp_name:
+        found.error('vip-missing', params.MASTER_PATH + '.cluster_cp_name',
+                    'is required: scaling group %s of %s/%s starts with %d '
+                    'Masters, which share the virtual IP of that port'
+                    % (model.master.aspect_id, hot.directory, hot.top_name,
+                       masters))
+
+
+def _initial_masters(hot, aspect_id):
+    """How many Masters the flavour is instantiated with: the scaling
+    group's desired capacity (else its minimum size); 1 outside a group
+    or when the sizes are not plain numbers."""
+    group = _mapping(hot.resources.get(aspect_id)) if aspect_id else {}
+    sizes = _mapping(group.get('properties'))
+    for key in ('desired_capacity', 'min_size'):
+        if isinstance(sizes.get(key), int):
+            return sizes[key]
+    return 1
 
 
 def _cp_names(path, access):

@@ -11,10 +11,13 @@ functional tests, the demo and the benchmark.
 
 import json
 import os
+import re
 import shlex
 import shutil
+import ssl
 import tempfile
 import types
+import urllib.request
 import uuid
 
 from kubernetes_mgmt_pv import config
@@ -24,10 +27,17 @@ from testbed import openstack_api
 from testbed import pv_manifest
 from testbed import hosts
 from testbed import kubeapi
+from testbed import standins
 
 STORAGE_CP = 'storage_server_CP'
 MASTER_ASPECT, MASTER_CP = 'master_instance', 'masterNode_CP1'
 WORKER_ASPECT, WORKER_CP = 'worker_instance', 'workerNode_CP2'
+VIP_CP = 'vip_CP'
+INSTALL_SCRIPT = os.path.join(
+    os.path.dirname(os.path.dirname(os.path.abspath(__file__))), 'samples',
+    'kubernetes_pv_vnf', 'Scripts', 'install_k8s_cluster.sh')
+SCRIPT_PATH = 'Scripts/install_k8s_cluster.sh'
+POD_CIDR, SERVICE_CIDR = '192.168.0.0/16', '10.96.0.0/12'
 
 # The user guide's guests: Ubuntu 22.04, login ubuntu/ubuntu, and a storage
 # password that occurs in the export paths (/volumeN/nfs/pvN), so a driver
@@ -45,6 +55,24 @@ SUPPORT_URL="https://help.ubuntu.com/"
 BUG_REPORT_URL="https://bugs.launchpad.net/ubuntu/"
 UBUNTU_CODENAME=jammy
 '''
+
+
+CALICO_STAND_IN = """apiVersion: v1
+kind: ConfigMap
+metadata:
+  name: calico-config
+  namespace: kube-system
+data:
+  calico_backend: bird
+"""
+
+
+def calico_manifest_path():
+    """Where the install script looks for its pinned Calico manifest."""
+    with open(INSTALL_SCRIPT) as stream:
+        version = re.search(r"^readonly CALICO_VERSION='([^']+)'",
+                            stream.read(), re.M).group(1)
+    return '/usr/local/lib/kubernetes-mgmt-pv/calico-%s.yaml' % version
 
 
 # Fast failure in tests: hosts are up before the driver runs.
@@ -109,10 +137,18 @@ class VirtualCluster(object):
     """Storage server + masters + workers, with Heat and Kubernetes fakes."""
 
     def __init__(self, masters=1, workers=2, volumes=2,
-                 purge_packages=('nfs-kernel-server',)):
+                 purge_packages=('nfs-kernel-server',),
+                 install_cluster=False):
+        """``install_cluster``: the driver installs Kubernetes with the
+        sample install script (on the kubeadm stand-ins); otherwise the
+        Masters come with a kubeconfig for an existing cluster."""
         self.master_count = masters
         self.worker_count = workers
         self.volume_count = volumes
+        self.install_cluster = install_cluster
+        self.vims = {}  # name -> VIM registered through the driver's seam
+        self.instance_id, self.vnfd_id = str(uuid.uuid4()), str(uuid.uuid4())
+        self.vip = None
         self.testbed = hosts.Testbed(purge_packages=purge_packages)
         self.openstack = openstack_api.FakeOpenStack()
         self.kube = None
@@ -135,12 +171,20 @@ class VirtualCluster(object):
         try:
             self.testbed.start()
             self.openstack.start()
-            self.kube = kubeapi.KubeApiServer(host=self.testbed.bridge_ip)
-            self.kube.start()
+            self.kube = self._new_api_server()
             self.package_dir = tempfile.mkdtemp(prefix='vnf-package-')
             self._write_manifests()
+            if self.install_cluster:
+                os.makedirs(os.path.join(self.package_dir, 'Scripts'))
+                shutil.copy(INSTALL_SCRIPT,
+                            os.path.join(self.package_dir, SCRIPT_PATH))
             self.stack_id = self.openstack.add_stack(
                 'vnflcm_%s' % uuid.uuid4())
+            if self.master_count > 1:
+                # The VIP: the subnet's last address, which no host takes.
+                self.vip = str(list(self.testbed._subnet.hosts())[-1])
+                self.openstack.add_port(self.stack_id, VIP_CP,
+                                        fixed_ips=[self.vip])
             storage = self.testbed.add_host('storage', 'storage',
                                             volumes=self.volume_count)
             look_like_the_user_guides_guest(storage)
@@ -155,6 +199,15 @@ class VirtualCluster(object):
         except BaseException:
             self.stop()
             raise
+
+    def _new_api_server(self):
+        """The test API server: the cluster's shared state (its etcd).
+        Its certificate names every address of the subnet, as the API
+        servers on the Masters and the VIP serve it."""
+        server = kubeapi.KubeApiServer(
+            host=self.testbed.bridge_ip,
+            extra_sans=tuple(str(a) for a in self.testbed._subnet.hosts()))
+        return server.start()
 
     def stop(self):
         if self.kube is not None:
@@ -191,9 +244,18 @@ class VirtualCluster(object):
     def additional_params(self):
         login = {'username': self.testbed.username,
                  'password': self.testbed.password}
-        return {params.ROOT: {
+        cluster_keys, network_keys = {}, {}
+        if self.install_cluster:
+            cluster_keys = {'script_path': SCRIPT_PATH,
+                            'vim_name': 'kubernetes_vim_test'}
+            network_keys = {'pod_cidr': POD_CIDR,
+                            'cluster_cidr': SERVICE_CIDR}
+            if self.vip:
+                network_keys['cluster_cp_name'] = VIP_CP
+        return {params.ROOT: dict(cluster_keys, **{
             'master_node': dict(login, aspect_id=MASTER_ASPECT,
-                                ssh_cp_name=MASTER_CP, nic_cp_name=MASTER_CP),
+                                ssh_cp_name=MASTER_CP, nic_cp_name=MASTER_CP,
+                                **network_keys),
             'worker_node': dict(login, aspect_id=WORKER_ASPECT,
                                 ssh_cp_name=WORKER_CP, nic_cp_name=WORKER_CP),
             'storage_server': dict(
@@ -210,7 +272,7 @@ class VirtualCluster(object):
                 {'pv_manifest_file_path':
                     'Files/kubernetes/nfs-pv%d.yaml' % n,
                  'nfs_server_cp': STORAGE_CP} for n in (1, 2, 3)],
-        }}
+        })}
 
     # -- Heat's view of the hosts -------------------------------------------
 
@@ -246,9 +308,22 @@ class VirtualCluster(object):
                                 fixed_ips=[host.ip],
                                 device_id=vnfc.server_id)
         self._remove_nfs_client(host)
-        if role == 'master':
-            self._install_kubeconfig(host)
+        self._prepare_kubernetes(host)
         return host
+
+    def _prepare_kubernetes(self, host):
+        """A Master of an existing cluster has a kubeconfig; with
+        install_cluster every node instead gets the kubeadm stand-ins'
+        view of the cluster's shared state, and the driver does the rest."""
+        if self.install_cluster:
+            standins.connect_host(host, self.kube)
+            # Like an offline image, the host carries the network plugin's
+            # manifest the script would download: here one the test API
+            # server serves (it runs no DaemonSets).
+            host.run('mkdir -p /usr/local/lib/kubernetes-mgmt-pv')
+            host.write_file(calico_manifest_path(), CALICO_STAND_IN)
+        elif host.role == 'master':
+            self._install_kubeconfig(host)
 
     @staticmethod
     def _remove_nfs_client(host):
@@ -292,9 +367,16 @@ class VirtualCluster(object):
                                           server_id=vnfc.server_id)
         if host.role != 'storage':
             self._remove_nfs_client(host)
-        if host.role == 'master':
-            self._install_kubeconfig(host)
+            self._prepare_kubernetes(host)
         return vnfc.vnfc_id
+
+    def replace_everything(self):
+        """An entire-VNF heal as Tacker does it: every VM (and the storage
+        volumes) re-created, so the cluster and its state start anew."""
+        self.kube.stop()
+        self.kube = self._new_api_server()
+        for name in list(self.vnfcs):
+            self.replace_host(name)
 
     # -- Tacker's view --------------------------------------------------------
 
@@ -312,7 +394,7 @@ class VirtualCluster(object):
             additional_params=self.additional_params(),
             vnfc_resource_info=[v.as_tacker() for v in self.vnfcs.values()])
         return types.SimpleNamespace(
-            id=str(uuid.uuid4()), vnfd_id=str(uuid.uuid4()),
+            id=self.instance_id, vnfd_id=self.vnfd_id,
             instantiated_vnf_info=info, vim_connection_info=[])
 
     def driver(self):
@@ -327,7 +409,34 @@ class VirtualCluster(object):
             def vim_access_info(self, context, vnf_instance):
                 return cluster.openstack.access_info()
 
+            def register_vim(self, context, vnf_instance, name, access):
+                return cluster.register_vim(name, access)
+
+            def delete_vim(self, context, vnf_instance, name):
+                return cluster.vims.pop(name, None) is not None
+
         return Driver()
+
+    def register_vim(self, name, access):
+        """Check the VIM's credentials as Tacker's Kubernetes VIM driver
+        does (the API versions and the namespaces, with the bearer token,
+        verifying the cluster's CA), then keep it."""
+        context = ssl.create_default_context(cadata=access.ca_cert)
+        for path in ('/api', '/api/v1/namespaces'):
+            request = urllib.request.Request(
+                access.url + path,
+                headers={'Authorization': 'Bearer ' + access.bearer_token})
+            with urllib.request.urlopen(request, context=context,
+                                        timeout=10) as response:
+                json.load(response)
+        self.vims[name] = access
+        return name
+
+    def kubeadm_calls(self, name):
+        """The kubeadm command lines run on a host, oldest first."""
+        log = self.host(name).run(
+            'cat /var/log/kubeadm-standin.log 2>/dev/null || true').stdout
+        return [json.loads(line)['argv'] for line in log.splitlines()]
 
     # -- hooks, called exactly as Tacker's VnfLcmDriver calls them ----------
 
@@ -353,6 +462,13 @@ class VirtualCluster(object):
             context=None, vnf_instance=self.vnf_instance(),
             heal_vnf_request=request, grant=None, grant_request=None,
             **extra)
+
+    def terminate_end(self):
+        self.driver().terminate_end(
+            context=None, vnf_instance=self.vnf_instance(),
+            terminate_vnf_request=types.SimpleNamespace(
+                termination_type='FORCEFUL'),
+            grant=None, grant_request=None)
 
     def scale_end(self, new_hosts):
         """scale_end of a SCALE_OUT that created ``new_hosts`` (workers)."""

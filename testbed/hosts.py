@@ -23,6 +23,8 @@ import time
 
 import paramiko
 
+from testbed import standins
+
 ROLES = ('storage', 'master', 'worker')
 HOST_PATH = '/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin'
 FIRST_HOST_OCTET = 11
@@ -93,7 +95,8 @@ hostname "$NAME"
 exec chroot "$R" "$@"
 '''
 
-# Runs chrooted in the base layer; $1 = packages to purge (may be empty).
+# Runs chrooted in the base layer; $1 = packages to purge (may be empty),
+# $2 = directory of stand-in .debs to install (may be empty).
 BASE_SCRIPT = r'''set -e
 useradd -m -s /bin/bash -G sudo ubuntu
 echo ubuntu:ubuntu | chpasswd
@@ -112,6 +115,12 @@ echo 'PATH="/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"' \
 rm -f /var/lib/man-db/auto-update
 if [ -n "$1" ]; then
     DEBIAN_FRONTEND=noninteractive apt-get purge -y -q $1
+fi
+# kubeadm, kubelet and containerd stand-ins (testbed/standins), installed
+# with dpkg so that dpkg-query reports them like a prepared node's.
+if [ -n "$2" ]; then
+    dpkg -i --force-unsafe-io "$2"/*.deb > /dev/null
+    rm -rf "$2"
 fi
 '''
 
@@ -343,18 +352,23 @@ class Testbed:
 
     Names (prefix) and the /24 subnet are unique per instance, so several
     testbeds, e.g. from pytest-xdist workers, can run side by side.
+    With ``install_standins`` (the default) every host has the kubeadm,
+    kubelet and containerd stand-ins of testbed/standins installed as
+    Debian packages; standins.connect_host() points them at an API server.
     """
 
     __test__ = False  # not a pytest test class, despite its name
     username = 'ubuntu'
     password = 'ubuntu'
 
-    def __init__(self, prefix=None, subnet=None, purge_packages=()):
+    def __init__(self, prefix=None, subnet=None, purge_packages=(),
+                 install_standins=True):
         self.prefix = prefix or f'tb{secrets.token_hex(3)}'
         if len(self.prefix) > MAX_PREFIX_LEN:
             raise ValueError(f'prefix longer than {MAX_PREFIX_LEN} chars')
         self._subnet = ipaddress.ip_network(subnet) if subnet else None
         self.purge_packages = tuple(purge_packages)
+        self.install_standins = install_standins
         self.hosts = {}
         self.bridge = f'{self.prefix}br'
         self.bridge_ip = None
@@ -452,19 +466,27 @@ class Testbed:
                 *args]
 
     def _build_base(self):
-        """Build the "image" layer once: user, sudo, sshd and apt settings.
+        """Build the "image" layer once: user, sudo, sshd and apt settings,
+        and the Kubernetes stand-ins.
 
         It is copied into every host's upper dir rather than stacked as a
         second lower layer, because layers overlapping `/` fail with ELOOP.
+        The stand-in .debs are staged in the upper dir before it is mounted
+        (the image's /tmp is a fresh tmpfs) and dpkg-installed chrooted, so
+        the runner's own dpkg database is never touched.
         """
         base = os.path.join(self.workdir, 'base')
         for sub in ('upper', 'work', 'root'):
             os.makedirs(os.path.join(base, sub))
+        staged = ''
+        if self.install_standins:
+            standins.stage_packages(f'{base}/upper')
+            staged = standins.STAGING_DIR
         _run(self._unshare(
             f'{base}/root', f'{base}/upper', f'{base}/work',
             f'{self.prefix}-base', '--',
             '/bin/sh', '-c', BASE_SCRIPT, 'base',
-            ' '.join(self.purge_packages)), timeout=600)
+            ' '.join(self.purge_packages), staged), timeout=600)
 
     def _new_volume(self, host_name, size_mb):
         self._seq += 1

@@ -1,13 +1,16 @@
 #!/usr/bin/env python3
-"""The main job: the persistent-volume lifecycle end to end, locally.
+"""The main job: a Kubernetes cluster with persistent volumes, end to end,
+locally.
 
 Brings up a storage server (with a Cinder-like volume), one Master and two
 Workers as real SSH hosts in network namespaces, then drives the driver's
-hooks exactly as Tacker calls them: instantiate_end, a worker scale-out,
-a heal of the storage server and a heal of the entire cluster. After each
-step it prints what an operator would check (df -h, sudo exportfs -v,
-kubectl get pv). Everything is torn down at the end; the exit status tells
-whether every step succeeded.
+hooks exactly as Tacker calls them: instantiate_end (the sample install
+script builds the cluster on kubeadm stand-ins, the VIM is registered,
+then the storage server, NFS clients and PVs), a heal of the storage
+server, a heal of the entire cluster and terminate_end. After each step it
+prints what an operator would check (kubectl get nodes, the VIM, df -h,
+sudo exportfs -v, kubectl get pv). Everything is torn down at the end; the
+exit status tells whether every step succeeded.
 
 Run it with ``make demo`` (which installs what it needs first), as root.
 """
@@ -27,6 +30,22 @@ def banner(text):
 def show(host, title, command):
     print('--- %s on %s (%s) ---' % (title, host.name, host.ip))
     print(host.run(command).stdout.rstrip(), flush=True)
+
+
+def cluster_checks(cluster):
+    master = cluster.nodes('master')[0]
+    print('--- kubectl get nodes on %s (%s) ---' % (master.name, master.ip))
+    print(cluster_mod.kubectl(master, 'get', 'nodes').rstrip())
+    for name, access in cluster.vims.items():
+        print('--- VIM %s: %s (ServiceAccount token, cluster CA) ---'
+              % (name, access.url), flush=True)
+    table = cluster_mod.kubectl(master, 'get', 'nodes', '--no-headers')
+    if len(table.splitlines()) != 3 or any(
+            line.split()[1] != 'Ready' for line in table.splitlines()):
+        raise SystemExit('Nodes not all Ready:\n%s' % table)
+    if len(cluster.vims) != 1:
+        raise SystemExit('expected one registered VIM, got %s'
+                         % sorted(cluster.vims))
 
 
 def operator_checks(cluster):
@@ -70,20 +89,16 @@ def main():
 
     banner('Bringing up storage server + 1 Master + 2 Workers '
            '(network namespaces, real sshd, loop-device volume)')
-    with cluster_mod.VirtualCluster(masters=1, workers=2,
-                                    volumes=1) as cluster:
+    with cluster_mod.VirtualCluster(masters=1, workers=2, volumes=1,
+                                    install_cluster=True) as cluster:
         for host in cluster.testbed.hosts.values():
             print('    %-8s %-7s %s' % (host.name, host.role, host.ip))
 
-        step('instantiate_end: storage server, NFS clients, PVs',
-             cluster.instantiate_end)
+        step('instantiate_end: Kubernetes cluster, VIM, storage server, '
+             'NFS clients, PVs', cluster.instantiate_end)
+        cluster_checks(cluster)
         operator_checks(cluster)
         expect_pvs_available(cluster)
-
-        def scale_out():
-            cluster.scale_end([cluster.add_node('worker')])
-        step('scale_end (SCALE_OUT): NFS client on the new worker only',
-             scale_out)
 
         storage_vnfc = cluster.vnfcs['storage'].vnfc_id
 
@@ -100,13 +115,22 @@ def main():
 
         def heal_everything():
             cluster.heal_start()
-            for name in list(cluster.testbed.hosts):
-                cluster.replace_host(name)
+            print('    heal_start deleted the PVs and the VIM; Heat '
+                  're-creates every VM')
+            cluster.replace_everything()
             cluster.heal_end()
         step('heal of the entire cluster (SOL003, no vnfcInstanceId)',
              heal_everything)
+        cluster_checks(cluster)
         operator_checks(cluster)
         expect_pvs_available(cluster)
+
+        def terminate():
+            cluster.terminate_end()
+            if cluster.vims:
+                raise SystemExit('the VIM survived terminate_end')
+            print('    the VIM is deleted')
+        step('terminate_end', terminate)
 
         banner('Tearing down the test hosts')
     print('\nDemo finished: every hook succeeded.')

@@ -377,6 +377,33 @@ def test_resource_of_the_wrong_type(built_zip, validate, body, change, where):
     assert validate(built_zip, body) == (1, {('hot-resource-type', where)})
 
 
+def ha_body():
+    request = sample_request('instantiate_ha.json')
+    cluster_params(request)['master_node']['pod_cidr'] = '192.168.0.0/16'
+    return request
+
+
+def test_several_masters_need_the_vip_port(built_zip, validate):
+    request = ha_body()
+    del cluster_params(request)['master_node']['cluster_cp_name']
+    assert validate(built_zip, request) == (1, {
+        ('vip-missing', params.ROOT + '.master_node.cluster_cp_name')})
+    assert 'starts with 3 Masters' in validate.findings[0]['message']
+
+
+@pytest.mark.parametrize('key, value, code', [
+    ('cluster_cp_name', 'vip_CP9', 'hot-resource-missing'),
+    ('cluster_cp_name', 'master_instance', 'hot-resource-type'),
+    ('cluster_fip_name', 'vip_CP', 'hot-resource-type'),
+])
+def test_the_vip_and_its_floating_ip_are_top_level_resources(
+        built_zip, validate, key, value, code):
+    request = ha_body()
+    cluster_params(request)['master_node'][key] = value
+    assert validate(built_zip, request) == (1, {
+        (code, params.ROOT + '.master_node.' + key)})
+
+
 def test_member_template_of_a_group_is_missing(package, validate, body):
     os.unlink(package / 'BaseHOT' / 'simple' / 'nested' /
               'simple_nested_worker.yaml')

@@ -77,10 +77,11 @@ def test_additional_params_prefer_the_request_then_the_instance():
     assert read(instance(None)) == {}
 
 
-def test_hooks_do_nothing_without_storage_server():
+def test_hooks_do_nothing_without_storage_server_and_script_path():
     value = sample()
     del value[params.ROOT]['storage_server']
     del value[params.ROOT]['pv_registration_params']
+    del value[params.ROOT]['script_path']
 
     class Driver(mgmt_driver.KubernetesPvMgmtDriver):
         def vnf_package_dir(self, context, vnf_instance):
@@ -136,24 +137,31 @@ def test_report_summary_counts_changed_and_unchanged_steps():
     assert str(outcomes.outcomes[0]) == 'h1: mount /v changed (/dev/vdb)'
 
 
-@pytest.mark.parametrize('vnfc_ids, released', [
-    ((), True),                 # entire cluster: the storage VM is re-created
-    (('v-storage',), True),
-    (('v-worker',), False),
+@pytest.mark.parametrize('vnfc_ids, expected', [
+    # Entire cluster: the storage VM is re-created, then the cluster (and
+    # its VIM) too; the PVs go first, while the cluster still answers.
+    ((), ['release_storage', 'delete_vim kubernetes_vim']),
+    (('v-storage',), ['release_storage']),
+    (('v-worker',), []),
 ])
 def test_heal_start_releases_the_pvs_when_the_storage_vm_is_recreated(
-        vnfc_ids, released):
+        vnfc_ids, expected):
     calls = []
     workflow = types.SimpleNamespace(
         params=params.parse(sample()),
         release_storage=lambda: calls.append('release_storage'))
 
-    driver = mgmt_driver.KubernetesPvMgmtDriver()
+    class Driver(mgmt_driver.KubernetesPvMgmtDriver):
+        def delete_vim(self, context, vnf_instance, name):
+            calls.append('delete_vim %s' % name)
+            return True
+
+    driver = Driver()
     driver.storage.workflow = lambda context, vnf_instance, **requests: \
         workflow
     driver.heal_start(None, instance(sample()), heal_request(*vnfc_ids),
                       None, None)
-    assert calls == (['release_storage'] if released else [])
+    assert calls == expected
 
 
 def test_each_flow_reports_only_what_it_did(monkeypatch, caplog):

@@ -79,9 +79,12 @@ def test_node_step_error_lists_every_node_with_a_reason(failures, message):
 
 
 def _failing_driver(error):
+    """A driver whose storage feature fails with ``error``, the cluster
+    feature having nothing to do."""
     def workflow(context, vnf_instance, request=None):
         raise error
     driver = mgmt_driver.KubernetesPvMgmtDriver()
+    driver.cluster.instantiate_end = lambda *args, **kwargs: None
     driver.storage.workflow = workflow
     return driver
 

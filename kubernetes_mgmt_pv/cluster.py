@@ -1,0 +1,326 @@
+"""Decisions of the Kubernetes cluster half, as pure functions of facts.
+
+Nothing here touches a host: ``cluster_workflow`` gathers the facts (what
+each VM is, which Nodes the API server knows), asks these functions what
+to do and runs it. The install script's command line and output are the
+contract documented in the operator guide ("The install script contract").
+"""
+
+import base64
+import dataclasses
+import ipaddress
+import json
+import re
+
+from kubernetes_mgmt_pv import exceptions
+from kubernetes_mgmt_pv import ha
+
+# Root-owned, outside the world-writable /tmp: the script runs as root.
+SCRIPT_PATH = '/usr/local/lib/kubernetes-mgmt-pv/install_k8s_cluster.sh'
+INFO_BEGIN = '----- BEGIN KUBERNETES CLUSTER INFO -----'
+INFO_END = '----- END KUBERNETES CLUSTER INFO -----'
+INFO_KEYS = ('server', 'token', 'ca_cert_hash', 'certificate_key', 'ca_cert')
+ADMIN_KUBECONFIG = '/etc/kubernetes/admin.conf'
+KUBELET_KUBECONFIG = '/etc/kubernetes/kubelet.conf'
+# The identity Tacker uses on the cluster: a ServiceAccount with a
+# long-lived token Secret (Kubernetes >= 1.24 creates none by itself).
+VIM_ACCOUNT = 'tacker-vim'
+VIM_NAMESPACE = 'kube-system'
+VIM_TOKEN_SECRET = 'tacker-vim-token'
+
+# What one fact-gathering command prints before the /etc/hosts content.
+FACTS_SCRIPT = (
+    'hostname; '
+    'if [ -e %s ]; then echo joined; else echo fresh; fi; '
+    'cat /etc/hosts 2>/dev/null || true' % KUBELET_KUBECONFIG)
+
+
+@dataclasses.dataclass(frozen=True)
+class NodeFacts(object):
+    """What the cluster half needs to know about one VM."""
+    hostname: str
+    joined: bool  # kubeadm init/join ran here (kubelet.conf exists)
+    hosts_file: bytes = b''
+
+    @property
+    def node_name(self):
+        """The Node name kubelet registers: the host name, lower-cased."""
+        return self.hostname.lower()
+
+
+@dataclasses.dataclass(frozen=True)
+class JoinInfo(object):
+    """What the install script prints on a Master: how to join and reach
+    the cluster."""
+    server: str
+    token: str
+    ca_cert_hash: str
+    certificate_key: str
+    ca_cert: str  # PEM
+
+    @property
+    def secrets(self):
+        return (self.token, self.certificate_key)
+
+
+@dataclasses.dataclass(frozen=True)
+class InstallPlan(object):
+    """Who does what in an install: computed from the facts, so a re-run
+    after a failure anywhere skips what is done."""
+    leader: object  # the Master that inits (or is already in the cluster)
+    master_addresses: tuple  # for -m: the leader's first
+    join_masters: tuple  # Masters to join, one after another
+    join_workers: tuple  # Workers to join, all at once
+    reset: tuple  # VMs joined to a cluster the API server does not know
+    stale_api_nodes: tuple  # Node names to delete before the joins
+    members: tuple  # already in the cluster: left alone
+
+    @property
+    def script_nodes(self):
+        return (self.leader,) + self.join_masters + self.join_workers
+
+
+def parse_facts(output):
+    """NodeFacts from the output (bytes) of FACTS_SCRIPT."""
+    parts = output.split(b'\n', 2)
+    if len(parts) < 2 or parts[1] not in (b'joined', b'fresh'):
+        raise exceptions.ClusterInstallError(
+            'unexpected output of the node fact check: %r' % output[:200])
+    return NodeFacts(hostname=parts[0].decode('utf-8', 'replace').strip(),
+                     joined=parts[1] == b'joined',
+                     hosts_file=parts[2] if len(parts) > 2 else b'')
+
+
+def parse_join_info(stdout):
+    """JoinInfo from the install script's output (the last block wins)."""
+    lines = stdout.splitlines()
+    try:
+        begin = len(lines) - 1 - lines[::-1].index(INFO_BEGIN)
+        end = lines.index(INFO_END, begin)
+    except ValueError:
+        raise exceptions.ClusterInstallError(
+            'the install script printed no "%s" block' % INFO_BEGIN)
+    values = {}
+    for line in lines[begin + 1:end]:
+        key, sep, value = line.partition('=')
+        if sep:
+            values[key.strip()] = value.strip()
+    missing = [key for key in INFO_KEYS if not values.get(key)]
+    if missing:
+        raise exceptions.ClusterInstallError(
+            'the install script\'s cluster info lacks %s'
+            % ', '.join(missing))
+    try:
+        ca_cert = base64.b64decode(values['ca_cert'],
+                                   validate=True).decode('ascii')
+    except (ValueError, UnicodeDecodeError):
+        raise exceptions.ClusterInstallError(
+            'the install script\'s ca_cert is not base64 of a PEM file')
+    if '-----BEGIN CERTIFICATE-----' not in ca_cert:
+        raise exceptions.ClusterInstallError(
+            'the install script\'s ca_cert is not a PEM certificate')
+    return JoinInfo(server=values['server'], token=values['token'],
+                    ca_cert_hash=values['ca_cert_hash'],
+                    certificate_key=values['certificate_key'],
+                    ca_cert=ca_cert)
+
+
+def _host(address):
+    """An address as it goes into a URL or host:port (IPv6 bracketed)."""
+    return '[%s]' % address if ':' in address else address
+
+
+def control_plane_endpoint(master_addresses, vip):
+    """host:port every node reaches the API servers at: the VIP through
+    haproxy (on every Master) with several Masters, else the one Master's
+    API server."""
+    if len(master_addresses) > 1:
+        if not vip:
+            raise exceptions.ParameterErrors([exceptions.ParameterError(
+                'k8s_cluster_installation_param.master_node.cluster_cp_name',
+                'is required with more than one Master (%d): it names the '
+                'port of the virtual IP the Masters share'
+                % len(master_addresses))])
+        return '%s:%d' % (_host(vip), ha.FRONTEND_PORT)
+    return '%s:%d' % (_host(master_addresses[0]), ha.API_SERVER_PORT)
+
+
+def vim_url(endpoint, floating_ip=None):
+    """The API server URL Tacker's VIM uses: the endpoint, or its floating
+    IP with the same port (for a Tacker outside the VNF's network)."""
+    host, _, port = endpoint.rpartition(':')
+    if floating_ip:
+        host = _host(floating_ip)
+    return 'https://%s:%s' % (host, port)
+
+
+def no_proxy(proxy, network, endpoint_host, node_addresses):
+    """no_proxy for the nodes: what the user gave, plus everything inside
+    the cluster (loopback, the nodes, the endpoint, the pod and Service
+    networks), as CIDRs rather than one entry per address."""
+    entries = [entry.strip() for entry in (proxy.no_proxy or '').split(',')]
+    entries += ['localhost', '127.0.0.1', endpoint_host.strip('[]')]
+    entries += [cidr for value in (proxy.k8s_node_cidr, network.pod_cidr,
+                                   network.cluster_cidr) if value
+                for cidr in value.split(',')]
+    node_networks = [ipaddress.ip_network(cidr.strip(), strict=False)
+                     for cidr in (proxy.k8s_node_cidr or '').split(',')
+                     if cidr.strip()]
+    entries += [address for address in node_addresses
+                if not any(ipaddress.ip_address(address) in net
+                           for net in node_networks)]
+    return ','.join(dict.fromkeys(entry.strip() for entry in entries
+                                  if entry.strip()))
+
+
+def script_environment(proxy, network, endpoint, node_addresses):
+    """The install script's environment: the proxy, if any."""
+    env = proxy.environment()
+    if env.get('http_proxy') or env.get('https_proxy'):
+        env['no_proxy'] = no_proxy(proxy, network,
+                                   endpoint.rpartition(':')[0],
+                                   node_addresses)
+    return env
+
+
+def hosts_lines(nodes_facts):
+    """/etc/hosts block lines: every node's name at its address, so nodes
+    resolve each other's names without DNS. ``nodes_facts`` is a list of
+    (topology.Node, NodeFacts)."""
+    return ['%s %s' % (node.fixed_ip, facts.hostname)
+            for node, facts in nodes_facts]
+
+
+def parse_api_nodes(output):
+    """{Node name: InternalIP} from ``kubectl get nodes -o json``."""
+    try:
+        listing = json.loads(output)
+        nodes = {}
+        for item in listing['items']:
+            addresses = item.get('status', {}).get('addresses') or []
+            internal = [a.get('address') for a in addresses
+                        if a.get('type') == 'InternalIP']
+            nodes[item['metadata']['name']] = internal[0] if internal \
+                else None
+        return nodes
+    except (ValueError, KeyError, TypeError, AttributeError):
+        raise exceptions.ClusterInstallError(
+            'kubectl get nodes -o json did not return a list of Nodes')
+
+
+def plan_install(masters, workers, facts, api_nodes):
+    """The InstallPlan for the Masters and Workers (topology.Node lists).
+
+    ``facts``: NodeFacts by node address; ``api_nodes``: {name:
+    InternalIP} as the cluster knows them (empty when no Master is in a
+    cluster yet). A VM is a member when kubeadm ran on it and the cluster
+    has its Node at its address; a VM kubeadm ran on that the cluster
+    does not know is reset and joined again; a Node of the cluster that
+    has the name or address of a VM to join is stale (a re-created VM)
+    and is deleted first, or kubeadm join would refuse the name.
+    """
+    def member(node):
+        own = facts[node.address]
+        return own.joined and api_nodes.get(own.node_name) == node.fixed_ip
+
+    in_cluster = [node for node in masters if member(node)]
+    leader = (in_cluster or masters)[0]
+    others = [node for node in masters if node is not leader]
+    join_masters = tuple(node for node in others if not member(node))
+    join_workers = tuple(node for node in workers if not member(node))
+    joining = join_masters + join_workers + (
+        () if member(leader) else (leader,))
+    stale = {name for name, address in api_nodes.items()
+             for node in joining
+             if name == facts[node.address].node_name or
+             address == node.fixed_ip}
+    return InstallPlan(
+        leader=leader,
+        master_addresses=tuple(node.fixed_ip for node in [leader] + others),
+        join_masters=join_masters,
+        join_workers=join_workers,
+        reset=tuple(node for node in joining if facts[node.address].joined),
+        stale_api_nodes=tuple(sorted(stale)),
+        members=tuple(node for node in masters + workers
+                      if node is not leader and member(node)))
+
+
+def script_argv(role, plan, node, endpoint, network, join_info=None):
+    """The install script's command line for node in ``role`` (leader,
+    master or worker)."""
+    argv = ['bash', SCRIPT_PATH]
+    if role == 'worker':
+        argv += ['-w', node.fixed_ip]
+    else:
+        argv += ['-m', ','.join(plan.master_addresses)]
+    argv += ['-i', endpoint]
+    if role != 'worker':
+        if network.pod_cidr:
+            argv += ['-p', network.pod_cidr]
+        if network.cluster_cidr:
+            argv += ['-a', network.cluster_cidr]
+    if role != 'leader':
+        argv += ['-t', join_info.token, '-s', join_info.ca_cert_hash]
+        if role == 'master':
+            argv += ['-k', join_info.certificate_key]
+    return argv
+
+
+def credentials_manifest():
+    """The ServiceAccount Tacker uses, bound to cluster-admin (a VIM
+    deploys any CNF), and its long-lived token Secret."""
+    labels = {'app.kubernetes.io/managed-by': 'kubernetes-mgmt-pv'}
+    documents = [
+        {'apiVersion': 'v1', 'kind': 'ServiceAccount',
+         'metadata': {'name': VIM_ACCOUNT, 'namespace': VIM_NAMESPACE,
+                      'labels': labels}},
+        {'apiVersion': 'v1', 'kind': 'Secret',
+         'type': 'kubernetes.io/service-account-token',
+         'metadata': {'name': VIM_TOKEN_SECRET, 'namespace': VIM_NAMESPACE,
+                      'labels': labels,
+                      'annotations': {'kubernetes.io/service-account.name':
+                                      VIM_ACCOUNT}}},
+        {'apiVersion': 'rbac.authorization.k8s.io/v1',
+         'kind': 'ClusterRoleBinding',
+         'metadata': {'name': VIM_ACCOUNT, 'labels': labels},
+         'roleRef': {'apiGroup': 'rbac.authorization.k8s.io',
+                     'kind': 'ClusterRole', 'name': 'cluster-admin'},
+         'subjects': [{'kind': 'ServiceAccount', 'name': VIM_ACCOUNT,
+                       'namespace': VIM_NAMESPACE}]},
+    ]
+    return {'apiVersion': 'v1', 'kind': 'List', 'items': documents}
+
+
+def parse_token_secret(output):
+    """(bearer token, CA PEM) from ``kubectl get secret -o json``, or None
+    while the token controller has not filled the Secret yet."""
+    try:
+        data = json.loads(output).get('data') or {}
+        if not data.get('token') or not data.get('ca.crt'):
+            return None
+        return (base64.b64decode(data['token']).decode('utf-8'),
+                base64.b64decode(data['ca.crt']).decode('utf-8'))
+    except (ValueError, AttributeError, UnicodeDecodeError):
+        raise exceptions.ClusterInstallError(
+            'the VIM token Secret %s/%s is not a valid Secret'
+            % (VIM_NAMESPACE, VIM_TOKEN_SECRET))
+
+
+_NODE_NAME = re.compile(r'^[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?$')
+
+
+def check_node_names(nodes_facts):
+    """Node names must be valid and unique in the cluster: two VMs with
+    one host name would fight over one Node."""
+    seen = {}
+    for node, facts in nodes_facts:
+        if not _NODE_NAME.match(facts.node_name):
+            raise exceptions.ClusterInstallError(
+                '%s: host name %r is not a valid Kubernetes Node name'
+                % (node.address, facts.hostname))
+        if facts.node_name in seen:
+            raise exceptions.ClusterInstallError(
+                'VMs %s and %s have the same host name %r: their Nodes '
+                'would collide' % (seen[facts.node_name], node.address,
+                                   facts.hostname))
+        seen[facts.node_name] = node.address

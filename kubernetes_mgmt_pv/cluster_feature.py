@@ -1,0 +1,127 @@
+"""The cluster feature: what each LCM hook does for the Kubernetes cluster
+itself and its Tacker VIM.
+
+It is on when ``k8s_cluster_installation_param.script_path`` names the
+install script in the VNF package; without it the driver only adds
+persistent volumes to a cluster that exists. Like ``storage_feature`` it
+takes every decision here, outside the file Tacker hashes.
+"""
+
+import os
+
+from oslo_log import log as logging
+
+from kubernetes_mgmt_pv import cluster_workflow
+from kubernetes_mgmt_pv import exceptions
+from kubernetes_mgmt_pv import heat
+from kubernetes_mgmt_pv import params as params_mod
+from kubernetes_mgmt_pv import safe_yaml
+from kubernetes_mgmt_pv import storage_feature
+from kubernetes_mgmt_pv import topology
+
+LOG = logging.getLogger(__name__)
+
+SCRIPT_MAX_BYTES = 1024 * 1024
+
+
+class ClusterFeature(object):
+    """The feature's hooks for one driver, whose seams answer the lookups
+    that need Tacker (package directory, VIM credentials, VIM registry)."""
+
+    def __init__(self, driver):
+        self._driver = driver
+
+    # -- hooks ----------------------------------------------------------------
+
+    def instantiate_end(self, context, vnf_instance, instantiate_vnf_request,
+                        grant, grant_request, **kwargs):
+        params = self._params(vnf_instance, instantiate_vnf_request)
+        if params is not None:
+            self._install(context, vnf_instance, params)
+
+    def terminate_end(self, context, vnf_instance, terminate_vnf_request,
+                      grant, grant_request, **kwargs):
+        """Delete the VIM this instance registered (if it still exists)."""
+        params = self._params(vnf_instance)
+        if params is not None:
+            self._deregister(context, vnf_instance, params)
+
+    def heal_start(self, context, vnf_instance, heal_vnf_request, grant,
+                   grant_request, **kwargs):
+        """Entire-cluster heal: the cluster is about to be re-created, so
+        its VIM goes first."""
+        params = self._params(vnf_instance)
+        if params is not None and _heals_entire_cluster(heal_vnf_request):
+            self._deregister(context, vnf_instance, params)
+
+    def heal_end(self, context, vnf_instance, heal_vnf_request, grant,
+                 grant_request, **kwargs):
+        """Entire-cluster heal: install the new VMs as a new cluster."""
+        params = self._params(vnf_instance)
+        if params is not None and _heals_entire_cluster(heal_vnf_request):
+            self._install(context, vnf_instance, params,
+                          lcm_request=heal_vnf_request)
+
+    # -- plumbing -------------------------------------------------------------
+
+    @staticmethod
+    def _params(vnf_instance, instantiate_request=None):
+        """The parameters, or None if the cluster feature is off."""
+        params = params_mod.parse(storage_feature.additional_params(
+            vnf_instance, instantiate_request))
+        if params.script_path is None:
+            LOG.debug('No script_path parameter: the cluster is not '
+                      'installed by this driver')
+            return None
+        return params
+
+    def _install(self, context, vnf_instance, params, lcm_request=None):
+        """Install (or complete) the cluster, then register its VIM."""
+        script = read_package_file(
+            self._driver.vnf_package_dir(context, vnf_instance),
+            params.script_path, params_mod.ROOT + '.script_path')
+        overrides = topology.credential_overrides(
+            getattr(lcm_request, 'additional_params', None))
+        client = heat.build_heat_client(
+            self._driver.vim_access_info(context, vnf_instance))
+        workflow = cluster_workflow.ClusterWorkflow(
+            params, heat.HeatStack(
+                client, vnf_instance.instantiated_vnf_info.instance_id),
+            script, credential_overrides=overrides,
+            sessions=self._driver.hook_sessions())
+        access, _ = workflow.install()
+        self._driver.register_vim(context, vnf_instance,
+                                  vim_name(params, vnf_instance), access)
+
+    def _deregister(self, context, vnf_instance, params):
+        if not self._driver.delete_vim(context, vnf_instance,
+                                       vim_name(params, vnf_instance)):
+            LOG.info('No Kubernetes VIM of VNF instance %s to delete',
+                     vnf_instance.id)
+
+
+def vim_name(params, vnf_instance):
+    """The VIM's name: vim_name, else one unique to the VNF instance."""
+    return params.vim_name or 'kubernetes_vim_%s' % vnf_instance.id
+
+
+def _heals_entire_cluster(heal_vnf_request):
+    """No vnfcInstanceId means the entire VNF (SOL003)."""
+    return not getattr(heal_vnf_request, 'vnfc_instance_id', None)
+
+
+def read_package_file(package_dir, relative, json_path):
+    """The bytes of a file inside the VNF package; a path leaving the
+    package, a missing or special file is a ParameterError at json_path."""
+    root = os.path.realpath(package_dir)
+    path = os.path.realpath(os.path.join(root, relative))
+    if os.path.commonpath([root, path]) != root:
+        reason = '%r resolves outside the VNF package' % relative
+    else:
+        try:
+            return safe_yaml.read_text(path, SCRIPT_MAX_BYTES,
+                                       follow_symlinks=False).encode('utf-8')
+        except safe_yaml.LoadError as error:
+            reason = '%r %s' % (relative, error)
+    raise exceptions.ParameterErrors([exceptions.ParameterError(json_path,
+                                                                reason)])

@@ -1,0 +1,148 @@
+"""Stand-ins for the Kubernetes node software the test hosts cannot run.
+
+kubeadm, kubelet, containerd and the kube-apiserver static pod need a real
+kernel setup, systemd and images; the hosts have none. This package builds
+Debian packages of small Python stand-ins (see the modules next to this
+file) that ``hosts.Testbed`` installs with dpkg into its base image, so the
+install script sees kubeadm/kubelet installed at exactly its pinned
+K8S_PACKAGE_VERSION and skips node preparation, as on a prepared VM.
+
+All API servers of a test cluster share one test API server
+(testbed/kubeapi.py), its "etcd": connect_host() tells a host where it is.
+"""
+
+import json
+import os
+import re
+import shlex
+import subprocess
+import tempfile
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+INSTALL_SCRIPT = os.path.join(
+    os.path.dirname(os.path.dirname(HERE)), 'samples', 'kubernetes_pv_vnf',
+    'Scripts', 'install_k8s_cluster.sh')
+CONTAINERD_VERSION = '1.7.24-0testbed1'
+# Where _build_base puts the .debs inside the image for dpkg -i.
+STAGING_DIR = '/var/cache/testbed-standins'
+UPSTREAM_CONFIG = '/etc/testbed/kube-upstream.json'
+CALL_LOG = '/var/log/kubeadm-standin.log'
+API_SERVER = '/usr/lib/testbed/kube-apiserver-standin'
+API_SERVER_PID = '/run/kube-apiserver-standin.pid'
+DEFAULT_TIMEOUT = 60.0  # kubeadm's waits for API servers, in seconds
+
+_VERSION_LINE = re.compile(r"^PACKAGE_VERSION = '[^']*'", re.M)
+
+
+def k8s_package_version(script=INSTALL_SCRIPT):
+    """The `readonly K8S_PACKAGE_VERSION='...'` of the install script."""
+    with open(script) as handle:
+        match = re.search(r"^readonly K8S_PACKAGE_VERSION='([^']+)'$",
+                          handle.read(), re.M)
+    if not match:
+        raise ValueError(f'no K8S_PACKAGE_VERSION line in {script}')
+    return match[1]
+
+
+def kubernetes_version(package_version=None):
+    """'v1.31.4' for package version '1.31.4-1.1' (default: the script's)."""
+    return 'v' + (package_version or k8s_package_version()).split('-')[0]
+
+
+def packages(k8s_version=None):
+    """(name, version, description, [(source module, installed path)])."""
+    k8s_version = k8s_version or k8s_package_version()
+    return [
+        ('kubeadm', k8s_version, 'kubeadm stand-in for the testbed',
+         [('kubeadm.py', '/usr/bin/kubeadm'),
+          ('kube_apiserver_standin.py', API_SERVER)]),
+        ('kubelet', k8s_version, 'kubelet stand-in for the testbed',
+         [('kubelet.py', '/usr/bin/kubelet')]),
+        ('containerd', CONTAINERD_VERSION,
+         'containerd stand-in for the testbed',
+         [('containerd.py', '/usr/bin/containerd')]),
+    ]
+
+
+def build_packages(outdir, k8s_version=None):
+    """Build the stand-in .debs into outdir and return their paths.
+
+    Uncompressed (-Znone): they are a few KB and built once per testbed.
+    """
+    paths = []
+    with tempfile.TemporaryDirectory(prefix='standins-') as workdir:
+        for name, version, description, files in packages(k8s_version):
+            root = os.path.join(workdir, name)
+            for module, target in files:
+                with open(os.path.join(HERE, module)) as handle:
+                    source = handle.read()
+                source = _VERSION_LINE.sub(
+                    f'PACKAGE_VERSION = {version!r}', source)
+                path = os.path.join(root, target.lstrip('/'))
+                os.makedirs(os.path.dirname(path), exist_ok=True)
+                with open(path, 'w') as handle:
+                    handle.write(source)
+                os.chmod(path, 0o755)
+            os.makedirs(os.path.join(root, 'DEBIAN'))
+            with open(os.path.join(root, 'DEBIAN', 'control'), 'w') as f:
+                f.write(f'Package: {name}\n'
+                        f'Version: {version}\n'
+                        'Architecture: all\n'
+                        'Maintainer: testbed <testbed@localhost>\n'
+                        'Section: admin\n'
+                        'Priority: optional\n'
+                        f'Description: {description}\n'
+                        ' Python stand-in installed in the test hosts of\n'
+                        ' kubernetes-mgmt-pv (testbed/standins).\n')
+            deb = os.path.join(outdir, f'{name}_{version}_all.deb')
+            subprocess.run(['dpkg-deb', '--root-owner-group', '-Znone',
+                            '--build', root, deb],
+                           check=True, capture_output=True)
+            paths.append(deb)
+    return paths
+
+
+def stage_packages(image_root, k8s_version=None):
+    """Build the .debs into STAGING_DIR of an image layer (e.g. the base
+    layer's upper dir before it is mounted), to be dpkg-installed there."""
+    outdir = os.path.join(image_root, STAGING_DIR.lstrip('/'))
+    os.makedirs(outdir, exist_ok=True)
+    return build_packages(outdir, k8s_version)
+
+
+def upstream_config(kube, server_host=None, timeout=DEFAULT_TIMEOUT):
+    """What the stand-ins need to reach the test API server from a host."""
+    host = server_host or kube.host
+    if host in ('', '0.0.0.0', '::') or host.startswith('127.'):
+        raise ValueError(f'test hosts cannot reach the API server at '
+                         f'{host!r}: pass server_host (the bridge IP)')
+    return {'server': f'https://{host}:{kube.port}', 'ca_pem': kube.ca_pem,
+            'token': kube.token, 'timeout': timeout}
+
+
+def connect_host(host, kube, server_host=None, timeout=DEFAULT_TIMEOUT):
+    """Point a test host's kubeadm stand-in at a test API server.
+
+    ``kube`` is a started testbed.kubeapi.KubeApiServer; ``server_host``
+    the address hosts dial (default: the server's bind address, which in a
+    testbed is the bridge IP). ``timeout`` bounds kubeadm's waits for API
+    servers. Call it again after a host is replaced: the file lives in the
+    host's root file system.
+    """
+    config = json.dumps(upstream_config(kube, server_host, timeout),
+                        indent=2)
+    path = shlex.quote(UPSTREAM_CONFIG)
+    host.run(f'mkdir -p {shlex.quote(os.path.dirname(UPSTREAM_CONFIG))} && '
+             f'umask 077 && cat > {path}', input=config + '\n')
+
+
+def connect_testbed(testbed, kube, **kwargs):
+    """connect_host() for every host of a hosts.Testbed."""
+    for host in testbed.hosts.values():
+        connect_host(host, kube, **kwargs)
+
+
+def call_log(host):
+    """The kubeadm calls made on a host: a list of {"argv", "time"}."""
+    text = host.run(f'cat {CALL_LOG} 2>/dev/null || true').stdout
+    return [json.loads(line) for line in text.splitlines() if line.strip()]

@@ -1,0 +1,187 @@
+"""The cluster half end to end: the real sample install script on real SSH
+test hosts, with kubeadm/kubelet/containerd stand-ins that make each host
+a Node of the test API server, real haproxy and keepalived for HA, and the
+persistent-volume half on top."""
+
+import json
+import ssl
+import urllib.request
+
+import pytest
+
+from kubernetes_mgmt_pv import exceptions
+from testbed import cluster as cluster_mod
+from testbed import faults as faults_mod
+from testbed import hosts
+from tests.functional.conftest import skip_without_testbed
+
+
+def node_table(master):
+    """{Node name: Ready status} as kubectl on a Master shows them."""
+    items = json.loads(cluster_mod.kubectl(master, 'get', 'nodes', '-o',
+                                           'json'))['items']
+    return {item['metadata']['name']: next(
+        c['status'] for c in item['status']['conditions']
+        if c['type'] == 'Ready') for item in items}
+
+
+def verb(calls):
+    """The kubeadm subcommands in a host's call log."""
+    return [' '.join(argv[1:3]) if argv[1] == 'init' and argv[2:3] == [
+        'phase'] else argv[1] for argv in calls]
+
+
+def api_get(access, path):
+    context = ssl.create_default_context(cadata=access.ca_cert)
+    request = urllib.request.Request(access.url + path, headers={
+        'Authorization': 'Bearer ' + access.bearer_token})
+    with urllib.request.urlopen(request, context=context,
+                                timeout=10) as response:
+        return json.load(response)
+
+
+def assert_pvs_available(virtual):
+    volumes = cluster_mod.persistent_volumes(virtual.host('master1'))
+    assert {name: v['status']['phase'] for name, v in volumes.items()} == {
+        'nfs-pv1': 'Available', 'nfs-pv2': 'Available',
+        'nfs-pv3': 'Available'}
+
+
+@pytest.fixture
+def simple():
+    """Storage, 1 Master and 2 Workers, with the cluster installed by the
+    driver."""
+    skip_without_testbed()
+    with cluster_mod.VirtualCluster(masters=1, workers=2, volumes=1,
+                                    install_cluster=True) as virtual:
+        yield virtual
+
+
+@pytest.fixture
+def ha_cluster():
+    skip_without_testbed()
+    with cluster_mod.VirtualCluster(masters=3, workers=2, volumes=1,
+                                    install_cluster=True) as virtual:
+        yield virtual
+
+
+def test_one_master_two_workers(simple, logins):
+    simple.instantiate_end()
+
+    master = simple.host('master1')
+    assert node_table(master) == {'master1': 'True', 'worker1': 'True',
+                                  'worker2': 'True'}
+    init, = [argv for argv in simple.kubeadm_calls('master1')
+             if argv[1] == 'init' and argv[2] != 'phase']
+    assert init[init.index('--pod-network-cidr') + 1] == cluster_mod.POD_CIDR
+    assert init[init.index('--service-cidr') + 1] == cluster_mod.SERVICE_CIDR
+    assert init[init.index('--control-plane-endpoint') + 1] == \
+        '%s:6443' % master.ip
+    for worker in ('worker1', 'worker2'):
+        join, = [argv for argv in simple.kubeadm_calls(worker)
+                 if argv[1] == 'join']
+        assert join[2] == '%s:6443' % master.ip
+        assert '--control-plane' not in join
+    # Every node resolves every other by name, from the driver's block.
+    hosts = simple.host('worker2').read_file('/etc/hosts')
+    assert '%s master1' % master.ip in hosts
+    # The VIM works with the ServiceAccount token, through the CA.
+    access = simple.vims['kubernetes_vim_test']
+    assert access.url == 'https://%s:6443' % master.ip
+    assert 'kube-system' in [item['metadata']['name'] for item in
+                             api_get(access, '/api/v1/namespaces')['items']]
+    assert_pvs_available(simple)
+    # One login per host for the whole hook, cluster and storage alike.
+    assert sorted(logins) == sorted(h.ip for h in
+                                    simple.testbed.hosts.values())
+
+
+def test_a_rerun_changes_nothing(simple):
+    simple.instantiate_end()
+    before = {name: simple.kubeadm_calls(name)
+              for name in ('master1', 'worker1', 'worker2')}
+    simple.instantiate_end()
+    after = {name: simple.kubeadm_calls(name)
+             for name in ('master1', 'worker1', 'worker2')}
+    # The leader only prints fresh join information again; the workers,
+    # already members, are not touched.
+    assert after['worker1'] == before['worker1']
+    assert after['worker2'] == before['worker2']
+    assert 'init' not in verb(after['master1'][len(before['master1']):])
+    assert_pvs_available(simple)
+
+
+def test_a_rerun_after_a_failed_worker_join_converges(simple):
+    worker2 = simple.host('worker2')
+    with faults_mod.Faults() as faults:
+        fault = faults.command(worker2, 'kubeadm', match='join')
+        with pytest.raises(exceptions.MgmtDriverError) as caught:
+            simple.instantiate_end()
+        assert len(fault.hits) == 1
+    message = str(caught.value)
+    assert worker2.ip in message and 'install script' in message
+    # worker1 joined in the same run; nothing is registered yet.
+    assert node_table(simple.host('master1')) == {'master1': 'True',
+                                                  'worker1': 'True'}
+    assert simple.vims == {}
+
+    simple.instantiate_end()
+    assert node_table(simple.host('master1')) == {
+        'master1': 'True', 'worker1': 'True', 'worker2': 'True'}
+    assert verb(simple.kubeadm_calls('worker1')) == ['join']
+    assert_pvs_available(simple)
+    assert 'kubernetes_vim_test' in simple.vims
+
+
+def test_terminate_deletes_the_vim(simple):
+    simple.instantiate_end()
+    assert 'kubernetes_vim_test' in simple.vims
+    simple.terminate_end()
+    assert simple.vims == {}
+    simple.terminate_end()  # nothing left to delete: not an error
+
+
+def test_entire_cluster_heal(simple):
+    simple.instantiate_end()
+    old_token = simple.vims['kubernetes_vim_test'].bearer_token
+    simple.heal_start()
+    assert simple.vims == {}
+    simple.replace_everything()
+    simple.heal_end()
+    assert node_table(simple.host('master1')) == {
+        'master1': 'True', 'worker1': 'True', 'worker2': 'True'}
+    access = simple.vims['kubernetes_vim_test']
+    assert access.bearer_token != old_token
+    api_get(access, '/api/v1/namespaces')
+    assert_pvs_available(simple)
+
+
+def test_three_masters_behind_haproxy_and_keepalived(ha_cluster):
+    ha_cluster.instantiate_end()
+    vip = ha_cluster.vip
+    names = ['master1', 'master2', 'master3', 'worker1', 'worker2']
+    assert node_table(ha_cluster.host('master2')) == dict.fromkeys(names,
+                                                                   'True')
+    for name in ('master2', 'master3'):
+        join, = [argv for argv in ha_cluster.kubeadm_calls(name)
+                 if argv[1] == 'join']
+        assert join[2] == '%s:16443' % vip
+        assert '--control-plane' in join and '--certificate-key' in join
+    for master in ha_cluster.nodes('master'):
+        config = master.read_file('/etc/haproxy/haproxy.cfg')
+        for other in ha_cluster.nodes('master'):
+            assert '%s:6443' % other.ip in config
+    access = ha_cluster.vims['kubernetes_vim_test']
+    assert access.url == 'https://%s:16443' % vip
+    api_get(access, '/api')
+
+    holder, = [m for m in ha_cluster.nodes('master')
+               if vip in m.run('ip -o -4 addr show').stdout]
+    holder.run('service keepalived stop')
+    # Another Master takes the VIP over; the API answers through it.
+    hosts.wait_for(
+        lambda: any(vip in m.run('ip -o -4 addr show').stdout
+                    for m in ha_cluster.nodes('master') if m is not holder),
+        'another Master holds the VIP', timeout=30)
+    api_get(access, '/api/v1/namespaces')
+    assert_pvs_available(ha_cluster)

@@ -1,0 +1,332 @@
+"""The cluster half's decisions, as tables: no host, no Heat."""
+
+import base64
+import json
+
+import pytest
+
+from kubernetes_mgmt_pv import cluster
+from kubernetes_mgmt_pv import cluster_feature
+from kubernetes_mgmt_pv import exceptions
+from kubernetes_mgmt_pv import params
+from kubernetes_mgmt_pv import topology
+
+PEM = ('-----BEGIN CERTIFICATE-----\nMIIBfake\n'
+       '-----END CERTIFICATE-----\n')
+ACCESS = params.NodeAccess('cp', 'cp', 'ubuntu', 'secret')
+
+
+def node(role, address):
+    return topology.Node(role, address, address, address, 'cp', None,
+                         ACCESS)
+
+
+def facts(hostname, joined=False):
+    return cluster.NodeFacts(hostname=hostname, joined=joined)
+
+
+def info_block(**overrides):
+    values = dict(server='https://10.0.0.5:16443', token='abcdef.0123456789abcdef',
+                  ca_cert_hash='sha256:' + 'a' * 64,
+                  certificate_key='b' * 64,
+                  ca_cert=base64.b64encode(PEM.encode()).decode())
+    values.update(overrides)
+    lines = [cluster.INFO_BEGIN] + ['%s=%s' % item for item in values.items()
+                                    if item[1] is not None]
+    return '\n'.join(['[init] done'] + lines + [cluster.INFO_END,
+                                                 'Install Success!'])
+
+
+# -- facts and script output ------------------------------------------------
+
+@pytest.mark.parametrize('output, expected', [
+    (b'master1\njoined\n127.0.0.1 localhost\n',
+     cluster.NodeFacts('master1', True, b'127.0.0.1 localhost\n')),
+    (b'Worker-2\nfresh\n', cluster.NodeFacts('Worker-2', False, b'')),
+    (b'w\nfresh', cluster.NodeFacts('w', False, b'')),
+])
+def test_facts_are_parsed(output, expected):
+    assert cluster.parse_facts(output) == expected
+
+
+def test_node_name_is_the_lower_case_host_name():
+    assert facts('Worker-2').node_name == 'worker-2'
+
+
+@pytest.mark.parametrize('output', [b'', b'master1\n', b'master1\nmaybe\n'])
+def test_unexpected_facts_fail(output):
+    with pytest.raises(exceptions.ClusterInstallError):
+        cluster.parse_facts(output)
+
+
+def test_join_info_is_read_from_the_block():
+    info = cluster.parse_join_info(info_block())
+    assert info == cluster.JoinInfo(
+        'https://10.0.0.5:16443', 'abcdef.0123456789abcdef',
+        'sha256:' + 'a' * 64, 'b' * 64, PEM)
+    assert info.secrets == ('abcdef.0123456789abcdef', 'b' * 64)
+
+
+def test_the_last_block_wins():
+    output = info_block(token='old.0000000000000000') + '\n' + info_block()
+    assert cluster.parse_join_info(output).token == 'abcdef.0123456789abcdef'
+
+
+@pytest.mark.parametrize('output, message', [
+    ('Install Success!', 'printed no'),
+    (info_block(token=None), 'lacks token'),
+    (info_block(certificate_key=''), 'lacks certificate_key'),
+    (info_block(ca_cert='not base64!'), 'not base64'),
+    (info_block(ca_cert=base64.b64encode(b'hello').decode()),
+     'not a PEM certificate'),
+    (info_block().replace(cluster.INFO_END, ''), 'printed no'),
+])
+def test_a_bad_block_fails_clearly(output, message):
+    with pytest.raises(exceptions.ClusterInstallError, match=message):
+        cluster.parse_join_info(output)
+
+
+# -- addresses --------------------------------------------------------------
+
+@pytest.mark.parametrize('masters, vip, expected', [
+    (['10.0.0.11'], None, '10.0.0.11:6443'),
+    (['10.0.0.11'], '10.0.0.5', '10.0.0.11:6443'),
+    (['10.0.0.11', '10.0.0.12'], '10.0.0.5', '10.0.0.5:16443'),
+    (['fd00::11'], None, '[fd00::11]:6443'),
+    (['fd00::11', 'fd00::12'], 'fd00::5', '[fd00::5]:16443'),
+])
+def test_control_plane_endpoint(masters, vip, expected):
+    assert cluster.control_plane_endpoint(masters, vip) == expected
+
+
+def test_several_masters_need_the_vip_port():
+    with pytest.raises(exceptions.ParameterErrors,
+                       match=r'master_node\.cluster_cp_name: is required '
+                             r'with more than one Master \(3\)'):
+        cluster.control_plane_endpoint(['a', 'b', 'c'], None)
+
+
+@pytest.mark.parametrize('endpoint, fip, expected', [
+    ('10.0.0.11:6443', None, 'https://10.0.0.11:6443'),
+    ('10.0.0.5:16443', '192.0.2.7', 'https://192.0.2.7:16443'),
+    ('[fd00::5]:16443', None, 'https://[fd00::5]:16443'),
+    ('10.0.0.5:16443', 'fd00::7', 'https://[fd00::7]:16443'),
+])
+def test_vim_url(endpoint, fip, expected):
+    assert cluster.vim_url(endpoint, fip) == expected
+
+
+@pytest.mark.parametrize('proxy, network, expected', [
+    (params.Proxy(http_proxy='http://p:3128'), params.ClusterNetwork(),
+     'localhost,127.0.0.1,10.0.0.5,10.0.0.11,10.0.0.21'),
+    (params.Proxy(http_proxy='http://p:3128', no_proxy='.corp, localhost',
+                  k8s_node_cidr='10.0.0.0/24'),
+     params.ClusterNetwork(pod_cidr='192.168.0.0/16',
+                           cluster_cidr='10.96.0.0/12'),
+     '.corp,localhost,127.0.0.1,10.0.0.5,10.0.0.0/24,192.168.0.0/16,'
+     '10.96.0.0/12'),
+])
+def test_no_proxy_covers_the_cluster(proxy, network, expected):
+    assert cluster.no_proxy(proxy, network, '10.0.0.5',
+                            ['10.0.0.11', '10.0.0.21']) == expected
+
+
+def test_without_a_proxy_the_script_gets_no_environment():
+    assert cluster.script_environment(params.Proxy(), params.ClusterNetwork(),
+                                      '10.0.0.11:6443', ['10.0.0.11']) == {}
+
+
+def test_the_script_environment_carries_the_proxy_and_no_proxy():
+    env = cluster.script_environment(
+        params.Proxy(https_proxy='http://p:3128', no_proxy='x'),
+        params.ClusterNetwork(), '[fd00::5]:16443', ['10.0.0.11'])
+    assert env == {'https_proxy': 'http://p:3128',
+                   'no_proxy': 'x,localhost,127.0.0.1,fd00::5,10.0.0.11'}
+
+
+def test_hosts_lines_name_every_node_at_its_address():
+    pairs = [(node('master', '10.0.0.1'), facts('master1')),
+             (node('worker', '10.0.0.10'), facts('worker1'))]
+    assert cluster.hosts_lines(pairs) == ['10.0.0.1 master1',
+                                          '10.0.0.10 worker1']
+
+
+# -- the install plan -----------------------------------------------------------
+
+M1, M2, M3 = (node('master', '10.0.0.1%d' % n) for n in (1, 2, 3))
+W1, W2 = (node('worker', '10.0.0.2%d' % n) for n in (1, 2))
+
+
+def plan(joined=(), api=None, masters=(M1, M2, M3), workers=(W1, W2),
+         names=None):
+    names = names or {M1: 'm1', M2: 'm2', M3: 'm3', W1: 'w1', W2: 'w2'}
+    all_facts = {n.address: facts(names[n], n in joined)
+                 for n in masters + workers}
+    return cluster.plan_install(list(masters), list(workers), all_facts,
+                                api or {})
+
+
+def test_a_fresh_cluster_is_initialised_by_the_first_master():
+    result = plan()
+    assert result.leader is M1
+    assert result.master_addresses == ('10.0.0.11', '10.0.0.12', '10.0.0.13')
+    assert result.join_masters == (M2, M3)
+    assert result.join_workers == (W1, W2)
+    assert result.reset == result.stale_api_nodes == result.members == ()
+    assert result.script_nodes == (M1, M2, M3, W1, W2)
+
+
+def test_a_rerun_skips_the_members():
+    api = {'m1': '10.0.0.11', 'm2': '10.0.0.12', 'w1': '10.0.0.21'}
+    result = plan(joined=(M1, M2, W1), api=api)
+    assert result.leader is M1
+    assert result.join_masters == (M3,)
+    assert result.join_workers == (W2,)
+    assert result.members == (M2, W1)
+    assert result.reset == ()
+
+
+def test_a_member_master_leads_when_the_first_is_new():
+    """The first Master was re-created: it must join, not init a second
+    cluster."""
+    api = {'m1': '10.0.0.11', 'm2': '10.0.0.12', 'm3': '10.0.0.13'}
+    result = plan(joined=(M2, M3), api=api)
+    assert result.leader is M2
+    assert result.master_addresses == ('10.0.0.12', '10.0.0.11', '10.0.0.13')
+    assert result.join_masters == (M1,)
+    assert result.stale_api_nodes == ('m1',)
+
+
+def test_a_vm_joined_to_an_unknown_cluster_is_reset():
+    api = {'m1': '10.0.0.11'}
+    result = plan(joined=(M1, W1), api=api)
+    assert result.reset == (W1,)
+    assert W1 in result.join_workers
+
+
+def test_a_node_of_another_address_with_our_name_is_stale():
+    api = {'m1': '10.0.0.11', 'w2': '10.0.0.99', 'old': '10.0.0.21'}
+    result = plan(joined=(M1,), api=api)
+    assert result.stale_api_nodes == ('old', 'w2')
+
+
+def test_a_fresh_single_master():
+    result = plan(masters=(M1,), workers=())
+    assert (result.leader, result.join_masters, result.join_workers) == (
+        M1, (), ())
+
+
+# -- command lines -------------------------------------------------------------
+
+INFO = cluster.JoinInfo('https://10.0.0.5:16443', 'tok.en', 'sha256:h', 'key',
+                        PEM)
+NETWORK = params.ClusterNetwork(pod_cidr='192.168.0.0/16',
+                                cluster_cidr='10.96.0.0/12')
+
+
+@pytest.mark.parametrize('role, target, join, expected', [
+    ('leader', M1, None,
+     ['-m', '10.0.0.11,10.0.0.12,10.0.0.13', '-i', '10.0.0.5:16443',
+      '-p', '192.168.0.0/16', '-a', '10.96.0.0/12']),
+    ('master', M2, INFO,
+     ['-m', '10.0.0.11,10.0.0.12,10.0.0.13', '-i', '10.0.0.5:16443',
+      '-p', '192.168.0.0/16', '-a', '10.96.0.0/12',
+      '-t', 'tok.en', '-s', 'sha256:h', '-k', 'key']),
+    ('worker', W1, INFO,
+     ['-w', '10.0.0.21', '-i', '10.0.0.5:16443', '-t', 'tok.en',
+      '-s', 'sha256:h']),
+])
+def test_script_command_lines(role, target, join, expected):
+    argv = cluster.script_argv(role, plan(), target, '10.0.0.5:16443',
+                               NETWORK, join)
+    assert argv == ['bash', cluster.SCRIPT_PATH] + expected
+
+
+def test_default_cidrs_are_left_to_kubeadm():
+    argv = cluster.script_argv('leader', plan(), M1, '10.0.0.11:6443',
+                               params.ClusterNetwork())
+    assert '-p' not in argv and '-a' not in argv
+
+
+# -- VIM credentials -------------------------------------------------------------
+
+def test_the_credentials_bind_a_service_account_to_cluster_admin():
+    items = cluster.credentials_manifest()['items']
+    kinds = [item['kind'] for item in items]
+    assert kinds == ['ServiceAccount', 'Secret', 'ClusterRoleBinding']
+    secret, binding = items[1], items[2]
+    assert secret['type'] == 'kubernetes.io/service-account-token'
+    assert secret['metadata']['annotations'] == {
+        'kubernetes.io/service-account.name': cluster.VIM_ACCOUNT}
+    assert binding['roleRef']['name'] == 'cluster-admin'
+    assert binding['subjects'] == [{
+        'kind': 'ServiceAccount', 'name': cluster.VIM_ACCOUNT,
+        'namespace': cluster.VIM_NAMESPACE}]
+
+
+def secret_json(**data):
+    return json.dumps({'kind': 'Secret', 'data': {
+        key: base64.b64encode(value.encode()).decode()
+        for key, value in data.items()}})
+
+
+@pytest.mark.parametrize('output, expected', [
+    (secret_json(token='t0k', **{'ca.crt': PEM}), ('t0k', PEM)),
+    (secret_json(**{'ca.crt': PEM}), None),
+    (json.dumps({'kind': 'Secret'}), None),
+])
+def test_token_secret(output, expected):
+    assert cluster.parse_token_secret(output) == expected
+
+
+def test_a_broken_secret_fails():
+    with pytest.raises(exceptions.ClusterInstallError):
+        cluster.parse_token_secret('{"data": {"token": "!!", "ca.crt": "x"}}')
+
+
+def test_api_nodes_by_internal_ip():
+    listing = {'items': [
+        {'metadata': {'name': 'm1'}, 'status': {'addresses': [
+            {'type': 'Hostname', 'address': 'm1'},
+            {'type': 'InternalIP', 'address': '10.0.0.11'}]}},
+        {'metadata': {'name': 'w1'}, 'status': {}}]}
+    assert cluster.parse_api_nodes(json.dumps(listing)) == {
+        'm1': '10.0.0.11', 'w1': None}
+    with pytest.raises(exceptions.ClusterInstallError):
+        cluster.parse_api_nodes('{"kind": "Status"}')
+
+
+@pytest.mark.parametrize('names, message', [
+    (['m1', 'M1'], 'have the same host name'),
+    (['m1', 'bad_name'], 'not a valid Kubernetes Node name'),
+])
+def test_node_names_must_be_valid_and_unique(names, message):
+    pairs = [(node('master', '10.0.0.%d' % n), facts(name))
+             for n, name in enumerate(names)]
+    with pytest.raises(exceptions.ClusterInstallError, match=message):
+        cluster.check_node_names(pairs)
+
+
+# -- the package's script -------------------------------------------------------
+
+def test_the_script_is_read_from_the_package(tmp_path):
+    (tmp_path / 'Scripts').mkdir()
+    (tmp_path / 'Scripts' / 'install.sh').write_text('#!/bin/bash\n')
+    assert cluster_feature.read_package_file(
+        str(tmp_path), 'Scripts/install.sh', 'x.script_path') == \
+        b'#!/bin/bash\n'
+
+
+@pytest.mark.parametrize('relative, reason', [
+    ('../etc/passwd', 'resolves outside the VNF package'),
+    ('Scripts/missing.sh', 'does not exist'),
+    ('Scripts', 'is not a regular file but a directory'),
+])
+def test_a_bad_script_path_is_named_by_its_json_path(tmp_path, relative,
+                                                     reason):
+    (tmp_path / 'Scripts').mkdir()
+    with pytest.raises(exceptions.ParameterErrors) as caught:
+        cluster_feature.read_package_file(str(tmp_path), relative,
+                                          'k8s.script_path')
+    assert str(caught.value).count('k8s.script_path') == 1
+    assert reason in str(caught.value)
