@@ -110,6 +110,32 @@ def look_like_the_user_guides_guest(host):
         host._password = STORAGE_PASSWORD  # for host.ssh_client()
 
 
+def prepare_guest(host, kube, install_cluster=True):
+    """Make a freshly booted test host a VM of the user guide's VNF: an
+    Ubuntu 22.04 look-alike; a Master or Worker also lacks nfs-common (so
+    the driver really installs it) and either gets the kubeadm stand-ins'
+    view of the cluster's state ``kube`` (the driver installs Kubernetes)
+    or, as a Master of an existing cluster, a kubeconfig for it."""
+    look_like_the_user_guides_guest(host)
+    if host.role == 'storage':
+        return
+    # Per node, not in the shared base image: the storage host keeps
+    # nfs-ganesha (the test NFS server), which depends on nfs-common.
+    host.run('apt-get purge -y -q nfs-common')
+    if install_cluster:
+        standins.connect_host(host, kube)
+        # Like an offline image, the host carries the network plugin's
+        # manifest the script would download: here one the test API
+        # server serves (it runs no DaemonSets).
+        host.run('mkdir -p /usr/local/lib/kubernetes-mgmt-pv')
+        host.write_file(calico_manifest_path(), CALICO_STAND_IN)
+    elif host.role == 'master':
+        host.run('install -d -o ubuntu -g ubuntu -m 700 /home/ubuntu/.kube')
+        host.write_file('/home/ubuntu/.kube/config', kube.kubeconfig())
+        host.run('chown ubuntu:ubuntu /home/ubuntu/.kube/config && '
+                 'chmod 600 /home/ubuntu/.kube/config')
+
+
 def use_test_options(**overrides):
     """Apply TEST_OPTIONS (plus overrides) to the driver's global config."""
     for name, value in dict(TEST_OPTIONS, **overrides).items():
@@ -187,7 +213,7 @@ class VirtualCluster(object):
                                         fixed_ips=[self.vip])
             storage = self.testbed.add_host('storage', 'storage',
                                             volumes=self.volume_count)
-            look_like_the_user_guides_guest(storage)
+            prepare_guest(storage, self.kube)
             self._describe_storage(storage)
             for aspect in (MASTER_ASPECT, WORKER_ASPECT):
                 self._groups[aspect] = self.openstack.add_scaling_group(
@@ -295,7 +321,7 @@ class VirtualCluster(object):
         self._seq[role] += 1
         name = '%s%d' % (role, self._seq[role])
         host = self.testbed.add_host(name, role)
-        look_like_the_user_guides_guest(host)
+        prepare_guest(host, self.kube, self.install_cluster)
         aspect, cp_name = ((MASTER_ASPECT, MASTER_CP) if role == 'master'
                            else (WORKER_ASPECT, WORKER_CP))
         vnfc = self.vnfcs[name] = _Vnfc(name, cp_name)
@@ -307,38 +333,7 @@ class VirtualCluster(object):
         self.openstack.add_port(vnfc.member_stack_id, cp_name,
                                 fixed_ips=[host.ip],
                                 device_id=vnfc.server_id)
-        self._remove_nfs_client(host)
-        self._prepare_kubernetes(host)
         return host
-
-    def _prepare_kubernetes(self, host):
-        """A Master of an existing cluster has a kubeconfig; with
-        install_cluster every node instead gets the kubeadm stand-ins'
-        view of the cluster's shared state, and the driver does the rest."""
-        if self.install_cluster:
-            standins.connect_host(host, self.kube)
-            # Like an offline image, the host carries the network plugin's
-            # manifest the script would download: here one the test API
-            # server serves (it runs no DaemonSets).
-            host.run('mkdir -p /usr/local/lib/kubernetes-mgmt-pv')
-            host.write_file(calico_manifest_path(), CALICO_STAND_IN)
-        elif host.role == 'master':
-            self._install_kubeconfig(host)
-
-    @staticmethod
-    def _remove_nfs_client(host):
-        """A fresh node lacks nfs-common, so the driver really installs it.
-
-        Done per node, not in the shared base image: the storage host keeps
-        nfs-ganesha (the test NFS server), which depends on nfs-common.
-        """
-        host.run('apt-get purge -y -q nfs-common')
-
-    def _install_kubeconfig(self, host):
-        host.run('install -d -o ubuntu -g ubuntu -m 700 /home/ubuntu/.kube')
-        host.write_file('/home/ubuntu/.kube/config', self.kube.kubeconfig())
-        host.run('chown ubuntu:ubuntu /home/ubuntu/.kube/config && '
-                 'chmod 600 /home/ubuntu/.kube/config')
 
     def replace_host(self, name, same_ip=True, keep_volumes=False):
         """A heal as Heat does it: a new VM (fresh root fs, new Nova id),
@@ -346,7 +341,7 @@ class VirtualCluster(object):
         the old ones re-attached; returns the vnfc id."""
         host = self.testbed.replace_host(name, same_ip=same_ip,
                                          keep_volumes=keep_volumes)
-        look_like_the_user_guides_guest(host)
+        prepare_guest(host, self.kube, self.install_cluster)
         vnfc = self.vnfcs[name]
         stack_id = vnfc.member_stack_id or self.stack_id
         vnfc.server_id = str(uuid.uuid4())
@@ -365,9 +360,6 @@ class VirtualCluster(object):
                 self.openstack.remove_resource(stack_id, volume)
                 self.openstack.add_volume(stack_id, volume, device=device,
                                           server_id=vnfc.server_id)
-        if host.role != 'storage':
-            self._remove_nfs_client(host)
-            self._prepare_kubernetes(host)
         return vnfc.vnfc_id
 
     def replace_everything(self):
