@@ -11,12 +11,12 @@ import os
 
 from oslo_log import log as logging
 
+from kubernetes_mgmt_pv import lcm_requests
 from kubernetes_mgmt_pv import cluster_workflow
 from kubernetes_mgmt_pv import exceptions
 from kubernetes_mgmt_pv import heat
 from kubernetes_mgmt_pv import params as params_mod
 from kubernetes_mgmt_pv import safe_yaml
-from kubernetes_mgmt_pv import storage_feature
 from kubernetes_mgmt_pv import topology
 
 LOG = logging.getLogger(__name__)
@@ -67,7 +67,7 @@ class ClusterFeature(object):
     @staticmethod
     def _params(vnf_instance, instantiate_request=None):
         """The parameters, or None if the cluster feature is off."""
-        params = params_mod.parse(storage_feature.additional_params(
+        params = params_mod.parse(lcm_requests.additional_params(
             vnf_instance, instantiate_request))
         if params.script_path is None:
             LOG.debug('No script_path parameter: the cluster is not '

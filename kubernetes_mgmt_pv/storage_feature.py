@@ -8,31 +8,16 @@ Tacker hashes neither, so fixing one never forces operators to rebuild
 their VNF packages.
 """
 
-import dataclasses
-
 from oslo_log import log as logging
 
 from kubernetes_mgmt_pv import heat
+from kubernetes_mgmt_pv import lcm_requests
 from kubernetes_mgmt_pv import manifests
 from kubernetes_mgmt_pv import params as params_mod
 from kubernetes_mgmt_pv import topology
 from kubernetes_mgmt_pv import workflows
 
 LOG = logging.getLogger(__name__)
-
-
-@dataclasses.dataclass
-class HealTargets(object):
-    """What a heal request asks for, as far as persistent volumes care."""
-    entire_cluster: bool = False
-    storage_server: bool = False
-    servers: list = dataclasses.field(
-        default_factory=list)  # topology.HealedServer: Masters and Workers
-
-    @property
-    def recreates_storage(self):
-        """The Storage VM and its volume are re-created (their data lost)."""
-        return self.entire_cluster or self.storage_server
 
 
 class StorageFeature(object):
@@ -84,7 +69,8 @@ class StorageFeature(object):
                                  lcm_request=scale_vnf_request)
         if workflow is None:
             return
-        if scaled_node_access(workflow.params, scale_vnf_request) is None:
+        if lcm_requests.scaled_node_access(workflow.params,
+                                          scale_vnf_request) is None:
             LOG.info('Aspect %s is not a Master/Worker aspect: no NFS client '
                      'to install', scale_vnf_request.aspect_id)
             return
@@ -102,7 +88,7 @@ class StorageFeature(object):
         may override the nodes' credentials. Parameters, overrides and
         manifests are validated here, before Heat or any VM is contacted.
         """
-        params = params_mod.parse(additional_params(vnf_instance,
+        params = params_mod.parse(lcm_requests.additional_params(vnf_instance,
                                                     instantiate_request))
         if not params.pv_enabled:
             LOG.debug('No storage_server parameter: persistent volumes off')
@@ -125,50 +111,5 @@ class StorageFeature(object):
                                  lcm_request=heal_vnf_request)
         if workflow is None:
             return None, None
-        return workflow, heal_targets(vnf_instance, heal_vnf_request,
+        return workflow, lcm_requests.heal_targets(vnf_instance, heal_vnf_request,
                                       workflow.params)
-
-
-def additional_params(vnf_instance, request=None):
-    """additionalParams of the instantiate request.
-
-    instantiate_end gets them with the request; later hooks read the copy
-    Tacker stored in the instance's InstantiatedVnfInfo.
-    """
-    from_request = getattr(request, 'additional_params', None)
-    if from_request and params_mod.ROOT in from_request:
-        return from_request
-    info = getattr(vnf_instance, 'instantiated_vnf_info', None)
-    return getattr(info, 'additional_params', None) or {}
-
-
-def heal_targets(vnf_instance, heal_vnf_request, params):
-    """Classify the VNFCs of a heal request by their CP descriptor ids.
-
-    No vnfcInstanceId means the entire cluster (SOL003).
-    """
-    wanted = set(getattr(heal_vnf_request, 'vnfc_instance_id', None) or [])
-    targets = HealTargets(entire_cluster=not wanted)
-    info = vnf_instance.instantiated_vnf_info
-    for vnfc in getattr(info, 'vnfc_resource_info', None) or []:
-        if vnfc.id not in wanted:
-            continue
-        cpds = {cp.cpd_id for cp in vnfc.vnfc_cp_info or []}
-        server_id = vnfc.compute_resource.resource_id
-        if params.storage.nic_cp_name in cpds:
-            targets.storage_server = True
-        for role, access in ((topology.MASTER, params.master),
-                             (topology.WORKER, params.worker)):
-            if access is not None and access.nic_cp_name in cpds:
-                targets.servers.append(topology.HealedServer(role, server_id))
-    return targets
-
-
-def scaled_node_access(params, scale_vnf_request):
-    """Access of the nodes of the scaled aspect (None: not a Master or
-    Worker aspect), as the instantiate parameters give it."""
-    for access in (params.master, params.worker):
-        if access is not None and (
-                access.aspect_id == scale_vnf_request.aspect_id):
-            return access
-    return None

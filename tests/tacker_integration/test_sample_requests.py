@@ -14,6 +14,7 @@ from tacker.api.validation import validators  # noqa: E402
 from tacker.common import utils as tacker_utils  # noqa: E402
 from tacker import objects  # noqa: E402
 
+from kubernetes_mgmt_pv import lcm_requests
 from kubernetes_mgmt_pv import storage_feature  # noqa: E402
 from kubernetes_mgmt_pv import params  # noqa: E402
 from tests.tacker_integration.support import REQUESTS  # noqa: E402
@@ -72,7 +73,7 @@ def test_sol002_heal_selects_the_storage_server(context, cluster_params):
     # The operator replaces the placeholder with the Storage server's
     # vnfcResourceInfo id; here it is that id.
     instance = instance_with_storage_vnfc(heal.vnfc_instance_id[0])
-    targets = storage_feature.heal_targets(
+    targets = lcm_requests.heal_targets(
         instance, heal, cluster_params)
     assert (targets.storage_server, targets.entire_cluster) == (True, False)
 
@@ -80,7 +81,7 @@ def test_sol002_heal_selects_the_storage_server(context, cluster_params):
 def test_sol003_heal_is_the_entire_cluster(context, cluster_params):
     heal = objects.HealVnfRequest(context=context,
                                   **snake('heal_entire_cluster.json'))
-    targets = storage_feature.heal_targets(
+    targets = lcm_requests.heal_targets(
         instance_with_storage_vnfc(str(uuid.uuid4())), heal, cluster_params)
     assert (targets.storage_server, targets.entire_cluster) == (False, True)
 
@@ -91,5 +92,5 @@ def test_scale_requests_scale_the_workers(context, cluster_params, name,
                                           kind):
     scale = objects.ScaleVnfRequest.obj_from_primitive(snake(name), context)
     assert (scale.type, scale.number_of_steps) == (kind, 1)
-    assert storage_feature.scaled_node_access(
+    assert lcm_requests.scaled_node_access(
         cluster_params, scale) == cluster_params.worker

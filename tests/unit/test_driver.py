@@ -5,6 +5,7 @@ import types
 
 import pytest
 
+from kubernetes_mgmt_pv import lcm_requests
 from kubernetes_mgmt_pv import base_driver
 from kubernetes_mgmt_pv import exceptions
 from kubernetes_mgmt_pv import flow
@@ -12,7 +13,6 @@ from kubernetes_mgmt_pv import mgmt_driver
 from kubernetes_mgmt_pv import parallel
 from kubernetes_mgmt_pv import params
 from kubernetes_mgmt_pv import report
-from kubernetes_mgmt_pv import storage_feature
 from kubernetes_mgmt_pv import tacker_compat
 from kubernetes_mgmt_pv import topology
 from kubernetes_mgmt_pv import workflows
@@ -57,11 +57,11 @@ def test_every_abstract_hook_is_implemented():
 
 def test_heal_targets_classify_by_cp_descriptor():
     parsed = params.parse(sample())
-    targets = storage_feature.heal_targets(
+    targets = lcm_requests.heal_targets(
         instance(), heal_request('v-storage', 'v-worker'), parsed)
     assert not targets.entire_cluster and targets.storage_server
     assert targets.servers == [topology.HealedServer('worker', 'srv-w')]
-    entire = storage_feature.heal_targets(
+    entire = lcm_requests.heal_targets(
         instance(), heal_request(), parsed)
     assert entire.entire_cluster and not entire.storage_server
 
@@ -69,7 +69,7 @@ def test_heal_targets_classify_by_cp_descriptor():
 def test_additional_params_prefer_the_request_then_the_instance():
     stored = sample()
     request = types.SimpleNamespace(additional_params={'other': 1})
-    read = storage_feature.additional_params
+    read = lcm_requests.additional_params
     assert read(instance(stored), request) is stored
     fresh = sample()
     assert read(instance(stored),

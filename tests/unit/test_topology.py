@@ -8,6 +8,7 @@ import types
 
 import pytest
 
+from kubernetes_mgmt_pv import lcm_requests
 from kubernetes_mgmt_pv import exceptions
 from kubernetes_mgmt_pv import heat
 from kubernetes_mgmt_pv import params
@@ -152,7 +153,7 @@ def heal(*vnfc_ids, **additional_params):
 ])
 def test_heal_request_is_classified_by_cp_descriptor(
         vnfc_ids, storage, entire, servers):
-    targets = storage_feature.heal_targets(
+    targets = lcm_requests.heal_targets(
         instance(), heal(*vnfc_ids), params.parse(sample()))
     assert (targets.storage_server, targets.entire_cluster) == (storage,
                                                                 entire)
@@ -196,9 +197,9 @@ def test_scale_out_member_unknown_to_heat_is_reported(vnf):
 
 def test_scaled_aspect_is_a_master_or_worker_aspect():
     parsed = params.parse(sample())
-    assert storage_feature.scaled_node_access(parsed, types.SimpleNamespace(
+    assert lcm_requests.scaled_node_access(parsed, types.SimpleNamespace(
         aspect_id='worker_instance')) == parsed.worker
-    assert storage_feature.scaled_node_access(parsed, types.SimpleNamespace(
+    assert lcm_requests.scaled_node_access(parsed, types.SimpleNamespace(
         aspect_id='other')) is None
 
 
@@ -261,7 +262,7 @@ def feature_workflow(vnf, request):
 def test_heal_request_overrides_the_credentials_of_healed_nodes(vnf):
     workflow = feature_workflow(vnf, heal(
         'v-worker0', worker_node_password='new-image-pw'))
-    targets = storage_feature.heal_targets(
+    targets = lcm_requests.heal_targets(
         instance(), heal('v-worker0'), workflow.params)
     node, = workflow.topology.healed(targets.servers)
     assert (node.address, node.access.password) == ('10.10.0.21',

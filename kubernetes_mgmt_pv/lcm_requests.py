@@ -1,0 +1,69 @@
+"""What an LCM request asks of the driver: its additionalParams, what a
+heal request targets, which nodes a scale request is about. Shared by the
+cluster and the persistent-volume features.
+"""
+
+import dataclasses
+
+from kubernetes_mgmt_pv import params as params_mod
+from kubernetes_mgmt_pv import topology
+
+
+@dataclasses.dataclass
+class HealTargets(object):
+    """What a heal request targets: the entire VNF, the Storage server,
+    Master and Worker servers."""
+    entire_cluster: bool = False
+    storage_server: bool = False
+    servers: list = dataclasses.field(
+        default_factory=list)  # topology.HealedServer: Masters and Workers
+
+    @property
+    def recreates_storage(self):
+        """The Storage VM and its volume are re-created (their data lost)."""
+        return self.entire_cluster or self.storage_server
+
+
+def additional_params(vnf_instance, request=None):
+    """additionalParams of the instantiate request.
+
+    instantiate_end gets them with the request; later hooks read the copy
+    Tacker stored in the instance's InstantiatedVnfInfo.
+    """
+    from_request = getattr(request, 'additional_params', None)
+    if from_request and params_mod.ROOT in from_request:
+        return from_request
+    info = getattr(vnf_instance, 'instantiated_vnf_info', None)
+    return getattr(info, 'additional_params', None) or {}
+
+
+def heal_targets(vnf_instance, heal_vnf_request, params):
+    """Classify the VNFCs of a heal request by their CP descriptor ids.
+
+    No vnfcInstanceId means the entire cluster (SOL003).
+    """
+    wanted = set(getattr(heal_vnf_request, 'vnfc_instance_id', None) or [])
+    targets = HealTargets(entire_cluster=not wanted)
+    info = vnf_instance.instantiated_vnf_info
+    for vnfc in getattr(info, 'vnfc_resource_info', None) or []:
+        if vnfc.id not in wanted:
+            continue
+        cpds = {cp.cpd_id for cp in vnfc.vnfc_cp_info or []}
+        server_id = vnfc.compute_resource.resource_id
+        if params.storage.nic_cp_name in cpds:
+            targets.storage_server = True
+        for role, access in ((topology.MASTER, params.master),
+                             (topology.WORKER, params.worker)):
+            if access is not None and access.nic_cp_name in cpds:
+                targets.servers.append(topology.HealedServer(role, server_id))
+    return targets
+
+
+def scaled_node_access(params, scale_vnf_request):
+    """Access of the nodes of the scaled aspect (None: not a Master or
+    Worker aspect), as the instantiate parameters give it."""
+    for access in (params.master, params.worker):
+        if access is not None and (
+                access.aspect_id == scale_vnf_request.aspect_id):
+            return access
+    return None
