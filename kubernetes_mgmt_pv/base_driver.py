@@ -119,11 +119,15 @@ class KubernetesMgmtDriver(tacker_compat.VnflcmMgmtAbstractDriver):
 
     def scale_start(self, context, vnf_instance, scale_vnf_request, grant,
                     grant_request, **kwargs):
-        pass
+        self.cluster.scale_start(
+            context, vnf_instance, scale_vnf_request, grant, grant_request,
+            **kwargs)
 
     def scale_end(self, context, vnf_instance, scale_vnf_request, grant,
                   grant_request, **kwargs):
-        pass
+        self.cluster.scale_end(
+            context, vnf_instance, scale_vnf_request, grant, grant_request,
+            **kwargs)
 
     def heal_start(self, context, vnf_instance, heal_vnf_request, grant,
                    grant_request, **kwargs):

@@ -324,3 +324,56 @@ def check_node_names(nodes_facts):
                 'would collide' % (seen[facts.node_name], node.address,
                                    facts.hostname))
         seen[facts.node_name] = node.address
+
+
+def name_at(api_nodes, address):
+    """The name of the Node at ``address``, or None (already gone)."""
+    names = [name for name, internal in api_nodes.items()
+             if internal == address]
+    return names[0] if names else None
+
+
+def drain_argv(name, timeout, force):
+    """kubectl drain of a node: evicts its pods, respecting their
+    PodDisruptionBudgets, and leaves DaemonSet pods (they go with the
+    node); ``force`` also deletes pods without controller and bypasses
+    the budgets."""
+    argv = ['drain', name, '--ignore-daemonsets', '--delete-emptydir-data',
+            '--timeout=%ds' % timeout]
+    if force:
+        argv += ['--force', '--disable-eviction']
+    return argv
+
+
+# How kubectl drain names the pods it could not remove.
+_BLOCKING_POD = re.compile(
+    r'pods?/"(?P<name>[^"]+)" -n "(?P<namespace>[^"]+)"'
+    r'|pod "(?P<namespace2>[^"/]+)/(?P<name2>[^"]+)"'
+    r'|override\): (?P<list>[^\n\]]+)')
+
+
+def blocking_pods(stderr):
+    """namespace/name of every pod kubectl drain's errors name."""
+    pods = []
+    for match in _BLOCKING_POD.finditer(stderr):
+        if match.group('list'):
+            pods += [pod.strip() for pod in match.group('list').split(',')]
+        else:
+            pods.append('%s/%s' % (
+                match.group('namespace') or match.group('namespace2'),
+                match.group('name') or match.group('name2')))
+    return list(dict.fromkeys(pod for pod in pods if pod))
+
+
+def drain_failure(name, stderr, timeout):
+    """The error of a drain that did not finish, naming what blocks it."""
+    pods = blocking_pods(stderr)
+    last = [line for line in stderr.strip().splitlines() if line.strip()]
+    outcome = ('did not finish within %ds' % timeout
+               if 'timeout' in stderr.lower() else 'failed')
+    return exceptions.ClusterInstallError(
+        'kubectl drain of Node %s %s%s; the node stays in the cluster%s: %s'
+        % (name, outcome,
+           ': blocked by pod(s) %s' % ', '.join(pods) if pods else '',
+           ' (drain_force deletes such pods regardless)' if pods else '',
+           last[-1] if last else 'no message'))

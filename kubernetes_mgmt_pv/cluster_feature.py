@@ -11,10 +11,10 @@ import os
 
 from oslo_log import log as logging
 
-from kubernetes_mgmt_pv import lcm_requests
 from kubernetes_mgmt_pv import cluster_workflow
 from kubernetes_mgmt_pv import exceptions
 from kubernetes_mgmt_pv import heat
+from kubernetes_mgmt_pv import lcm_requests
 from kubernetes_mgmt_pv import params as params_mod
 from kubernetes_mgmt_pv import safe_yaml
 from kubernetes_mgmt_pv import topology
@@ -48,19 +48,65 @@ class ClusterFeature(object):
 
     def heal_start(self, context, vnf_instance, heal_vnf_request, grant,
                    grant_request, **kwargs):
-        """Entire-cluster heal: the cluster is about to be re-created, so
-        its VIM goes first."""
+        """Entire VNF: the cluster is about to be re-created, so its VIM
+        goes first. Masters and Workers: out of the cluster before Heat
+        replaces their VMs."""
         params = self._params(vnf_instance)
-        if params is not None and _heals_entire_cluster(heal_vnf_request):
+        if params is None:
+            return
+        if _heals_entire_cluster(heal_vnf_request):
             self._deregister(context, vnf_instance, params)
+            return
+        servers = lcm_requests.heal_targets(vnf_instance, heal_vnf_request,
+                                            params).servers
+        if servers:
+            workflow = self._workflow(context, vnf_instance, params,
+                                      heal_vnf_request)
+            workflow.remove(workflow.topology.healed(servers))
 
     def heal_end(self, context, vnf_instance, heal_vnf_request, grant,
                  grant_request, **kwargs):
-        """Entire-cluster heal: install the new VMs as a new cluster."""
+        """Entire VNF: install the new VMs as a new cluster and register
+        it. Masters and Workers: the new VMs join the cluster."""
         params = self._params(vnf_instance)
-        if params is not None and _heals_entire_cluster(heal_vnf_request):
+        if params is None:
+            return
+        if _heals_entire_cluster(heal_vnf_request):
             self._install(context, vnf_instance, params,
                           lcm_request=heal_vnf_request)
+        elif lcm_requests.heal_targets(vnf_instance, heal_vnf_request,
+                                       params).servers:
+            self._workflow(context, vnf_instance, params,
+                           heal_vnf_request).install()
+
+    def scale_start(self, context, vnf_instance, scale_vnf_request, grant,
+                    grant_request, **kwargs):
+        """SCALE_IN: drain the Workers Tacker is about to delete and take
+        them out of the cluster. Tacker names them as members of the
+        scaling group (their stacks, or only their resource names when it
+        rolls back a scale-out)."""
+        params = self._params(vnf_instance)
+        if params is None or scale_vnf_request.type != 'SCALE_IN' or \
+                not self._scales_workers(params, scale_vnf_request):
+            return
+        workflow = self._workflow(context, vnf_instance, params,
+                                  scale_vnf_request)
+        aspect = scale_vnf_request.aspect_id
+        stack_ids = kwargs.get('scale_out_id_list') or \
+            workflow.topology.member_stack_ids(
+                aspect, kwargs.get('scale_name_list') or [])
+        workflow.remove(workflow.topology.members(aspect, stack_ids),
+                        scale_in=True)
+
+    def scale_end(self, context, vnf_instance, scale_vnf_request, grant,
+                  grant_request, **kwargs):
+        """SCALE_OUT: the new Workers join the cluster (all at once)."""
+        params = self._params(vnf_instance)
+        if params is None or scale_vnf_request.type != 'SCALE_OUT' or \
+                not self._scales_workers(params, scale_vnf_request):
+            return
+        self._workflow(context, vnf_instance, params,
+                       scale_vnf_request).install()
 
     # -- plumbing -------------------------------------------------------------
 
@@ -75,8 +121,22 @@ class ClusterFeature(object):
             return None
         return params
 
-    def _install(self, context, vnf_instance, params, lcm_request=None):
-        """Install (or complete) the cluster, then register its VIM."""
+    @staticmethod
+    def _scales_workers(params, scale_vnf_request):
+        """True for the Worker aspect; refuses the Master aspect (etcd and
+        the control plane are changed by heals, one Master at a time)."""
+        access = lcm_requests.scaled_node_access(params, scale_vnf_request)
+        if access is not None and access is params.master:
+            raise exceptions.MgmtDriverError(
+                'scaling the Master aspect %s is not supported: the number '
+                'of Masters is set at instantiation; heal a Master to '
+                'replace it' % scale_vnf_request.aspect_id)
+        return access is not None
+
+    def _workflow(self, context, vnf_instance, params, lcm_request=None):
+        """The cluster workflow of this hook; the parameters, the request's
+        credential overrides and the script are checked before Heat or any
+        VM is contacted."""
         script = read_package_file(
             self._driver.vnf_package_dir(context, vnf_instance),
             params.script_path, params_mod.ROOT + '.script_path')
@@ -84,12 +144,16 @@ class ClusterFeature(object):
             getattr(lcm_request, 'additional_params', None))
         client = heat.build_heat_client(
             self._driver.vim_access_info(context, vnf_instance))
-        workflow = cluster_workflow.ClusterWorkflow(
+        return cluster_workflow.ClusterWorkflow(
             params, heat.HeatStack(
                 client, vnf_instance.instantiated_vnf_info.instance_id),
             script, credential_overrides=overrides,
             sessions=self._driver.hook_sessions())
-        access, _ = workflow.install()
+
+    def _install(self, context, vnf_instance, params, lcm_request=None):
+        """Install (or complete) the cluster, then register its VIM."""
+        access, _ = self._workflow(context, vnf_instance, params,
+                                   lcm_request).install()
         self._driver.register_vim(context, vnf_instance,
                                   vim_name(params, vnf_instance), access)
 

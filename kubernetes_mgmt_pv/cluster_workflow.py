@@ -14,11 +14,14 @@ import json
 from oslo_log import log as logging
 
 from kubernetes_mgmt_pv import cluster
+from kubernetes_mgmt_pv import etcd
 from kubernetes_mgmt_pv import exceptions
 from kubernetes_mgmt_pv import flow
 from kubernetes_mgmt_pv import ha
 from kubernetes_mgmt_pv import managed_block
+from kubernetes_mgmt_pv import packages
 from kubernetes_mgmt_pv import report as report_mod
+from kubernetes_mgmt_pv import topology as topology_mod
 
 LOG = logging.getLogger(__name__)
 
@@ -102,11 +105,8 @@ class ClusterWorkflow(flow.Flow):
     def _prepare(self, sessions, node, facts, lines, plan, report):
         """The per-VM steps that need no cluster: /etc/hosts, the script,
         and a reset of a VM joined to a cluster that is gone."""
+        self._update_hosts(sessions, node, facts, lines, report)
         executor = self.session(sessions, node)
-        with report_mod.step(executor.host, 'hosts file'):
-            changed = managed_block.ensure_block(
-                executor, HOSTS_FILE, facts.hosts_file, lines)
-            report.record(executor.host, 'hosts file', changed)
         if node in plan.script_nodes:
             with report_mod.step(executor.host, 'install script upload'):
                 executor.run(['install', '-d', '-m', '0755',
@@ -216,6 +216,9 @@ class ClusterWorkflow(flow.Flow):
                 sessions, plan.leader, cluster.script_argv(
                     'leader', plan, plan.leader, endpoint,
                     self.params.network), env, report)
+            several_masters = len(masters) > 1
+            if several_masters and plan.join_masters:
+                self._remove_stale_members(leader, plan.join_masters, report)
             for node in plan.join_masters:  # etcd grows one member at a time
                 # Each Master uploads the certificates again with a new
                 # key, which replaces the one it joined with.
@@ -230,6 +233,10 @@ class ClusterWorkflow(flow.Flow):
                         join_info), env, report)
                 for node in plan.join_workers})
             self._wait_ready(leader, [facts.node_name for _, facts in named])
+            if several_masters:
+                self._check_etcd(leader, {
+                    facts[node.address].node_name: node.fixed_ip
+                    for node in masters})
             token, ca_cert = self._vim_credentials(leader, report)
         access = ClusterAccess(url=cluster.vim_url(endpoint, fip),
                                bearer_token=token, ca_cert=ca_cert)
@@ -245,3 +252,138 @@ class ClusterWorkflow(flow.Flow):
                 ha.configure, self.session(sessions, node), node.fixed_ip,
                 backends, vip, self.params.proxy, self.conf, report)
             for node in masters})
+
+    # -- etcd -----------------------------------------------------------------
+
+    def _etcd_session(self, executor, report):
+        """The Master's session, with etcdctl installed."""
+        packages.ensure_installed(executor, [etcd.PACKAGE], self.params.proxy,
+                                  self.conf.package_install_timeout, report)
+        return executor
+
+    def _remove_stale_members(self, leader, joining, report):
+        """Members left over from earlier VMs of the joining Masters."""
+        with report_mod.step(leader.host, 'etcd stale members'):
+            self._etcd_session(leader, report)
+            stale = etcd.stale_members(etcd.members(leader),
+                                       [node.fixed_ip for node in joining])
+            for member_id in stale:
+                etcd.remove_member(leader, member_id)
+            report.record(leader.host, 'etcd stale members', bool(stale),
+                          ', '.join(stale))
+
+    def _check_etcd(self, leader, expected):
+        with report_mod.step(leader.host, 'etcd check'):
+            etcd.check_members(etcd.members(leader), expected)
+            etcd.check_health(leader)
+
+    # -- removal: scale-in and the first half of a node heal -----------------
+
+    def remove(self, leaving, scale_in=False):
+        """Take Masters and Workers (topology.Node) out of the cluster
+        before their VMs go: drain and delete each Node, take a Master out
+        of haproxy and etcd; on a scale-in also take the nodes out of
+        every other node's /etc/hosts and reset them (best effort).
+
+        Only the staying VMs are contacted (a VM being healed may be
+        dead), and a step already done is skipped, so a re-run after a
+        failure converges.
+        """
+        report = report_mod.Report()
+        masters = self.topology.masters
+        staying = [node for node in self.topology.cluster_nodes
+                   if node not in leaving]
+        staying_masters = [node for node in masters if node in staying]
+        leaving_masters = [node for node in masters if node in leaving]
+        if leaving_masters and not staying_masters:
+            raise exceptions.ClusterInstallError(
+                'cannot take out the only Master (%s): its cluster would be '
+                'lost; heal the entire VNF instead' % ', '.join(
+                    node.address for node in leaving_masters))
+        endpoint, vip, _ = self._addresses()
+        with self.sessions() as sessions:
+            self.preflight(sessions, staying)
+            facts = self._gather(sessions, staying)
+            joined = [node for node in staying_masters
+                      if facts[node.address].joined]
+            if not joined:
+                raise exceptions.ClusterInstallError(
+                    'no staying Master is in the cluster: nothing to remove '
+                    'the nodes from')
+            leader = self.session(sessions, joined[0])
+            api_nodes = self._api_nodes(sessions, joined, facts)
+            for node in leaving:
+                self._remove_node(sessions, leader, node, api_nodes,
+                                  staying_masters, facts, vip, report)
+            if scale_in:
+                lines = cluster.hosts_lines(
+                    [(node, facts[node.address]) for node in staying])
+                self.on_hosts('hosts file update', {
+                    node.address: functools.partial(
+                        self._update_hosts, sessions, node,
+                        facts[node.address], lines, report)
+                    for node in staying})
+                for node in leaving:
+                    self._reset_leaving(sessions, node, report)
+        return self.finish('node removal', report)
+
+    def _remove_node(self, sessions, leader, node, api_nodes,
+                     staying_masters, facts, vip, report):
+        name = cluster.name_at(api_nodes, node.fixed_ip)
+        if name is not None:
+            with report_mod.step(leader.host, 'drain of %s' % name):
+                timeout = self.conf.drain_timeout
+                result = self._kubectl(
+                    leader, cluster.drain_argv(name, timeout,
+                                               self.conf.drain_force),
+                    check=False, timeout=timeout + 60)
+                if not result.ok:
+                    raise cluster.drain_failure(name, result.stderr, timeout)
+            report.record(leader.host, 'drain of %s' % name, True)
+        if node.role == topology_mod.MASTER:
+            self._remove_master(sessions, leader, node, name,
+                                staying_masters, facts, vip, report)
+        if name is not None:
+            with report_mod.step(leader.host, 'Node deletion'):
+                self._kubectl(leader, ['delete', 'node', '--ignore-not-found',
+                                       name])
+            report.record(leader.host, 'Node %s' % name, True, 'deleted')
+
+    def _remove_master(self, sessions, leader, node, name, staying_masters,
+                       facts, vip, report):
+        """A Master leaves haproxy's backends on the others (before the
+        API server goes) and the etcd cluster."""
+        if vip:
+            self._configure_ha(sessions, staying_masters, facts, vip, report)
+        with report_mod.step(leader.host, 'etcd member removal'):
+            self._etcd_session(leader, report)
+            members = etcd.members(leader)
+            if name is not None:
+                member = etcd.member_of(members, name, node.fixed_ip)
+            else:  # the Node is gone already: match by the peer URL
+                member = next(iter(etcd.stale_members(
+                    members, [node.fixed_ip])), None)
+            if member is not None:
+                etcd.remove_member(leader, member)
+            report.record(leader.host, 'etcd member of %s' % node.fixed_ip,
+                          member is not None,
+                          'removed %s' % member if member else '')
+
+    def _update_hosts(self, sessions, node, facts, lines, report):
+        executor = self.session(sessions, node)
+        with report_mod.step(executor.host, 'hosts file'):
+            changed = managed_block.ensure_block(
+                executor, HOSTS_FILE, facts.hosts_file, lines)
+        report.record(executor.host, 'hosts file', changed)
+
+    def _reset_leaving(self, sessions, node, report):
+        """kubeadm reset on a VM a scale-in removes: best effort, the VM
+        is about to be deleted."""
+        try:
+            executor = self.session(sessions, node)
+            executor.run(['kubeadm', 'reset', '-f'], sudo=True)
+            report.record(executor.host, 'kubeadm reset', True)
+        except exceptions.MgmtDriverError as error:
+            LOG.warning('kubeadm reset of the removed VM %s failed (it is '
+                        'deleted anyway): %s', node.address,
+                        exceptions.failure_reason(error, node.address))

@@ -123,6 +123,19 @@ cluster_opts = [
         help='Seconds to wait for every Node to report Ready after the '
              'install (the network plugin starts on each node).'),
     cfg.FloatOpt(
+        'drain_timeout', default=300.0, min=1.0,
+        help='Seconds kubectl drain may take to evict the pods of a Worker '
+             'or Master that a scale-in or heal removes. A drain that '
+             'cannot finish in time (a PodDisruptionBudget allows no '
+             'disruption, a pod without controller) fails the operation '
+             'naming the blocking pods, before the node is touched.'),
+    cfg.BoolOpt(
+        'drain_force', default=False,
+        help='Drain nodes with --force --disable-eviction: pods without a '
+             'controller are deleted and PodDisruptionBudgets are ignored '
+             '(pods are deleted instead of evicted). Only for clusters '
+             'whose workloads tolerate losing pods without warning.'),
+    cfg.FloatOpt(
         'vim_token_timeout', default=120.0, min=1.0,
         help='Seconds to wait for Kubernetes to fill in the token of the '
              'ServiceAccount Secret that the VIM authenticates with.'),

@@ -210,6 +210,11 @@ class HeatStack:
 
     def group_member_stack_ids(self, aspect_id) -> list[str]:
         """Member stack ids of the scaling group aspect_id, in Heat's order."""
+        return [stack_id for _, stack_id in self.group_members(aspect_id)]
+
+    def group_members(self, aspect_id) -> list[tuple[str, str]]:
+        """(resource name, stack id) of each member of the scaling group
+        aspect_id, in Heat's order."""
         group = self._listed_resource(self.stack_id, aspect_id)
         if group.resource_type != AUTO_SCALING_GROUP:
             raise exceptions.HeatLookupError(
@@ -220,15 +225,16 @@ class HeatStack:
             raise self._missing(self.stack_id, aspect_id,
                                 'physical_resource_id',
                                 'has the scaling group been created?')
-        member_ids = []
+        members = []
         for member in self._list(group.physical_resource_id):
             if not member.physical_resource_id:
                 raise self._missing(group.physical_resource_id,
                                     member.resource_name,
                                     'physical_resource_id',
                                     'is the group member still being created?')
-            member_ids.append(member.physical_resource_id)
-        return member_ids
+            members.append((member.resource_name,
+                            member.physical_resource_id))
+        return members
 
     def find_member_stack_of_server(self, server_id, aspect_ids) -> str | None:
         """The stack holding the Nova server server_id, or None.

@@ -74,7 +74,7 @@ class StorageFeature(object):
             LOG.info('Aspect %s is not a Master/Worker aspect: no NFS client '
                      'to install', scale_vnf_request.aspect_id)
             return
-        workflow.install_clients(workflow.topology.scaled_out(
+        workflow.install_clients(workflow.topology.members(
             scale_vnf_request.aspect_id,
             kwargs.get('scale_out_id_list') or []))
 

@@ -133,6 +133,12 @@ class Topology(object):
                 return node
         raise KeyError(address)
 
+    def member_stack_ids(self, aspect_id, member_names):
+        """Member stack ids of the group members Tacker names by resource
+        name (its scale-out rollback passes only the names)."""
+        by_name = dict(self._heat.group_members(aspect_id))
+        return [by_name[name] for name in member_names if name in by_name]
+
     def server_id(self, node):
         """Nova id of the node's server, looked up only when asked: only
         the console host key policy needs it."""
@@ -157,9 +163,9 @@ class Topology(object):
             found.append(match[0])
         return found
 
-    def scaled_out(self, aspect_id, member_stack_ids):
-        """The nodes a scale-out of aspect_id added, given Tacker's list
-        of the new member stacks."""
+    def members(self, aspect_id, member_stack_ids):
+        """The nodes of the scaling group aspect_id in the member stacks
+        Tacker names (the ones a scale-out added or a scale-in removes)."""
         members = {node.stack_id: node for node in self.cluster_nodes
                    if node.access.aspect_id == aspect_id}
         missing = [stack_id for stack_id in member_stack_ids

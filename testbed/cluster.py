@@ -462,6 +462,22 @@ class VirtualCluster(object):
                 termination_type='FORCEFUL'),
             grant=None, grant_request=None)
 
+    def scale_in(self, host):
+        """A SCALE_IN of one Worker as Tacker does it: scale_start (the
+        driver drains it), then Heat deletes the group member and its VM."""
+        vnfc = self.vnfcs[host.name]
+        self.driver().scale_start(
+            context=None, vnf_instance=self.vnf_instance(),
+            scale_vnf_request=types.SimpleNamespace(
+                type='SCALE_IN', aspect_id=WORKER_ASPECT, number_of_steps=1,
+                additional_params={}),
+            grant=None, grant_request=None,
+            scale_out_id_list=[vnfc.member_stack_id], vnf={})
+        self.openstack.remove_group_member(self._groups[WORKER_ASPECT],
+                                           vnfc.member_stack_id)
+        self.testbed.remove_host(host.name)
+        del self.vnfcs[host.name]
+
     def scale_end(self, new_hosts):
         """scale_end of a SCALE_OUT that created ``new_hosts`` (workers)."""
         self.driver().scale_end(

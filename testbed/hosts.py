@@ -12,6 +12,7 @@ and mounts vanish, which is how a VM lost to a heal is simulated.
 import contextlib
 import ipaddress
 import os
+import re
 import secrets
 import shlex
 import shutil
@@ -522,10 +523,16 @@ class Testbed:
         return '\n'.join(lines) + '\n'
 
     def _refresh_hosts_files(self):
-        """Make each host's /etc/hosts list all current hosts (cluster DNS)."""
+        """Make each host's /etc/hosts list all current hosts (cluster DNS),
+        keeping the block the driver manages there, as a cloud's DNS would
+        leave the guest's own file alone."""
         for host in self.hosts.values():
+            current = host.read_file('/etc/hosts')
+            block = re.search(r'^# BEGIN kubernetes-mgmt-pv.*?^# END '
+                              r'kubernetes-mgmt-pv\n', current, re.M | re.S)
             host.write_file('/etc/hosts',
-                            self._hosts_file(host.name, host.ip))
+                            self._hosts_file(host.name, host.ip) +
+                            (block.group() if block else ''))
 
     def _start_host(self, name, role, ip, disks):
         """Boot a host; on any failure, undo what was done and re-raise."""

@@ -330,3 +330,39 @@ def test_a_bad_script_path_is_named_by_its_json_path(tmp_path, relative,
                                           'k8s.script_path')
     assert str(caught.value).count('k8s.script_path') == 1
     assert reason in str(caught.value)
+
+
+# -- node removal ------------------------------------------------------------
+
+def test_the_node_at_an_address():
+    api = {'m1': '10.0.0.1', 'm10': '10.0.0.10'}
+    assert cluster.name_at(api, '10.0.0.1') == 'm1'
+    assert cluster.name_at(api, '10.0.0.100') is None
+
+
+@pytest.mark.parametrize('force, extra', [
+    (False, []), (True, ['--force', '--disable-eviction'])])
+def test_drain_command(force, extra):
+    assert cluster.drain_argv('w1', 60, force) == [
+        'drain', 'w1', '--ignore-daemonsets', '--delete-emptydir-data',
+        '--timeout=60s'] + extra
+
+
+@pytest.mark.parametrize('stderr, pods', [
+    ('error when evicting pods/"web-1" -n "shop" (will retry after 5s): '
+     'Cannot evict pod as it would violate the pod\'s disruption budget.\n'
+     'error: unable to drain node "w1" due to error: [error when waiting '
+     'for pod "shop/web-1" terminating: global timeout reached: 5s], '
+     'continuing command...\n', ['shop/web-1']),
+    ('error: unable to drain node "w1" due to error: cannot delete Pods '
+     'that declare no controller (use --force to override): default/bare, '
+     'kube-system/debug\n', ['default/bare', 'kube-system/debug']),
+    ('error: the server was unable to return a response\n', []),
+])
+def test_blocking_pods_are_named(stderr, pods):
+    assert cluster.blocking_pods(stderr) == pods
+    error = str(cluster.drain_failure('w1', stderr, 5))
+    assert error.startswith('kubectl drain of Node w1 %s' % (
+        'did not finish within 5s' if 'timeout' in stderr else 'failed'))
+    assert ('blocked by pod(s) %s' % ', '.join(pods) in error) == bool(pods)
+    assert error.endswith(stderr.strip().splitlines()[-1])

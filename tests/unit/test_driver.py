@@ -142,7 +142,8 @@ def test_report_summary_counts_changed_and_unchanged_steps():
     # its VIM) too; the PVs go first, while the cluster still answers.
     ((), ['release_storage', 'delete_vim kubernetes_vim']),
     (('v-storage',), ['release_storage']),
-    (('v-worker',), []),
+    # A Worker: drained and taken out of the cluster.
+    (('v-worker',), ["remove ['worker srv-w']"]),
 ])
 def test_heal_start_releases_the_pvs_when_the_storage_vm_is_recreated(
         vnfc_ids, expected):
@@ -156,9 +157,14 @@ def test_heal_start_releases_the_pvs_when_the_storage_vm_is_recreated(
             calls.append('delete_vim %s' % name)
             return True
 
+    cluster = types.SimpleNamespace(
+        topology=types.SimpleNamespace(healed=lambda servers: [
+            '%s %s' % (s.role, s.server_id) for s in servers]),
+        remove=lambda nodes: calls.append('remove %s' % nodes))
     driver = Driver()
     driver.storage.workflow = lambda context, vnf_instance, **requests: \
         workflow
+    driver.cluster._workflow = lambda *args: cluster
     driver.heal_start(None, instance(sample()), heal_request(*vnfc_ids),
                       None, None)
     assert calls == expected

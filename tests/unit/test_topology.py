@@ -184,15 +184,15 @@ def test_healed_server_of_another_role_is_not_taken_for_this_one(vnf):
 # -- scale-out --------------------------------------------------------------
 
 def test_scale_out_selects_the_new_members_in_tackers_order(vnf):
-    found = resolve(vnf).scaled_out('worker_instance', vnf.workers[::-1])
+    found = resolve(vnf).members('worker_instance', vnf.workers[::-1])
     assert [n.address for n in found] == ['10.10.0.22', '10.10.0.21']
-    assert resolve(vnf).scaled_out('worker_instance', []) == []
+    assert resolve(vnf).members('worker_instance', []) == []
 
 
 def test_scale_out_member_unknown_to_heat_is_reported(vnf):
     with pytest.raises(exceptions.HeatLookupError,
                        match="'worker_instance' .* no member stack gone-1"):
-        resolve(vnf).scaled_out('worker_instance', ['gone-1'])
+        resolve(vnf).members('worker_instance', ['gone-1'])
 
 
 def test_scaled_aspect_is_a_master_or_worker_aspect():
@@ -276,7 +276,7 @@ def test_scale_request_overrides_the_credentials_of_new_nodes(vnf):
         additional_params={'worker_node_username': 'admin',
                            'worker_node_password': 'rotated'})
     workflow = feature_workflow(vnf, request)
-    node, = workflow.topology.scaled_out('worker_instance', vnf.workers[1:])
+    node, = workflow.topology.members('worker_instance', vnf.workers[1:])
     assert (node.access.username, node.access.password) == ('admin',
                                                             'rotated')
 

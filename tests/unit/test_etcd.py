@@ -1,0 +1,77 @@
+"""etcd membership decisions, as tables."""
+
+import json
+
+import pytest
+
+from kubernetes_mgmt_pv import etcd
+from kubernetes_mgmt_pv import exceptions
+
+MEMBERS = [('8e9e05c52164694d', 'master1', ('https://10.0.0.1:2380',)),
+           ('91bc3c398fb3c146', 'master10', ('https://10.0.0.10:2380',)),
+           ('fd422379fda50e48', 'master2', ('https://10.0.0.2:2380',))]
+
+
+def test_members_are_read_from_json_with_hex_ids():
+    output = json.dumps({'header': {'cluster_id': 1}, 'members': [
+        {'ID': 10276657743932975437, 'name': 'master1',
+         'peerURLs': ['https://10.0.0.1:2380'],
+         'clientURLs': ['https://10.0.0.1:2379']},
+        {'ID': 1, 'peerURLs': ['https://10.0.0.3:2380']}]})
+    assert etcd.parse_members(output) == [
+        ('8e9e05c52164694d', 'master1', ('https://10.0.0.1:2380',)),
+        ('1', '', ('https://10.0.0.3:2380',))]
+
+
+@pytest.mark.parametrize('output', ['', '{"members": [{"name": "x"}]}',
+                                    '[]'])
+def test_unreadable_member_lists_fail(output):
+    with pytest.raises(exceptions.ClusterInstallError):
+        etcd.parse_members(output)
+
+
+@pytest.mark.parametrize('name, address, expected', [
+    ('master1', '10.0.0.1', '8e9e05c52164694d'),   # not master10
+    ('master10', '10.0.0.10', '91bc3c398fb3c146'),
+    ('master3', '10.0.0.3', None),                  # already removed
+])
+def test_the_member_is_matched_exactly(name, address, expected):
+    assert etcd.member_of(MEMBERS, name, address) == expected
+
+
+@pytest.mark.parametrize('name, address', [
+    ('master1', '10.0.0.9'),    # the name, another peer URL
+    ('master9', '10.0.0.2'),    # the peer URL, another name
+])
+def test_a_partial_match_is_refused(name, address):
+    with pytest.raises(exceptions.ClusterInstallError, match='only in part'):
+        etcd.member_of(MEMBERS, name, address)
+
+
+def test_stale_members_hold_a_joining_peer_url():
+    assert etcd.stale_members(MEMBERS, ['10.0.0.2', '10.0.0.5']) == [
+        'fd422379fda50e48']
+    assert etcd.stale_members(MEMBERS, ['10.0.0.100']) == []
+
+
+def test_ipv6_peer_urls_are_bracketed():
+    assert etcd.peer_url('fd00::1') == 'https://[fd00::1]:2380'
+
+
+def test_the_members_must_be_exactly_the_masters():
+    expected = {'master1': '10.0.0.1', 'master10': '10.0.0.10',
+                'master2': '10.0.0.2'}
+    etcd.check_members(MEMBERS, expected)
+    with pytest.raises(exceptions.ClusterInstallError,
+                       match=r'etcd has members .*master10.*; expected one '
+                             r'per Master: master1 .*master2'):
+        etcd.check_members(MEMBERS, {'master1': '10.0.0.1',
+                                     'master2': '10.0.0.2'})
+
+
+def test_etcdctl_uses_the_local_member_and_kubeadms_client_certificate():
+    argv = etcd.etcdctl('member', 'list')
+    assert argv[:3] == ['env', 'ETCDCTL_API=3', 'etcdctl']
+    assert '--endpoints=https://127.0.0.1:2379' in argv
+    assert '--cert=/etc/kubernetes/pki/etcd/healthcheck-client.crt' in argv
+    assert argv[-2:] == ['member', 'list']
