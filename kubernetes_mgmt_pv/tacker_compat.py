@@ -169,8 +169,7 @@ def register_kubernetes_vim(context, vnf_instance, name, auth_url,
     else:
         body = {'vim': {
             'name': name,
-            'description': 'Kubernetes cluster of VNF instance %s' %
-                           vnf_instance.id,
+            'description': _description(vnf_instance),
             'type': VIM_TYPE,
             'auth_url': auth_url,
             'vim_project': dict(VIM_PROJECT),
@@ -206,38 +205,55 @@ def _add_connection_info(vnf_instance, vim_id, auth_url):
     vnf_instance.save()
 
 
+def _description(vnf_instance):
+    """The description of the VIM the driver registers for an instance:
+    it tells, after Tacker has emptied the instance's vimConnectionInfo
+    (a terminate does that before terminate_end), which VIM it was."""
+    return 'Kubernetes cluster of VNF instance %s' % vnf_instance.id
+
+
 def delete_kubernetes_vim(context, vnf_instance, name):
     """Delete the Kubernetes VIM ``name`` that this instance registered.
 
-    Only VIMs in the instance's vimConnectionInfo (type kubernetes) are
-    candidates, so a VIM of the same name that the instance does not use is
-    never touched. Their entries are removed and the instance saved;
-    entries whose VIM is already gone are dropped too. Returns whether a
-    VIM was deleted: nothing to delete is not an error.
+    Candidates are the kubernetes VIMs in the instance's vimConnectionInfo
+    or, when Tacker has emptied it (terminate), the VIMs of that name in
+    the instance's project that the driver registered for this instance;
+    a VIM of the same name that the instance does not use is never
+    touched. Their entries are removed and the instance saved; entries
+    whose VIM is already gone are dropped too. Returns whether a VIM was
+    deleted: nothing to delete is not an error.
     """
     infos = _connection_infos(vnf_instance)
-    candidates = [info for info in infos if info.vim_type == VIM_TYPE and
-                  info.vim_id]
+    candidates = [(info.vim_id, info) for info in infos
+                  if info.vim_type == VIM_TYPE and info.vim_id]
+    plugin = None
+    if not candidates and TACKER_AVAILABLE:
+        plugin = nfvo_plugin()
+        tenant_id = _field(vnf_instance, 'tenant_id') or context.project_id
+        candidates = [(vim['id'], None) for vim in _find_vims(
+            context, plugin, name, tenant_id)
+            if vim['type'] == VIM_TYPE and
+            vim.get('description') == _description(vnf_instance)]
     if not candidates:
         return False
-    plugin = nfvo_plugin()
+    plugin = plugin or nfvo_plugin()
     from tacker.extensions import nfvo
     dropped, deleted, error = [], False, None
-    for info in candidates:
+    for vim_id, info in candidates:
         try:
-            vim = plugin.get_vim(context, info.vim_id)
+            vim = plugin.get_vim(context, vim_id)
         except nfvo.VimNotFoundException:
             LOG.info('Kubernetes VIM %s of VNF instance %s is already gone',
-                     info.vim_id, vnf_instance.id)
+                     vim_id, vnf_instance.id)
             dropped.append(info)
             continue
         if vim['name'] != name:
             LOG.info('Keeping Kubernetes VIM %s (%s) of VNF instance %s: '
-                     'not named %s', vim['name'], info.vim_id,
+                     'not named %s', vim['name'], vim_id,
                      vnf_instance.id, name)
             continue
         try:
-            plugin.delete_vim(context, info.vim_id)
+            plugin.delete_vim(context, vim_id)
         except nfvo.VimNotFoundException:
             dropped.append(info)
             continue
@@ -246,21 +262,21 @@ def delete_kubernetes_vim(context, vnf_instance, name):
                 'The Kubernetes VIM %r (%s) was not deleted: Tacker still '
                 'has VNF(s) deployed on it (%s). Terminate them, then delete '
                 'the VIM with "openstack vim delete %s".' % (
-                    name, info.vim_id,
-                    ', '.join(_vnfs_on_vim(context, info.vim_id)) or
-                    'see "openstack vnflcm list"', info.vim_id))
+                    name, vim_id,
+                    ', '.join(_vnfs_on_vim(context, vim_id)) or
+                    'see "openstack vnflcm list"', vim_id))
             break
         except Exception as failure:
             error = exceptions.MgmtDriverError(
                 'Deleting the Kubernetes VIM %r (%s) in Tacker failed: %s' % (
-                    name, info.vim_id, _vim_error_reason(failure)))
+                    name, vim_id, _vim_error_reason(failure)))
             break
-        LOG.info('Deleted Kubernetes VIM %s (%s)', name, info.vim_id)
+        LOG.info('Deleted Kubernetes VIM %s (%s)', name, vim_id)
         dropped.append(info)
         deleted = True
-    if dropped:
-        vnf_instance.vim_connection_info = [
-            info for info in infos if info not in dropped]
+    kept = [info for info in infos if info not in dropped]
+    if len(kept) != len(infos):
+        vnf_instance.vim_connection_info = kept
         vnf_instance.save()
     if error is not None:
         raise error

@@ -7,229 +7,34 @@ calls GET /api/ and lists namespaces with the kubernetes client, then
 encrypts token and CA with a Fernet key), VimClient decrypting them,
 VnfInstance and VimConnectionInfo objects saved and read back.
 
-Database: Tacker's models created on SQLite with create_all (Tacker's
-migrations do not run on SQLite), through Tacker's own engine facade, as
-Tacker's unit tests do (tacker.tests.unit.db.base.SqlFixture), but in a
-file in WAL mode rather than in memory, so that every session has its own
-connection and transaction as on MySQL (see tacker_db).
-
-Key manager: Tacker 16 keeps the Fernet key of a Kubernetes VIM only in
-Barbican ([k8s_vim] use_barbican; False is refused with "Barbican must be
-enabled"). Tacker's key manager is pluggable with [key_manager] api_class:
-the tests plug an in-memory one in, everything else is Tacker's.
+Database and key manager: the fixtures of conftest (Tacker's models on a
+SQLite file in WAL mode; an in-memory key manager plugged in as Barbican).
 """
 
 import datetime
-import json
 import sqlite3
-import threading
-import types
 import uuid
 
 import pytest
-import sqlalchemy
 
 pytest.importorskip('tacker.objects')
 
 from oslo_config import cfg  # noqa: E402
-from tacker.common import config as tacker_config  # noqa: E402,F401
-# The conductor registers [keystone_authtoken], read by Tacker to build the
-# service context it hands to the key manager.
-from tacker.conductor import conductor_server  # noqa: E402,F401
-from tacker import context as tacker_context  # noqa: E402
-from tacker.db.common_services import common_services_db  # noqa: E402,F401
-from tacker.db import api as db_api  # noqa: E402
-from tacker.db.migration.models import head  # noqa: E402,F401
-from tacker.db import model_base  # noqa: E402
-from tacker.db.db_sqlalchemy import models as lcm_models  # noqa: E402,F401
 from tacker.db.vnfm import vnfm_db  # noqa: E402
 from tacker.extensions import nfvo  # noqa: E402
-from tacker import keymgr  # noqa: E402
-from tacker.keymgr import exception as keymgr_exception  # noqa: E402
-from tacker.keymgr import key_manager  # noqa: E402
 from tacker import manager  # noqa: E402
-from tacker.nfvo.drivers.vim import kubernetes_driver  # noqa: E402,F401
-from tacker.nfvo.drivers.vim import openstack_driver  # noqa: E402,F401
 from tacker.nfvo import nfvo_plugin  # noqa: E402
 from tacker import objects  # noqa: E402
 from tacker.vnflcm import utils as vnflcm_utils  # noqa: E402
-from tacker.vnfm import vim_client  # noqa: E402
 
 from kubernetes_mgmt_pv import cluster  # noqa: E402
 from kubernetes_mgmt_pv import exceptions  # noqa: E402
 from kubernetes_mgmt_pv import tacker_compat  # noqa: E402
-from testbed import kubeapi  # noqa: E402
 
+# The default project of conftest's hook_context.
 PROJECT = 'a1b2c3d4e5f60718293a4b5c6d7e8f90'
 OTHER_PROJECT = '0f9e8d7c6b5a49382716f5e4d3c2b1a0'
 VIM_NAME = 'kubernetes_vim_test'
-
-
-class InMemoryKeyManager(key_manager.KeyManager):
-    """Tacker's key manager interface, keeping secrets in memory (what
-    BarbicanKeyManager does with Barbican)."""
-
-    secrets = {}
-    lock = threading.Lock()
-
-    def __init__(self, auth_url):
-        self.auth_url = auth_url
-
-    def store(self, context, managed_object, expiration=None):
-        secret_id = str(uuid.uuid4())
-        with self.lock:
-            self.secrets[secret_id] = managed_object
-        return secret_id
-
-    def get(self, context, managed_object_id, metadata_only=False):
-        with self.lock:
-            if managed_object_id not in self.secrets:
-                raise keymgr_exception.ManagedObjectNotFoundError(
-                    uuid=managed_object_id)
-            return types.SimpleNamespace(
-                payload=self.secrets[managed_object_id])
-
-    def delete(self, context, managed_object_id):
-        # Like BarbicanKeyManager, a missing secret is not an error.
-        with self.lock:
-            self.secrets.pop(managed_object_id, None)
-
-
-# -- fixtures -----------------------------------------------------------------
-
-@pytest.fixture(scope='session')
-def tacker_db(tmp_path_factory):
-    """Path of the SQLite file behind Tacker's engine facade (configured
-    once per process, like Tacker's).
-
-    The file is in WAL mode: readers do not block writers, as in MySQL
-    (InnoDB), where Tacker's NfvoPlugin reads and writes VIMs through the
-    request context's session while VnfInstance.save() commits through
-    another. In SQLite's default mode a read transaction left open by the
-    context's session (oslo.db emits BEGIN for reads too) makes every
-    other writer fail with "database is locked".
-    """
-    path = tmp_path_factory.mktemp('tacker-db') / 'tacker.sqlite'
-    connection = sqlite3.connect(path)
-    try:
-        assert connection.execute(
-            'PRAGMA journal_mode=WAL').fetchone()[0] == 'wal'
-    finally:
-        connection.close()
-    if db_api._FACADE is None:
-        cfg.CONF.set_override('connection', 'sqlite:///%s' % path,
-                              group='database')
-        try:
-            engine = db_api.get_engine()
-        finally:
-            cfg.CONF.clear_override('connection', group='database')
-    engine = db_api.get_engine()
-    if engine.url.get_backend_name() != 'sqlite' or not engine.url.database:
-        pytest.skip('Tacker\'s database was configured elsewhere: %s' %
-                    engine.url)
-    return engine.url.database
-
-
-def _create_tables(engine):
-    # Every model Tacker has loaded by now (more come with its plugins).
-    model_base.BASE.metadata.create_all(engine)
-
-
-def _empty_tables(engine):
-    existing = set(sqlalchemy.inspect(engine).get_table_names())
-    with engine.begin() as connection:
-        for table in reversed(model_base.BASE.metadata.sorted_tables):
-            if table.name in existing:
-                connection.execute(table.delete())
-
-
-@pytest.fixture
-def vim_conf(tacker_conf, tacker_db, tmp_path):
-    """Tacker's configuration for VIMs: a writable [vim_keys] directory
-    (the OpenStack VIM driver creates it when NfvoPlugin starts), Barbican
-    on ([k8s_vim] use_barbican, the default) through the in-memory key
-    manager. Empties Tacker's tables and forgets plugins afterwards."""
-    cfg.CONF.register_opts(keymgr.key_manager_opts, group='key_manager')
-    overrides = [
-        ('openstack', str(tmp_path / 'fernet_keys'), 'vim_keys'),
-        ('api_class', '%s.%s' % (InMemoryKeyManager.__module__,
-                                 InMemoryKeyManager.__qualname__),
-         'key_manager'),
-        ('use_barbican', True, 'k8s_vim'),
-    ]
-    for name, value, group in overrides:
-        cfg.CONF.set_override(name, value, group=group)
-    _forget_plugins()
-    engine = db_api.get_engine()
-    _create_tables(engine)
-    yield cfg.CONF
-    _forget_plugins()
-    for name, _, group in overrides:
-        cfg.CONF.clear_override(name, group=group)
-    InMemoryKeyManager.secrets.clear()
-    _empty_tables(engine)
-
-
-def _forget_plugins():
-    tacker_compat._reset_nfvo_plugin()
-    manager.TackerManager.clear_instance()
-    vim_client.reset_keymgr_apis()
-
-
-@pytest.fixture
-def hook_context(vim_conf):
-    """Makes request contexts as tacker-conductor gets them, a new one per
-    call (each RPC brings its own); their sessions are closed afterwards.
-
-    One context reused for a registration and then a deletion works on
-    MySQL but not on this SQLite file: NfvoPlugin leaves a read
-    transaction open on the context's session, VnfInstance.save() commits
-    through another connection, and SQLite (WAL) refuses the later write in
-    the older transaction ("database is locked", SQLITE_BUSY_SNAPSHOT)."""
-    made = []
-
-    def make(project_id=PROJECT, admin=False):
-        context = tacker_context.Context(
-            user_id='operator', project_id=project_id, is_admin=admin,
-            roles=['admin', 'member', 'reader'] if admin else
-            ['member', 'reader'])
-        made.append(context)
-        return context
-    yield make
-    for context in made:
-        if context._session is not None:
-            context._session.close()
-
-
-@pytest.fixture
-def kube_api():
-    with kubeapi.KubeApiServer(host='127.0.0.1') as api:
-        yield api
-
-
-def service_account_credentials(api, documents):
-    """Create the documents (a ServiceAccount, its token Secret, maybe a
-    binding) and return (token, CA PEM) from the Secret once the token
-    controller has filled it, as the driver reads them."""
-    for document in documents:
-        api.create(document)
-    [secret] = [document['metadata'] for document in documents
-                if document['kind'] == 'Secret']
-
-    def filled():
-        stored = api.get('secret', secret['name'], secret['namespace'])
-        return cluster.parse_token_secret(json.dumps(stored or {}))
-    assert api.wait_for(lambda: filled() is not None), 'no token minted'
-    return filled()
-
-
-@pytest.fixture
-def credentials(kube_api):
-    """(token, CA PEM) Tacker registers the VIM with: those of the
-    ServiceAccount the driver creates on the cluster for Tacker (bound to
-    cluster-admin), from its token Secret."""
-    return service_account_credentials(
-        kube_api, cluster.credentials_manifest()['items'])
 
 
 def new_vnf_instance(context, project_id=PROJECT):
@@ -346,7 +151,8 @@ def test_registration_creates_one_vim_and_adds_the_connection_info(
 
 
 def test_second_registration_reuses_the_vim(
-        hook_context, vnf_instance, kube_api, credentials, tacker_db):
+        hook_context, vnf_instance, kube_api, credentials, tacker_db,
+        vim_secrets):
     first = register(hook_context, vnf_instance, kube_api, credentials)
     requests = len(kube_api.request_log)
 
@@ -360,7 +166,7 @@ def test_second_registration_reuses_the_vim(
     assert [row['id'] for row in live_vims(tacker_db)] == [first]
     assert len(kubernetes_infos(reread(hook_context, vnf_instance))) == 1
     assert len(kube_api.request_log) == requests  # nothing re-validated
-    assert len(InMemoryKeyManager.secrets) == 1
+    assert len(vim_secrets) == 1
 
 
 def test_a_vim_reused_by_a_new_instance_is_added_to_its_connection_info(
@@ -430,7 +236,8 @@ def test_no_password_is_stored(hook_context, vnf_instance, kube_api,
 
 
 def test_wrong_token_fails_with_a_message_for_the_operator(
-        hook_context, vnf_instance, kube_api, credentials, tacker_db):
+        hook_context, vnf_instance, kube_api, credentials, tacker_db,
+        vim_secrets):
     wrong = 'not-the-token-%s' % uuid.uuid4().hex
 
     with pytest.raises(exceptions.MgmtDriverError) as error:
@@ -446,12 +253,13 @@ def test_wrong_token_fails_with_a_message_for_the_operator(
     assert isinstance(error.value.__context__,
                       nfvo.VimUnauthorizedException)
     assert live_vims(tacker_db) == []
-    assert InMemoryKeyManager.secrets == {}
+    assert vim_secrets == {}
     assert kubernetes_infos(reread(hook_context, vnf_instance)) == []
 
 
 def test_a_token_without_rights_fails_with_the_api_servers_answer(
-        hook_context, vnf_instance, kube_api, tacker_db):
+        hook_context, vnf_instance, kube_api, tacker_db, vim_secrets,
+        service_account_credentials):
     # Authenticated (discovery passes) but not bound to any role: Tacker's
     # driver lets the 403 of the namespace list through unwrapped.
     unbound = [document for document in
@@ -468,7 +276,7 @@ def test_a_token_without_rights_fails_with_the_api_servers_answer(
     assert 'cannot list resource "namespaces"' in message
     assert credentials[0] not in message
     assert live_vims(tacker_db) == []
-    assert InMemoryKeyManager.secrets == {}
+    assert vim_secrets == {}
 
 
 def test_an_unreachable_api_server_fails_with_the_vim_name(
@@ -500,17 +308,18 @@ def test_barbican_disabled_is_explained(hook_context, vnf_instance, kube_api,
 # -- deletion -----------------------------------------------------------------
 
 def test_delete_removes_the_vim_and_its_connection_info(
-        hook_context, vnf_instance, kube_api, credentials, tacker_db):
+        hook_context, vnf_instance, kube_api, credentials, tacker_db,
+        vim_secrets):
     vim_id = register(hook_context, vnf_instance, kube_api, credentials)
     instance = reread(hook_context, vnf_instance)
-    assert InMemoryKeyManager.secrets
+    assert vim_secrets
 
     assert delete(hook_context, instance) is True
 
     with pytest.raises(nfvo.VimNotFoundException):
         get_vim(hook_context, vim_id)
     assert live_vims(tacker_db) == []
-    assert InMemoryKeyManager.secrets == {}  # its Fernet key too
+    assert vim_secrets == {}  # its Fernet key too
     stored = reread(hook_context, vnf_instance)
     assert [info.vim_type for info in stored.vim_connection_info] == \
         ['openstack']
