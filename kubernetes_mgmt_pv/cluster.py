@@ -191,21 +191,34 @@ def hosts_lines(nodes_facts):
             for node, facts in nodes_facts]
 
 
-def parse_api_nodes(output):
-    """{Node name: InternalIP} from ``kubectl get nodes -o json``."""
+def _node_items(output):
     try:
-        listing = json.loads(output)
-        nodes = {}
-        for item in listing['items']:
-            addresses = item.get('status', {}).get('addresses') or []
-            internal = [a.get('address') for a in addresses
-                        if a.get('type') == 'InternalIP']
-            nodes[item['metadata']['name']] = internal[0] if internal \
-                else None
-        return nodes
+        items = json.loads(output)['items']
+        return [(item['metadata']['name'], item.get('status') or {})
+                for item in items]
     except (ValueError, KeyError, TypeError, AttributeError):
         raise exceptions.ClusterInstallError(
             'kubectl get nodes -o json did not return a list of Nodes')
+
+
+def parse_api_nodes(output):
+    """{Node name: InternalIP} from ``kubectl get nodes -o json``."""
+    nodes = {}
+    for name, status in _node_items(output):
+        internal = [a.get('address') for a in status.get('addresses') or []
+                    if isinstance(a, dict) and a.get('type') == 'InternalIP']
+        nodes[name] = internal[0] if internal else None
+    return nodes
+
+
+def not_ready(output, names):
+    """The ``names`` whose Node is missing or not Ready, in
+    ``kubectl get nodes -o json`` output."""
+    ready = {name for name, status in _node_items(output)
+             if any(isinstance(c, dict) and c.get('type') == 'Ready' and
+                    c.get('status') == 'True'
+                    for c in status.get('conditions') or [])}
+    return [name for name in names if name not in ready]
 
 
 def plan_install(masters, workers, facts, api_nodes):

@@ -140,12 +140,17 @@ class ClusterWorkflow(flow.Flow):
         return join_info
 
     def _wait_ready(self, executor, names):
+        """Until every Node is Ready: one listing, then kubectl wait (a
+        watch) on those that are not yet."""
         timeout = self.conf.node_ready_timeout
         with report_mod.step(executor.host, 'Node readiness'):
-            self._kubectl(executor, ['wait', '--for=condition=Ready',
-                                     '--timeout=%ds' % timeout] +
-                          ['node/%s' % name for name in names],
-                          timeout=timeout + 60)
+            waiting = cluster.not_ready(self._kubectl(
+                executor, ['get', 'nodes', '-o', 'json']).stdout, names)
+            if waiting:
+                self._kubectl(executor, ['wait', '--for=condition=Ready',
+                                         '--timeout=%ds' % timeout] +
+                              ['node/%s' % name for name in waiting],
+                              timeout=timeout + 60)
 
     def _vim_credentials(self, executor, report):
         """The VIM's bearer token and CA, from a ServiceAccount token Secret

@@ -21,78 +21,15 @@ Exit status 0 when every target holds, 1 otherwise.
 """
 
 import argparse
-import contextlib
-import functools
 import logging
 import os
 import sys
-import threading
-import time
 
-import paramiko
-
-from kubernetes_mgmt_pv import remote
 from testbed import cluster as cluster_mod
 from testbed import hosts
-
-SCALING_TARGET = 1.5
-RERUN_TARGET = 0.25
-
-
-def _busy_cpu_seconds():
-    """CPU seconds the whole machine (all test hosts included) has spent
-    busy since boot, from /proc/stat."""
-    with open('/proc/stat') as stream:
-        fields = [int(v) for v in stream.readline().split()[1:]]
-    idle = fields[3] + fields[4]  # idle + iowait
-    return (sum(fields[:8]) - idle) / os.sysconf('SC_CLK_TCK')
-
-
-@contextlib.contextmanager
-def counting_ssh():
-    """Count the successful SSH logins (at paramiko's connect) and the
-    driver's remote commands made inside the block, by wrapping both here:
-    the driver carries no counters."""
-    counts = {'logins': 0, 'commands': 0}
-    lock = threading.Lock()
-
-    def counted(name, method):
-        @functools.wraps(method)
-        def wrapper(*args, **kwargs):
-            result = method(*args, **kwargs)
-            with lock:
-                counts[name] += 1
-            return result
-        return wrapper
-
-    wrapped = [(paramiko.SSHClient, 'connect', 'logins'),
-               (remote.RemoteCommandExecutor, 'run', 'commands')]
-    originals = [(owner, name, getattr(owner, name))
-                 for owner, name, _ in wrapped]
-    for owner, name, count in wrapped:
-        setattr(owner, name, counted(count, getattr(owner, name)))
-    try:
-        yield counts
-    finally:
-        for owner, name, method in originals:
-            setattr(owner, name, method)
-
-
-def timed_run(cluster):
-    """Seconds, SSH logins, remote commands, driver CPU seconds and machine
-    CPU load of one instantiate_end call. The test hosts share this
-    machine's cores, so a load near 100% means the run was limited by CPU,
-    not by waiting."""
-    busy = _busy_cpu_seconds()
-    driver_cpu = time.process_time()
-    started = time.monotonic()
-    with counting_ssh() as counts:
-        cluster.instantiate_end()
-    wall = time.monotonic() - started
-    return {'seconds': wall, 'logins': counts['logins'],
-            'commands': counts['commands'],
-            'driver_cpu': time.process_time() - driver_cpu,
-            'load': (_busy_cpu_seconds() - busy) / (wall * os.cpu_count())}
+from tools.bench_common import (  # noqa: F401 (re-exported helpers)
+    RERUN_TARGET, SCALING_TARGET, _busy_cpu_seconds, counting_ssh,
+    print_checks, timed_run)
 
 
 def measure(workers):
@@ -147,13 +84,8 @@ def main():
         checks.append(('T(re-run)/T(first) at N=%d' % row['workers'],
                        row['rerun']['seconds'] / row['first']['seconds'],
                        RERUN_TARGET))
-    ok = True
     print()
-    for name, value, target in checks:
-        passed = value <= target
-        ok &= passed
-        print('%-32s %6.2f  target <= %.2f  %s' % (
-            name, value, target, 'ok' if passed else 'MISSED'))
+    ok = print_checks(checks)
     logins_ok = all(row['first']['logins'] == row['hosts'] ==
                     row['rerun']['logins'] for row in rows)
     ok &= logins_ok

@@ -366,3 +366,15 @@ def test_blocking_pods_are_named(stderr, pods):
         'did not finish within 5s' if 'timeout' in stderr else 'failed'))
     assert ('blocked by pod(s) %s' % ', '.join(pods) in error) == bool(pods)
     assert error.endswith(stderr.strip().splitlines()[-1])
+
+
+def test_nodes_not_ready():
+    listing = {'items': [
+        {'metadata': {'name': 'm1'}, 'status': {'conditions': [
+            {'type': 'MemoryPressure', 'status': 'False'},
+            {'type': 'Ready', 'status': 'True'}]}},
+        {'metadata': {'name': 'w1'}, 'status': {'conditions': [
+            {'type': 'Ready', 'status': 'Unknown'}]}},
+        {'metadata': {'name': 'w2'}}]}
+    assert cluster.not_ready(json.dumps(listing), ['m1', 'w1', 'w2', 'w3']) \
+        == ['w1', 'w2', 'w3']

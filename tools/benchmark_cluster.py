@@ -1,0 +1,454 @@
+#!/usr/bin/env python3
+"""Benchmark of the whole cluster install: instantiate_end and scale-out.
+
+1. instantiate_end with the cluster feature (the sample install script on
+   the kubeadm stand-ins, the VIM registration, then the storage server,
+   NFS clients and PVs) for 1 Master + N Workers (default N = 1, 4, 16) and
+   a storage server with 1 volume: once on fresh hosts, once more on the
+   installed cluster (a re-run).
+2. scale_end of a SCALE_OUT on an instantiated 1 Master + 1 Worker
+   cluster, for 1 new Worker and, on another such cluster, for 8.
+
+Each run reports its wall time, the machine load (busy CPU seconds of the
+whole machine during the run / wall time / cores: the test hosts share
+this machine's cores, so near 100% the run was limited by CPU, not by
+waiting), the CPU seconds of the driver's own threads and of the whole
+benchmark process (which also runs the fake Heat and Kubernetes API
+servers), the SSH logins per host and the remote commands. Targets:
+
+* T(16)/T(1) <= 1.5        (Workers join concurrently)
+* T(re-run) <= 25% of T(first run)
+* scale-out T(8)/T(1) <= 1.5
+* one SSH login per host per hook (cluster and storage features share
+  one session pool per hook)
+
+Tacker's sample driver installs the Workers one after another; the
+benchmark prints what that would cost here, from the measured time of the
+install script on one Worker.
+
+Usage (as root, after ``tools/bootstrap.sh``)::
+
+    .venv/bin/python -m tools.benchmark_cluster [--workers 1 4 16]
+                                                [--scale-out 1 8]
+
+Exit status 0 when every target holds, 1 otherwise.
+"""
+
+import argparse
+import contextlib
+import functools
+import logging
+import os
+import statistics
+import sys
+import threading
+import time
+
+import paramiko
+
+from kubernetes_mgmt_pv import cluster_feature
+from kubernetes_mgmt_pv import parallel
+from kubernetes_mgmt_pv import report as report_mod
+from kubernetes_mgmt_pv import storage_feature
+from testbed import cluster as cluster_mod
+from testbed import hosts
+from testbed import standins
+from tools import bench_common
+
+SCALING_TARGET = bench_common.SCALING_TARGET
+RERUN_TARGET = bench_common.RERUN_TARGET
+SCRIPT = 'install_k8s_cluster.sh on '  # the driver's description of a run
+
+
+# -- where the time and the CPU go -------------------------------------------
+
+class _Trace(object):
+    """What the driver did during one hook, seen from outside: the wall
+    time of its steps (``report.step`` blocks, per-host steps run at once
+    by ``parallel.run_on_nodes`` and the cluster and storage halves of the
+    hook) and the CPU seconds of its own threads (the hook's thread, the
+    per-node task threads and the SSH transport threads)."""
+
+    def __init__(self):
+        self.lock = threading.Lock()
+        # (start, end, kind, name, on the hook's thread, [task seconds])
+        self.events = []
+        self.cpu = 0.0
+        self.transports = []
+        self.hook_thread = threading.current_thread()
+
+    def add_cpu(self, seconds):
+        with self.lock:
+            self.cpu += seconds
+
+    def add_event(self, start, kind, name, tasks=None):
+        event = (start, time.monotonic(), kind, name,
+                 threading.current_thread() is self.hook_thread, tasks)
+        with self.lock:
+            self.events.append(event)
+
+    def top_level(self, kind=None):
+        """The steps the hook's thread went through, outermost only."""
+        events = sorted((e for e in self.events if e[4]),
+                        key=lambda e: (e[0], -e[1]))
+        kept = []
+        for event in events:
+            if kept and event[1] <= kept[-1][1] and kept[-1][2] != 'half':
+                continue  # nested in the previous step
+            kept.append(event)
+        return [e for e in kept if kind in (None, e[2])]
+
+
+@contextlib.contextmanager
+def tracing():
+    trace = _Trace()
+    patches = []
+
+    def patch(owner, name, wrap):
+        original = getattr(owner, name)
+        patches.append((owner, name, original))
+        setattr(owner, name, wrap(original))
+
+    def on_nodes(original):
+        @functools.wraps(original)
+        def wrapper(step, function, nodes, max_workers):
+            walls = []
+
+            def task(node):
+                cpu, wall = time.thread_time(), time.monotonic()
+                try:
+                    return function(node)
+                finally:
+                    trace.add_cpu(time.thread_time() - cpu)
+                    with trace.lock:
+                        walls.append(time.monotonic() - wall)
+            started = time.monotonic()
+            try:
+                return original(step, task, nodes, max_workers)
+            finally:
+                trace.add_event(started, 'parallel', step, walls)
+        return wrapper
+
+    def step(original):
+        @contextlib.contextmanager
+        def wrapper(host, name):
+            started = time.monotonic()
+            try:
+                with original(host, name):
+                    yield
+            finally:
+                trace.add_event(started, 'step', name)
+        return wrapper
+
+    def half(name):
+        def wrap(original):
+            @functools.wraps(original)
+            def wrapper(*args, **kwargs):
+                started = time.monotonic()
+                try:
+                    return original(*args, **kwargs)
+                finally:
+                    trace.add_event(started, 'half', name)
+            return wrapper
+        return wrap
+
+    def transport_run(original):
+        @functools.wraps(original)
+        def wrapper(transport):
+            with trace.lock:
+                trace.transports.append(transport)
+            cpu = time.thread_time()
+            try:
+                return original(transport)
+            finally:
+                trace.add_cpu(time.thread_time() - cpu)
+        return wrapper
+
+    patch(parallel, 'run_on_nodes', on_nodes)
+    patch(report_mod, 'step', step)
+    patch(paramiko.Transport, 'run', transport_run)
+    for hook in ('instantiate_end', 'scale_end'):
+        patch(cluster_feature.ClusterFeature, hook, half('cluster'))
+        patch(storage_feature.StorageFeature, hook, half('storage'))
+    cpu = time.thread_time()
+    try:
+        yield trace
+    finally:
+        trace.add_cpu(time.thread_time() - cpu)
+        for owner, name, original in reversed(patches):
+            setattr(owner, name, original)
+        # The pool closes its sessions when the hook returns; let their
+        # transport threads finish, so their CPU is counted.
+        for transport in trace.transports:
+            transport.join(5)
+
+
+def timed_hook(function):
+    """bench_common.timed_call() of a hook, with the driver's thread CPU
+    and its step trace."""
+    epoch = time.time()
+    with tracing() as trace:
+        run = bench_common.timed_call(function)
+    run.update(epoch=epoch, trace=trace, driver_threads_cpu=trace.cpu)
+    return run
+
+
+def script_seconds(run, nodes):
+    """Seconds of the install script on each of ``nodes`` in this run."""
+    wanted = {SCRIPT + node.ip for node in nodes}
+    return [seconds for _, description, seconds in run['runs']
+            if description in wanted]
+
+
+def join_starts(nodes, since):
+    """Epoch times of the `kubeadm join` calls made on ``nodes`` since
+    ``since``, from the stand-ins' call log (one timestamp per call)."""
+    starts = {}
+    for node in nodes:
+        for call in standins.call_log(node):
+            if call['argv'][1:2] == ['join'] and call['time'] >= since:
+                starts[node.name] = call['time']
+    return starts
+
+
+def logins_ok(run, expected_ips):
+    """Exactly one login on each expected host, none elsewhere."""
+    return run['logins_by_host'] == dict.fromkeys(expected_ips, 1)
+
+
+def describe_logins(run):
+    """'18x1': 18 hosts logged in to once each; else 'min-max/host'."""
+    counts = list(run['logins_by_host'].values())
+    if not counts:
+        return '-'
+    if min(counts) == max(counts):
+        return '%dx%d' % (len(counts), counts[0])
+    return '%d-%d/host' % (min(counts), max(counts))
+
+
+# -- measurements --------------------------------------------------------------
+
+def measure_instantiate(workers):
+    with cluster_mod.VirtualCluster(masters=1, workers=workers, volumes=1,
+                                    install_cluster=True) as cluster:
+        all_ips = [h.ip for h in cluster.testbed.hosts.values()]
+        new_workers = cluster.nodes('worker')
+        runs = {}
+        for name in ('first', 'rerun'):
+            run = runs[name] = timed_hook(cluster.instantiate_end)
+            run['expected_ips'] = all_ips
+            run['worker_scripts'] = script_seconds(run, new_workers)
+            run['leader_script'] = sum(script_seconds(
+                run, cluster.nodes('master')))
+            run['joins'] = join_starts(new_workers, run['epoch'])
+        missing = sorted({w.name for w in new_workers} -
+                         set(runs['first']['joins']))
+        if missing:
+            raise RuntimeError('no kubeadm join on %s in the first run'
+                               % ', '.join(missing))
+    return {'workers': workers, 'hosts': len(all_ips), **runs}
+
+
+def measure_scale_out(new_count):
+    """scale_end of a SCALE_OUT by ``new_count`` Workers on an instantiated
+    1 Master + 1 Worker cluster; the new VMs boot before it, as Heat
+    creates them before Tacker calls the hook."""
+    with cluster_mod.VirtualCluster(masters=1, workers=1, volumes=1,
+                                    install_cluster=True) as cluster:
+        cluster.instantiate_end()
+        new = [cluster.add_node('worker') for _ in range(new_count)]
+        run = timed_hook(lambda: cluster.scale_end(new))
+        run['expected_ips'] = [h.ip for h in cluster.nodes()]
+        run['worker_scripts'] = script_seconds(run, new)
+        run['joins'] = join_starts(new, run['epoch'])
+        missing = sorted({w.name for w in new} - set(run['joins']))
+        if missing:
+            raise RuntimeError('no kubeadm join on %s in the scale-out'
+                               % ', '.join(missing))
+        hosts_total = len(cluster.testbed.hosts)
+    return {'new': new_count, 'hosts': hosts_total, 'run': run}
+
+
+# -- output ----------------------------------------------------------------------
+
+RUN_HEADER = '%8s %5s %6s %6s %9s %8s' % (
+    'seconds', 'load', 'drvCPU', 'prcCPU', 'logins', 'commands')
+
+
+def run_cells(run):
+    return '%8.2f %4.0f%% %6.2f %6.2f %9s %8d' % (
+        run['seconds'], 100 * run['load'], run['driver_threads_cpu'],
+        run['driver_cpu'], describe_logins(run), run['commands'])
+
+
+def spread(joins):
+    return max(joins.values()) - min(joins.values()) if joins else 0.0
+
+
+def scripts_text(seconds):
+    if not seconds:
+        return 'no Worker install script'
+    return 'Worker script %d x median %.2fs (min %.2f, max %.2f)' % (
+        len(seconds), statistics.median(seconds), min(seconds), max(seconds))
+
+
+def breakdown(run):
+    """The hook's top-level steps in order, with their wall seconds."""
+    trace = run['trace']
+    parts = []
+    for start, end, kind, name, _, _ in trace.top_level():
+        if kind == 'half':
+            inner = [e for e in trace.top_level()
+                     if e[2] != 'half' and start <= e[0] and e[1] <= end]
+            rest = (end - start) - sum(e[1] - e[0] for e in inner)
+            parts.append('[%s half %.2f: %s; other %.2f]' % (
+                name, end - start, ', '.join(
+                    step_text(e) for e in inner), rest))
+    return parts
+
+
+def step_text(event):
+    """'name 1.23', and for a step run on several hosts at once the
+    time each host took."""
+    start, end, _, name, _, tasks = event
+    text = '%s %.2f' % (name, end - start)
+    if tasks and len(tasks) > 1:
+        text += ' (%d hosts: med %.2f, max %.2f)' % (
+            len(tasks), statistics.median(tasks), max(tasks))
+    return text
+
+
+def print_breakdown(label, run):
+    print('  %s:' % label)
+    for part in breakdown(run):
+        print('    ' + part)
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split('\n')[0])
+    parser.add_argument('--workers', type=int, nargs='+', default=[1, 4, 16],
+                        help='Workers of the instantiated clusters')
+    parser.add_argument('--scale-out', type=int, nargs='*', default=[1, 8],
+                        help='new Workers of the scale-outs (none: skip)')
+    parser.add_argument('--max-concurrent-nodes', type=int, default=64)
+    args = parser.parse_args()
+    reason = hosts.require_testbed()
+    if reason:
+        print('benchmark: %s' % reason, file=sys.stderr)
+        return 2
+    logging.basicConfig(level=logging.ERROR)
+    cluster_mod.use_test_options(
+        max_concurrent_nodes=args.max_concurrent_nodes)
+
+    rows, scales = [], []
+    for workers in args.workers:
+        print('measuring instantiate_end, 1 Master + %d Worker(s)...'
+              % workers, file=sys.stderr, flush=True)
+        rows.append(measure_instantiate(workers))
+    for count in args.scale_out:
+        print('measuring scale_end, 1+1 -> 1+%d Workers...' % (1 + count),
+              file=sys.stderr, flush=True)
+        scales.append(measure_scale_out(count))
+
+    cores = os.cpu_count()
+    print('instantiate_end with the cluster feature: 1 Master + N Workers, '
+          'storage server with 1 volume (max_concurrent_nodes=%d)'
+          % args.max_concurrent_nodes)
+    width = len(RUN_HEADER)
+    print('%-7s %-5s | %-*s | %-*s' % ('', '', width,
+                                       'first run (fresh hosts)', width,
+                                       're-run'))
+    print('%-7s %-5s | %s | %s' % ('workers', 'hosts', RUN_HEADER,
+                                   RUN_HEADER))
+    for row in rows:
+        print('%-7d %-5d | %s | %s' % (row['workers'], row['hosts'],
+                                       run_cells(row['first']),
+                                       run_cells(row['rerun'])))
+    print('(load: busy share of all %d cores during the run, test hosts and '
+          'other users included; drvCPU: CPU seconds of the driver\'s '
+          'threads; prcCPU: of the whole benchmark process, which also runs '
+          'the fake Heat and Kubernetes API servers; logins: hosts x logins '
+          'per host)' % cores)
+
+    print()
+    print('Worker joins (first run):')
+    for row in rows:
+        first = row['first']
+        print('  N=%-3d leader script %.2fs; %s; kubeadm joins started '
+              'within %.2fs' % (row['workers'], first['leader_script'],
+                                scripts_text(first['worker_scripts']),
+                                spread(first['joins'])))
+    base = rows[0]
+    per_worker = statistics.median(base['first']['worker_scripts'])
+    print('  sequential install (Tacker\'s sample: one Worker after another),'
+          ' from the install script on one Worker at N=%d (%.2fs):'
+          % (base['workers'], per_worker))
+    for row in rows:
+        first = row['first']
+        join_wall = sum(e[1] - e[0] for e in first['trace'].top_level(
+            'parallel') if e[3] == 'Worker join')
+        sequential = first['seconds'] - join_wall + row['workers'] * \
+            per_worker
+        print('    N=%-3d T = %.2fs measured - %.2fs concurrent join + '
+              '%d x %.2fs = %.2fs, i.e. %.2f x T(%d) (measured: %.2f x)'
+              % (row['workers'], first['seconds'], join_wall, row['workers'],
+                 per_worker, sequential,
+                 sequential / base['first']['seconds'], base['workers'],
+                 first['seconds'] / base['first']['seconds']))
+
+    if scales:
+        print()
+        print('scale_end of a SCALE_OUT on an instantiated 1 Master + 1 '
+              'Worker cluster')
+        print('%-7s %-5s | %s | %s' % ('new', 'hosts', RUN_HEADER,
+                                       'Worker joins'))
+        for scale in scales:
+            run = scale['run']
+            print('%-7d %-5d | %s | %s, joins started within %.2fs' % (
+                scale['new'], scale['hosts'], run_cells(run),
+                scripts_text(run['worker_scripts']), spread(run['joins'])))
+        print('(logins: the Masters and all Workers; the storage server is '
+              'not contacted by a scale-out)')
+
+    print()
+    print('where the time goes (top-level steps of the hook, wall seconds):')
+    for row in rows:
+        print_breakdown('N=%d first run' % row['workers'], row['first'])
+        print_breakdown('N=%d re-run' % row['workers'], row['rerun'])
+    for scale in scales:
+        print_breakdown('scale-out by %d' % scale['new'], scale['run'])
+
+    def load_note(*runs):
+        return '(load %s)' % ' vs '.join('%.0f%%' % (100 * r['load'])
+                                         for r in runs)
+
+    checks = []
+    smallest, largest = rows[0], rows[-1]
+    if len(rows) > 1:
+        for run in ('first', 'rerun'):
+            checks.append(('T(%d)/T(%d) %s' % (
+                largest['workers'], smallest['workers'], run),
+                largest[run]['seconds'] / smallest[run]['seconds'],
+                SCALING_TARGET, load_note(largest[run], smallest[run])))
+    for row in rows:
+        checks.append(('T(re-run)/T(first) at N=%d' % row['workers'],
+                       row['rerun']['seconds'] / row['first']['seconds'],
+                       RERUN_TARGET, load_note(row['rerun'], row['first'])))
+    if len(scales) > 1:
+        few, many = scales[0], scales[-1]
+        checks.append(('scale-out T(%d)/T(%d)' % (many['new'], few['new']),
+                       many['run']['seconds'] / few['run']['seconds'],
+                       SCALING_TARGET, load_note(many['run'], few['run'])))
+    print()
+    ok = bench_common.print_checks(checks)
+    all_runs = [row[name] for row in rows for name in ('first', 'rerun')] + \
+        [scale['run'] for scale in scales]
+    logins = all(logins_ok(run, run['expected_ips']) for run in all_runs)
+    ok &= logins
+    print('%-32s %s' % ('one SSH login per host per hook',
+                        'ok' if logins else 'MISSED'))
+    return 0 if ok else 1
+
+
+if __name__ == '__main__':
+    sys.exit(main())
