@@ -27,9 +27,8 @@ import sys
 
 from testbed import cluster as cluster_mod
 from testbed import hosts
-from tools.bench_common import (  # noqa: F401 (re-exported helpers)
-    RERUN_TARGET, SCALING_TARGET, _busy_cpu_seconds, counting_ssh,
-    print_checks, timed_run)
+from tools.bench_common import (
+    RERUN_TARGET, SCALING_TARGET, print_checks, timed_run)
 
 
 def measure(workers):
