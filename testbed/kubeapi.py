@@ -2,15 +2,22 @@
 
 Tests of the management driver need kubectl to behave as it does against a
 cluster: discovery, client-side ``apply`` (strategic merge patches), ``wait``
-(list + watch), ``delete`` waiting for finalizers. This server implements
-that much for the kinds in ``_RESOURCES``: PersistentVolumes and
-PersistentVolumeClaims, Nodes, Namespaces, ServiceAccounts, Secrets and
-ConfigMaps of core/v1, and ClusterRoles and ClusterRoleBindings of
-rbac.authorization.k8s.io/v1. A tiny controller imitates the PV binder, the
-pv-/pvc-protection finalizers, the namespace controller and the legacy
-service-account token controller; bearer tokens are checked and service
-accounts authorized by their ClusterRoleBindings, as RBAC does. It follows
-the requests kubectl was seen to send.
+(list + watch), ``delete`` waiting for finalizers, ``cordon``, ``drain``
+(evictions) and ``uncordon``. This server implements that much for the kinds
+in ``_RESOURCES``: PersistentVolumes and PersistentVolumeClaims, Nodes,
+Namespaces, ServiceAccounts, Secrets, ConfigMaps and Pods of core/v1,
+DaemonSets and ReplicaSets of apps/v1, PodDisruptionBudgets of policy/v1
+(with the Eviction subresource of Pods), and ClusterRoles and
+ClusterRoleBindings of rbac.authorization.k8s.io/v1. A tiny controller
+imitates the PV binder, the pv-/pvc-protection finalizers, the namespace
+controller, the legacy service-account token controller, the kubelets
+(pods bound to an existing Node run and are Ready; deleted ones terminate
+after a short grace), the pod garbage collector (pods of a deleted Node
+go), the status of ReplicaSets and DaemonSets, and the disruption
+controller; nothing schedules pods or creates them for their owners.
+Bearer tokens are checked and service accounts authorized by their
+ClusterRoleBindings, as RBAC does. It follows the requests kubectl was seen
+to send.
 
 Standard library only; the TLS certificate is made with the ``openssl`` CLI.
 """
@@ -47,6 +54,8 @@ SERVER_VERSION = 'v1.32.0'
 PV_PROTECTION = 'kubernetes.io/pv-protection'
 PVC_PROTECTION = 'kubernetes.io/pvc-protection'
 RBAC_GROUP = 'rbac.authorization.k8s.io'
+APPS_GROUP = 'apps'
+POLICY_GROUP = 'policy'
 SERVICE_ACCOUNT_TOKEN = 'kubernetes.io/service-account-token'
 SERVICE_ACCOUNT_NAME = 'kubernetes.io/service-account.name'
 SERVICE_ACCOUNT_UID = 'kubernetes.io/service-account.uid'
@@ -139,6 +148,21 @@ class _Resource:
     wide_columns: tuple = ()
     cells: Optional[Callable[[dict], list]] = None  # None: name and age
     version: str = 'v1'
+    # Field selector labels besides metadata.name and metadata.namespace:
+    # dotted paths into the object.
+    fields: tuple = ()
+    # metadata.generation: 1 on create, bumped when anything but metadata
+    # and status changes.
+    generation: bool = False
+    # grace(obj, delete_options): seconds of graceful deletion. An object
+    # deleted with a grace above 0 stays, Terminating, until the controller
+    # (its kubelet) finishes the deletion.
+    grace: Optional[Callable[[dict, dict], int]] = None
+    # Serves the policy/v1 Eviction subresource (POST <object>/eviction).
+    evictable: bool = False
+    # owned_status(obj, pods): the status its controller gives a workload
+    # from the active Pods it controls (by their controller ownerReference).
+    owned_status: Optional[Callable[[dict, list], dict]] = None
 
     @property
     def singular(self) -> str:
@@ -177,6 +201,8 @@ class ApiError(Exception):
         status = {'kind': 'Status', 'apiVersion': 'v1', 'metadata': {},
                   'status': 'Failure', 'message': self.message,
                   'reason': self.reason, 'code': self.code}
+        if not self.reason:
+            del status['reason']
         if self.details:
             status['details'] = self.details
         return status
@@ -185,6 +211,21 @@ class ApiError(Exception):
 def _not_found(res: _Resource, name: str) -> ApiError:
     return ApiError(404, 'NotFound', f'{res.group_plural} "{name}" not found',
                     res.details(name))
+
+
+def _too_many_requests(cause: str, retry_after: int = 0) -> ApiError:
+    """An eviction the disruption budget refuses, in the API server's
+    words; the cause names the budget."""
+    details = {'causes': [{'reason': 'DisruptionBudget', 'message': cause}]}
+    if retry_after:
+        details['retryAfterSeconds'] = retry_after
+    return ApiError(429, 'TooManyRequests', "Cannot evict pod as it would "
+                    "violate the pod's disruption budget.", details)
+
+
+# What a successful eviction answers (with HTTP status 201).
+_SUCCESS = {'kind': 'Status', 'apiVersion': 'v1', 'metadata': {},
+            'status': 'Success', 'code': 201}
 
 
 def _no_such_path() -> ApiError:
@@ -205,8 +246,10 @@ def _forbidden(res_name: str, name: Optional[str], message: str,
                     details)
 
 
-def _now() -> str:
-    return datetime.datetime.now(datetime.timezone.utc).strftime(
+def _now(offset: float = 0) -> str:
+    """The time, ``offset`` seconds from now, as the API writes times."""
+    return (datetime.datetime.now(datetime.timezone.utc)
+            + datetime.timedelta(seconds=offset)).strftime(
         '%Y-%m-%dT%H:%M:%SZ')
 
 
@@ -396,6 +439,7 @@ def _validate(res: _Resource, obj: dict, old: Optional[dict] = None) -> None:
         if problem:
             errors.append(('metadata.name', 'FieldValueInvalid',
                            f'Invalid value: "{name}": {problem}'))
+    errors += _owner_reference_errors(obj['metadata'].get('ownerReferences'))
     if res.check:
         errors += res.check(obj, old)
     if errors:
@@ -406,6 +450,34 @@ def _validate(res: _Resource, obj: dict, old: Optional[dict] = None) -> None:
         raise ApiError(422, 'Invalid',
                        f'{res.group_kind} "{name}" is invalid: {summary}',
                        res.details(name, res.kind, causes=causes))
+
+
+def _owner_reference_errors(refs) -> list:
+    """Kubernetes' checks of metadata.ownerReferences."""
+    if refs is None:
+        return []
+    if not isinstance(refs, list) or not all(isinstance(ref, dict)
+                                             for ref in refs):
+        return [('metadata.ownerReferences', 'FieldValueInvalid',
+                 'Invalid value: must be a list of owner references')]
+    errors = []
+    for ref in refs:
+        for key, what in (('apiVersion', 'version'), ('kind', 'kind'),
+                          ('name', 'name'), ('uid', 'uid')):
+            if not ref.get(key):
+                errors.append((f'metadata.ownerReferences.{key}',
+                               'FieldValueInvalid',
+                               f'Invalid value: "": {what} must not be '
+                               'empty'))
+    controllers = [ref for ref in refs if ref.get('controller')]
+    if len(controllers) > 1:
+        errors.append((
+            'metadata.ownerReferences', 'FieldValueInvalid',
+            f'Invalid value: {json.dumps(controllers)}: Only one reference '
+            'can have Controller set to true. Found "true" in references '
+            'for ' + ' and '.join(f'{ref.get("kind")}/{ref.get("name")}'
+                                  for ref in controllers)))
+    return errors
 
 
 def _required(field: str) -> tuple:
@@ -594,6 +666,371 @@ def _binding_errors(obj: dict, old: Optional[dict]) -> list:
     return errors
 
 
+# Pods: what the API server defaults and checks, and when they may go.
+_POD_SPEC_DEFAULTS = {
+    'restartPolicy': 'Always', 'terminationGracePeriodSeconds': 30,
+    'dnsPolicy': 'ClusterFirst', 'serviceAccountName': 'default',
+    'securityContext': {}, 'schedulerName': 'default-scheduler',
+    'enableServiceLinks': True, 'priority': 0,
+    'preemptionPolicy': 'PreemptLowerPriority'}
+_RESTART_POLICIES = ('Always', 'OnFailure', 'Never')
+_POD_UPDATE_FORBIDDEN = (
+    'Forbidden: pod updates may not change fields other than '
+    '`spec.containers[*].image`,`spec.initContainers[*].image`,'
+    '`spec.activeDeadlineSeconds`,`spec.tolerations` (only additions to '
+    'existing tolerations),`spec.terminationGracePeriodSeconds` (allow it '
+    'to be set to 1 if it was previously negative)')
+_TERMINAL_PHASES = ('Succeeded', 'Failed')
+
+
+def _containers(spec) -> list:
+    if not isinstance(spec, dict):
+        return []
+    return [container for key in ('initContainers', 'containers')
+            for container in spec.get(key) or []
+            if isinstance(container, dict)]
+
+
+def _prepare_pod(obj: dict, old: Optional[dict]) -> None:
+    """Default a Pod's spec (or a workload's pod template) as the API
+    does."""
+    spec = obj.setdefault('spec', {})
+    if not isinstance(spec, dict):
+        return
+    for key, value in _POD_SPEC_DEFAULTS.items():
+        spec.setdefault(key, copy.deepcopy(value))
+    for container in _containers(spec):
+        image = str(container.get('image') or '')
+        tagged = ':' in image.rsplit('/', 1)[-1] or '@' in image
+        container.setdefault('imagePullPolicy', 'IfNotPresent'
+                             if tagged and not image.endswith(':latest')
+                             else 'Always')
+        container.setdefault('terminationMessagePath',
+                             '/dev/termination-log')
+        container.setdefault('terminationMessagePolicy', 'File')
+        container.setdefault('resources', {})
+    for volume in spec.get('volumes') or []:
+        if isinstance(volume, dict) and 'emptyDir' in volume \
+                and volume['emptyDir'] is None:
+            volume['emptyDir'] = {}
+
+
+def _pod_spec_errors(spec, prefix: str = 'spec') -> list:
+    if not isinstance(spec, dict):
+        return [_required(prefix)]
+    containers = spec.get('containers') or []
+    errors = [] if containers else [_required(f'{prefix}.containers')]
+    names = set()
+    for index, container in enumerate(containers):
+        field = f'{prefix}.containers[{index}]'
+        if not isinstance(container, dict):
+            errors.append(_required(field))
+            continue
+        name = container.get('name')
+        if not name:
+            errors.append(_required(f'{field}.name'))
+        elif name in names:
+            errors.append((f'{field}.name', 'FieldValueDuplicate',
+                           f'Duplicate value: "{name}"'))
+        names.add(name)
+        if not container.get('image'):
+            errors.append(_required(f'{field}.image'))
+    volumes = set()
+    for index, volume in enumerate(spec.get('volumes') or []):
+        name = volume.get('name') if isinstance(volume, dict) else None
+        if not name:
+            errors.append(_required(f'{prefix}.volumes[{index}].name'))
+        elif name in volumes:
+            errors.append((f'{prefix}.volumes[{index}].name',
+                           'FieldValueDuplicate',
+                           f'Duplicate value: "{name}"'))
+        volumes.add(name)
+    policy = spec.get('restartPolicy')
+    if policy not in _RESTART_POLICIES:
+        errors.append((f'{prefix}.restartPolicy', 'FieldValueNotSupported',
+                       f'Unsupported value: "{policy}": supported values: '
+                       '"Always", "OnFailure", "Never"'))
+    return errors
+
+
+def _pod_fixed_spec(spec: dict) -> dict:
+    """The part of a Pod's spec that may not change after creation."""
+    fixed = {key: value for key, value in spec.items()
+             if key not in ('activeDeadlineSeconds', 'tolerations')}
+    for key in ('initContainers', 'containers'):
+        if key in fixed:
+            fixed[key] = [{k: v for k, v in container.items()
+                           if k != 'image'} if isinstance(container, dict)
+                          else container for container in fixed[key]]
+    return fixed
+
+
+def _pod_errors(obj: dict, old: Optional[dict]) -> list:
+    spec = obj.get('spec') or {}
+    errors = _pod_spec_errors(spec)
+    if old and isinstance(spec, dict) and _pod_fixed_spec(spec) != \
+            _pod_fixed_spec(old.get('spec') or {}):
+        errors.append(('spec', 'FieldValueForbidden', _POD_UPDATE_FORBIDDEN))
+    return errors
+
+
+def _qos_class(spec: dict) -> str:
+    resources = [container.get('resources') or {}
+                 for container in _containers(spec)]
+    if not any(res.get('requests') or res.get('limits')
+               for res in resources):
+        return 'BestEffort'
+    if all(all((res.get('limits') or {}).get(kind) is not None
+               and (res.get('requests') or {}).get(
+                   kind, res['limits'][kind]) == res['limits'][kind]
+               for kind in ('cpu', 'memory')) for res in resources):
+        return 'Guaranteed'
+    return 'Burstable'
+
+
+def _pod_status(obj: dict) -> dict:
+    """A new Pod waits (Pending) until the controller, as its node's
+    kubelet, runs it."""
+    return {'phase': 'Pending', 'qosClass': _qos_class(obj['spec'])}
+
+
+def _pod_grace(pod: dict, options: dict) -> int:
+    """Seconds of a Pod's graceful deletion: none for a pod that no
+    kubelet runs (unbound, or finished), else the DeleteOptions' or the
+    pod's terminationGracePeriodSeconds."""
+    spec = pod.get('spec') or {}
+    if (not spec.get('nodeName')
+            or (pod.get('status') or {}).get('phase') in _TERMINAL_PHASES):
+        return 0
+    grace = options.get('gracePeriodSeconds')
+    if grace is None or int(grace) < 0:
+        grace = spec.get('terminationGracePeriodSeconds', 30)
+    return max(0, int(grace))
+
+
+def _pod_ready(pod: dict) -> bool:
+    return any(condition.get('type') == 'Ready'
+               and condition.get('status') == 'True'
+               for condition in (pod.get('status') or {}).get('conditions')
+               or [])
+
+
+def _controller_uid(obj: dict) -> Optional[str]:
+    """The uid of the object's controller (its ownerReference with
+    controller: true)."""
+    return next((ref.get('uid') for ref
+                 in obj['metadata'].get('ownerReferences') or []
+                 if ref.get('controller')), None)
+
+
+# Workloads (ReplicaSets and DaemonSets): a selector and a pod template.
+
+def _prepare_template(obj: dict) -> dict:
+    spec = obj.setdefault('spec', {})
+    template = spec.get('template')
+    if isinstance(template, dict):
+        _prepare_pod(template, None)
+    return spec
+
+
+def _prepare_replica_set(obj: dict, old: Optional[dict]) -> None:
+    _prepare_template(obj).setdefault('replicas', 1)
+
+
+def _prepare_daemon_set(obj: dict, old: Optional[dict]) -> None:
+    spec = _prepare_template(obj)
+    spec.setdefault('updateStrategy', {
+        'type': 'RollingUpdate',
+        'rollingUpdate': {'maxUnavailable': 1, 'maxSurge': 0}})
+    spec.setdefault('revisionHistoryLimit', 10)
+
+
+def _selector_errors(field: str, selector) -> list:
+    if not isinstance(selector, dict):
+        return []
+    errors = []
+    for index, expression in enumerate(
+            selector.get('matchExpressions') or []):
+        operator = (expression or {}).get('operator')
+        values = (expression or {}).get('values') or []
+        where = f'{field}.matchExpressions[{index}]'
+        if operator not in ('In', 'NotIn', 'Exists', 'DoesNotExist'):
+            errors.append((f'{where}.operator', 'FieldValueInvalid',
+                           f'Invalid value: "{operator}": not a valid '
+                           'selector operator'))
+        elif (operator in ('In', 'NotIn')) != bool(values):
+            errors.append((f'{where}.values', 'FieldValueForbidden'
+                           if values else 'FieldValueRequired',
+                           'Forbidden: may not be specified when `operator`'
+                           ' is \'Exists\' or \'DoesNotExist\'' if values
+                           else 'Required value: must be specified when '
+                           '`operator` is \'In\' or \'NotIn\''))
+    return errors
+
+
+def _workload_errors(obj: dict, old: Optional[dict]) -> list:
+    spec = obj.get('spec') or {}
+    selector = spec.get('selector')
+    template = spec.get('template') or {}
+    errors = []
+    if not isinstance(selector, dict) or not (
+            selector.get('matchLabels') or selector.get('matchExpressions')):
+        errors.append(_required('spec.selector'))
+    else:
+        errors += _selector_errors('spec.selector', selector)
+        labels = (template.get('metadata') or {}).get('labels') or {}
+        if not errors and not _selects(selector, labels):
+            errors.append(('spec.template.metadata.labels',
+                           'FieldValueInvalid',
+                           f'Invalid value: {json.dumps(labels)}: '
+                           '`selector` does not match template `labels`'))
+    errors += _pod_spec_errors(template.get('spec'), 'spec.template.spec')
+    replicas = spec.get('replicas', 0)
+    if not isinstance(replicas, int) or replicas < 0:
+        errors.append(('spec.replicas', 'FieldValueInvalid',
+                       f'Invalid value: {json.dumps(replicas)}: must be '
+                       'greater than or equal to 0'))
+    if old and selector != (old.get('spec') or {}).get('selector'):
+        errors.append(_immutable('spec.selector', selector))
+    return errors
+
+
+def _replica_set_status(replica_set: dict, pods: list) -> dict:
+    selector = replica_set['spec'].get('selector')
+    ready = sum(map(_pod_ready, pods))
+    return {'replicas': len(pods),
+            'fullyLabeledReplicas': sum(_selects(selector, _labels(pod))
+                                        for pod in pods),
+            'readyReplicas': ready, 'availableReplicas': ready,
+            'observedGeneration': replica_set['metadata']['generation']}
+
+
+def _daemon_set_status(daemon_set: dict, pods: list) -> dict:
+    """As the DaemonSet controller would report its pods; with no
+    controller creating them, the desired pods are the ones there."""
+    ready = sum(map(_pod_ready, pods))
+    return {'currentNumberScheduled': len(pods),
+            'desiredNumberScheduled': len(pods), 'numberMisscheduled': 0,
+            'numberReady': ready, 'numberAvailable': ready,
+            'updatedNumberScheduled': len(pods),
+            'observedGeneration': daemon_set['metadata']['generation']}
+
+
+def _zero_status(obj: dict) -> dict:
+    return dict.fromkeys(
+        ('replicas',) if obj['kind'] == 'ReplicaSet' else
+        ('currentNumberScheduled', 'desiredNumberScheduled',
+         'numberMisscheduled', 'numberReady'), 0)
+
+
+# PodDisruptionBudgets.
+
+_PERCENT = re.compile(r'[0-9]+%')
+_UNHEALTHY_POD_EVICTION_POLICIES = ('IfHealthyBudget', 'AlwaysAllow')
+
+
+def _int_or_percent_problem(value) -> Optional[str]:
+    if isinstance(value, bool) or not isinstance(value, (int, str)):
+        return 'must be an integer or a percentage'
+    if isinstance(value, int):
+        return 'must be greater than or equal to 0' if value < 0 else None
+    if not _PERCENT.fullmatch(value):
+        return ("a valid percent string must be a numeric string followed "
+                "by an ending '%' (e.g. '1%',  or '93%', regex used for "
+                "validation is '[0-9]+%')")
+    return 'must not be greater than 100%' if int(value[:-1]) > 100 else None
+
+
+def _budget_errors(obj: dict, old: Optional[dict]) -> list:
+    spec = obj.get('spec') or {}
+    errors = []
+    if spec.get('minAvailable') is not None and \
+            spec.get('maxUnavailable') is not None:
+        errors.append(('spec', 'FieldValueInvalid',
+                       f'Invalid value: {json.dumps(spec)}: minAvailable '
+                       'and maxUnavailable cannot be both set'))
+    for key in ('minAvailable', 'maxUnavailable'):
+        value = spec.get(key)
+        problem = None if value is None else _int_or_percent_problem(value)
+        if problem:
+            errors.append((f'spec.{key}', 'FieldValueInvalid',
+                           f'Invalid value: {json.dumps(value)}: {problem}'))
+    errors += _selector_errors('spec.selector', spec.get('selector'))
+    policy = spec.get('unhealthyPodEvictionPolicy')
+    if policy is not None and policy not in _UNHEALTHY_POD_EVICTION_POLICIES:
+        errors.append(('spec.unhealthyPodEvictionPolicy',
+                       'FieldValueNotSupported',
+                       f'Unsupported value: "{policy}": supported values: '
+                       '"AlwaysAllow", "IfHealthyBudget"'))
+    return errors
+
+
+def _budget_status(obj: dict) -> dict:
+    return dict.fromkeys(('disruptionsAllowed', 'currentHealthy',
+                          'desiredHealthy', 'expectedPods'), 0)
+
+
+def _scaled(value, total: int) -> int:
+    """An int-or-percent of ``total``, a percentage rounded up."""
+    if isinstance(value, str):
+        return -(-int(value[:-1]) * total // 100)
+    return int(value)
+
+
+def _budget_pods(budget: dict, pods) -> list:
+    """The pods a budget's selector picks, as the disruption controller
+    lists them: a missing selector picks none, an empty one all."""
+    selector = (budget.get('spec') or {}).get('selector')
+    if not isinstance(selector, dict):
+        return []
+    return [pod for pod in pods
+            if pod['metadata']['namespace'] == budget['metadata']['namespace']
+            and _selects(selector, _labels(pod))]
+
+
+def _budget_covers(budget: dict, pod: dict) -> bool:
+    """Whether an eviction of the pod must ask this budget: its selector,
+    if not empty, matches the pod."""
+    selector = (budget.get('spec') or {}).get('selector') or {}
+    return bool(selector.get('matchLabels') or selector.get(
+        'matchExpressions')) and bool(_budget_pods(budget, [pod]))
+
+
+def _expected_pods(spec: dict, pods: list, replicas: dict) -> int:
+    """How many pods a budget expects: with an integer minAvailable, the
+    pods it selects; otherwise the scale of their controllers (a
+    ReplicaSet's replicas; for another controller, its pods here). Pods
+    without a controller do not count, as in the disruption controller."""
+    if isinstance(spec.get('minAvailable'), int) and \
+            spec.get('maxUnavailable') is None:
+        return len(pods)
+    scale = {}
+    for pod in pods:
+        uid = _controller_uid(pod)
+        if uid is not None:
+            scale[uid] = replicas.get(uid, scale.get(uid, 0) + 1)
+    return sum(scale.values())
+
+
+def _desired_healthy(spec: dict, expected: int) -> int:
+    if spec.get('maxUnavailable') is not None:
+        return max(0, expected - _scaled(spec['maxUnavailable'], expected))
+    if spec.get('minAvailable') is not None:
+        return _scaled(spec['minAvailable'], expected)
+    return 0
+
+
+def _allowed_condition(allowed: int, generation: int,
+                       old: Optional[dict]) -> dict:
+    status = 'True' if allowed > 0 else 'False'
+    changed = not old or old.get('status') != status
+    return {'type': 'DisruptionAllowed', 'status': status,
+            'reason': 'SufficientPods' if allowed > 0 else 'InsufficientPods',
+            'message': '', 'observedGeneration': generation,
+            'lastTransitionTime': _now() if changed
+            else old.get('lastTransitionTime')}
+
+
 def _pending_status(obj: dict) -> dict:
     return {'phase': 'Pending'}
 
@@ -723,19 +1160,32 @@ def _apply_patch(obj: dict, content_type: str, body: bytes) -> dict:
                    f'("{media}")')
 
 
-def _selector(query: dict) -> Callable[[dict], bool]:
-    """Build a predicate from fieldSelector and an equality labelSelector."""
+def _field_value(obj: dict, path: str) -> str:
+    """A field as field selectors see it: booleans as "true"/"false",
+    a missing field as ""."""
+    value = obj
+    for part in path.split('.'):
+        value = value.get(part) if isinstance(value, dict) else None
+    if isinstance(value, bool):
+        return 'true' if value else 'false'
+    return '' if value is None else str(value)
+
+
+def _selector(query: dict,
+              res: Optional[_Resource] = None) -> Callable[[dict], bool]:
+    """Build a predicate from fieldSelector (the resource's field labels)
+    and an equality labelSelector."""
     tests = []
+    labels = ('metadata.name', 'metadata.namespace',
+              *(res.fields if res else ()))
     for term in filter(None, query.get('fieldSelector', '').split(',')):
         match = re.fullmatch(r'([^!=]+)(==|=|!=)(.*)', term)
-        if not match or match[1] not in ('metadata.name',
-                                         'metadata.namespace'):
+        if not match or match[1] not in labels:
             raise ApiError(400, 'BadRequest', 'field label not supported: '
                                               + term.split('=')[0])
-        field = match[1].split('.', 1)[1]  # name or namespace
         negate, value = match[2] == '!=', match[3]
-        tests.append(lambda obj, f=field, n=negate, v=value:
-                     (obj['metadata'].get(f) == v) != n)
+        tests.append(lambda obj, f=match[1], n=negate, v=value:
+                     (_field_value(obj, f) == v) != n)
     for term in filter(None, query.get('labelSelector', '').split(',')):
         match = re.fullmatch(r'(!?)([\w./-]+)(?:(==|=|!=)([\w.-]*))?',
                              term.strip())
@@ -771,14 +1221,15 @@ def _selects(selector: Optional[dict], labels: dict) -> bool:
 
 
 # --- protobuf request bodies -----------------------------------------------
-# kubectl's typed clients ("kubectl create namespace|secret|...", and
-# "kubectl drain" for evictions) send application/vnd.kubernetes.protobuf:
+# kubectl's typed clients ("kubectl create namespace|secret|pdb|...", and
+# the DeleteOptions of "kubectl drain --disable-eviction"; kubectl 1.32 was
+# seen to send its Evictions as JSON) send application/vnd.kubernetes.protobuf:
 # b"k8s\0" and a runtime.Unknown whose raw field is the object's message.
 # Responses are JSON, which the clients accept too. A schema maps field
 # numbers (from the API's generated.proto files) to a JSON name and a type:
-# "string", "bytes", "bool", "int", a nested schema, ("repeated", type) or
-# ("map", value type). Fields not in a schema (such as the server-set
-# timestamps) are ignored.
+# "string", "bytes", "bool", "int", "intstr" (an IntOrString), a nested
+# schema, ("repeated", type) or ("map", value type). Fields not in a schema
+# (such as the server-set timestamps and status) are ignored.
 
 _PB_MAGIC = b'k8s\x00'
 _PB_UNKNOWN = {1: ('typeMeta', {1: ('apiVersion', 'string'),
@@ -806,6 +1257,13 @@ _PB_DELETE_OPTIONS = {
                           2: ('resourceVersion', 'string')}),
     3: ('orphanDependents', 'bool'), 4: ('propagationPolicy', 'string'),
     5: ('dryRun', _PB_STRINGS)}
+_PB_INT_OR_STRING = {1: ('type', 'int'), 2: ('intVal', 'int'),
+                     3: ('strVal', 'string')}
+_PB_LABEL_SELECTOR = {
+    1: ('matchLabels', ('map', 'string')),
+    2: ('matchExpressions', ('repeated', {
+        1: ('key', 'string'), 2: ('operator', 'string'),
+        3: ('values', _PB_STRINGS)}))}
 _PB_SCHEMAS = {  # kind -> schema of its message
     'Namespace': {1: ('metadata', _PB_OBJECT_META),
                   2: ('spec', {1: ('finalizers', _PB_STRINGS)})},
@@ -837,6 +1295,15 @@ _PB_SCHEMAS = {  # kind -> schema of its message
         3: ('roleRef', {1: ('apiGroup', 'string'), 2: ('kind', 'string'),
                         3: ('name', 'string')})},
     'DeleteOptions': _PB_DELETE_OPTIONS,
+    # policy/v1
+    'Eviction': {1: ('metadata', _PB_OBJECT_META),
+                 2: ('deleteOptions', _PB_DELETE_OPTIONS)},
+    'PodDisruptionBudget': {
+        1: ('metadata', _PB_OBJECT_META),
+        2: ('spec', {1: ('minAvailable', 'intstr'),
+                     2: ('selector', _PB_LABEL_SELECTOR),
+                     3: ('maxUnavailable', 'intstr'),
+                     4: ('unhealthyPodEvictionPolicy', 'string')})},
 }
 
 
@@ -919,6 +1386,10 @@ def _pb_value(value, kind):
         return bool(value)
     if kind == 'int':  # int64 in two's complement
         return value - (1 << 64) if value >= 1 << 63 else value
+    if kind == 'intstr':
+        both = _pb_message(value, _PB_INT_OR_STRING)
+        return (both.get('strVal', '') if both.get('type') == 1
+                else both.get('intVal', 0))
     return _pb_message(value, kind)
 
 
@@ -1048,6 +1519,78 @@ def _binding_cells(binding: dict) -> list:
             names('User'), names('Group'), names('ServiceAccount')]
 
 
+def _pod_cells(pod: dict) -> list:
+    """As kubectl's pod printer: ready containers, the phase (or
+    Terminating), restarts; wide: IP and node."""
+    spec, status = pod.get('spec') or {}, pod.get('status') or {}
+    containers = status.get('containerStatuses') or []
+    state = status.get('reason') or status.get('phase', '')
+    if pod['metadata'].get('deletionTimestamp'):
+        state = 'Terminating'
+    return [pod['metadata']['name'],
+            f'{sum(bool(c.get("ready")) for c in containers)}/'
+            f'{len(spec.get("containers") or [])}',
+            state, str(sum(c.get('restartCount', 0) for c in containers)),
+            _age(pod), status.get('podIP') or '<none>',
+            spec.get('nodeName') or '<none>',
+            status.get('nominatedNodeName') or '<none>', '<none>']
+
+
+def _selector_text(selector: Optional[dict]) -> str:
+    """A LabelSelector as kubectl writes it (metav1.FormatLabelSelector)."""
+    selector = selector or {}
+    terms = [f'{key}={value}' for key, value
+             in sorted((selector.get('matchLabels') or {}).items())]
+    for expression in selector.get('matchExpressions') or []:
+        key, operator = expression.get('key'), expression.get('operator')
+        values = ','.join(expression.get('values') or [])
+        terms.append({'In': f'{key} in ({values})',
+                      'NotIn': f'{key} notin ({values})', 'Exists': key,
+                      'DoesNotExist': f'!{key}'}.get(operator, key))
+    return ','.join(terms) or '<none>'
+
+
+def _template_cells(workload: dict) -> list:
+    """The wide columns of a workload: containers, images, selector."""
+    spec = workload.get('spec') or {}
+    containers = ((spec.get('template') or {}).get('spec') or {}).get(
+        'containers') or []
+    return [','.join(c.get('name', '') for c in containers),
+            ','.join(c.get('image', '') for c in containers),
+            _selector_text(spec.get('selector'))]
+
+
+def _replica_set_cells(replica_set: dict) -> list:
+    spec, status = replica_set.get('spec') or {}, \
+        replica_set.get('status') or {}
+    return [replica_set['metadata']['name'], str(spec.get('replicas', 0)),
+            str(status.get('replicas', 0)),
+            str(status.get('readyReplicas', 0)), _age(replica_set),
+            *_template_cells(replica_set)]
+
+
+def _daemon_set_cells(daemon_set: dict) -> list:
+    status = daemon_set.get('status') or {}
+    node_selector = (((daemon_set.get('spec') or {}).get('template') or {})
+                     .get('spec') or {}).get('nodeSelector') or {}
+    return [daemon_set['metadata']['name'],
+            *(str(status.get(key, 0)) for key in (
+                'desiredNumberScheduled', 'currentNumberScheduled',
+                'numberReady', 'updatedNumberScheduled', 'numberAvailable')),
+            ','.join(f'{key}={value}' for key, value
+                     in sorted(node_selector.items())) or '<none>',
+            _age(daemon_set), *_template_cells(daemon_set)]
+
+
+def _budget_cells(budget: dict) -> list:
+    spec = budget.get('spec') or {}
+    return [budget['metadata']['name'],
+            *(str(spec[key]) if spec.get(key) is not None else 'N/A'
+              for key in ('minAvailable', 'maxUnavailable')),
+            str((budget.get('status') or {}).get('disruptionsAllowed', 0)),
+            _age(budget)]
+
+
 def _table(res: _Resource, objects: list, metadata: dict) -> dict:
     """Render objects as the meta.k8s.io Table that "kubectl get" prints."""
     columns = ([(name, 0) for name in res.columns]
@@ -1088,6 +1631,7 @@ PVC = _Resource(
     wide_columns=('VolumeMode',), cells=_pvc_cells)
 NODE = _Resource(
     '', 'nodes', 'Node', False, ('no',), new_status=_client_status,
+    fields=('spec.unschedulable',),
     columns=('Name', 'Status', 'Roles', 'Age', 'Version'),
     wide_columns=('Internal-IP', 'External-IP', 'OS-Image', 'Kernel-Version',
                   'Container-Runtime'),
@@ -1107,6 +1651,39 @@ SECRET = _Resource(
 CONFIG_MAP = _Resource(
     '', 'configmaps', 'ConfigMap', True, ('cm',), check=_config_map_errors,
     columns=('Name', 'Data', 'Age'), cells=_config_map_cells)
+POD = _Resource(
+    '', 'pods', 'Pod', True, ('po',), prepare=_prepare_pod,
+    check=_pod_errors, new_status=_pod_status, grace=_pod_grace,
+    evictable=True,
+    fields=('spec.nodeName', 'spec.restartPolicy', 'spec.schedulerName',
+            'spec.serviceAccountName', 'status.phase', 'status.podIP',
+            'status.nominatedNodeName'),
+    columns=('Name', 'Ready', 'Status', 'Restarts', 'Age'),
+    wide_columns=('IP', 'Node', 'Nominated Node', 'Readiness Gates'),
+    cells=_pod_cells)
+_WORKLOAD_WIDE_COLUMNS = ('Containers', 'Images', 'Selector')
+DAEMON_SET = _Resource(
+    APPS_GROUP, 'daemonsets', 'DaemonSet', True, ('ds',),
+    prepare=_prepare_daemon_set, check=_workload_errors,
+    new_status=_zero_status, generation=True,
+    owned_status=_daemon_set_status,
+    columns=('Name', 'Desired', 'Current', 'Ready', 'Up-to-date',
+             'Available', 'Node Selector', 'Age'),
+    wide_columns=_WORKLOAD_WIDE_COLUMNS, cells=_daemon_set_cells)
+REPLICA_SET = _Resource(
+    APPS_GROUP, 'replicasets', 'ReplicaSet', True, ('rs',),
+    prepare=_prepare_replica_set, check=_workload_errors,
+    new_status=_zero_status, generation=True,
+    owned_status=_replica_set_status,
+    columns=('Name', 'Desired', 'Current', 'Ready', 'Age'),
+    wide_columns=_WORKLOAD_WIDE_COLUMNS, cells=_replica_set_cells)
+POD_DISRUPTION_BUDGET = _Resource(
+    POLICY_GROUP, 'poddisruptionbudgets', 'PodDisruptionBudget', True,
+    ('pdb',), check=_budget_errors, new_status=_budget_status,
+    generation=True,
+    columns=('Name', 'Min Available', 'Max Unavailable',
+             'Allowed Disruptions', 'Age'),
+    cells=_budget_cells)
 CLUSTER_ROLE = _Resource(
     RBAC_GROUP, 'clusterroles', 'ClusterRole', False,
     name_rule='path segment', check=_cluster_role_errors,
@@ -1119,6 +1696,7 @@ CLUSTER_ROLE_BINDING = _Resource(
     cells=_binding_cells)
 
 _RESOURCES = (PV, PVC, NODE, NAMESPACE, SERVICE_ACCOUNT, SECRET, CONFIG_MAP,
+              POD, DAEMON_SET, REPLICA_SET, POD_DISRUPTION_BUDGET,
               CLUSTER_ROLE, CLUSTER_ROLE_BINDING)
 # (group, version, plural) -> resource, to route resource requests.
 _ROUTES = {(res.group, res.version, res.plural): res for res in _RESOURCES}
@@ -1148,11 +1726,18 @@ def _discovery_entries(res: _Resource) -> list:
                        'watch']}
     if res.short_names:
         entry['shortNames'] = list(res.short_names)
-    if res.new_status is None:
-        return [entry]
-    return [entry, {'name': f'{res.plural}/status', 'singularName': '',
-                    'namespaced': res.namespaced, 'kind': res.kind,
-                    'verbs': ['get', 'patch', 'update']}]
+    entries = [entry]
+    if res.evictable:
+        # drain finds the Eviction API (and its version) here.
+        entries.append({'name': f'{res.plural}/eviction',
+                        'singularName': '', 'namespaced': res.namespaced,
+                        'group': POLICY_GROUP, 'version': 'v1',
+                        'kind': 'Eviction', 'verbs': ['create']})
+    if res.new_status is not None:
+        entries.append({'name': f'{res.plural}/status', 'singularName': '',
+                        'namespaced': res.namespaced, 'kind': res.kind,
+                        'verbs': ['get', 'patch', 'update']})
+    return entries
 
 
 def _api_group(group: str) -> dict:
@@ -1262,12 +1847,77 @@ class InjectedFailure:
     hits: list = dataclasses.field(default_factory=list)
 
 
+def _check_delete(res: _Resource, old: dict, options) -> None:
+    """Refuse a delete of ``old`` as the API server would: a protected
+    name, a failed precondition; or dryRun, which this server lacks."""
+    if not isinstance(options, dict):
+        raise ApiError(400, 'BadRequest', 'the body is not DeleteOptions')
+    if options.get('dryRun'):
+        raise ApiError(400, 'BadRequest',
+                       'dryRun is not supported by this test server')
+    name = old['metadata']['name']
+    if name in res.protected:
+        raise _forbidden(res.group_plural, name,
+                         f'this {res.singular} may not be deleted',
+                         res.details(name))
+    preconditions = options.get('preconditions') or {}
+    for field in ('uid', 'resourceVersion'):
+        wanted, actual = preconditions.get(field), old['metadata'][field]
+        if wanted and wanted != actual:
+            raise _conflict(res, name, f'Precondition failed: {field} in '
+                            f'precondition: {wanted}, {field} in object '
+                            f'meta: {actual}')
+
+
+def _spec_part(obj: dict) -> dict:
+    """What a change of bumps metadata.generation: all but the metadata
+    and the status."""
+    return {key: value for key, value in obj.items()
+            if key not in ('metadata', 'status', 'kind', 'apiVersion')}
+
+
 def _finalizers(obj: dict) -> list:
     """What keeps a deleted object stored: its metadata.finalizers, and a
     Namespace's spec.finalizers (only the namespace controller removes
     those)."""
     return [*(obj['metadata'].get('finalizers') or []),
             *((obj.get('spec') or {}).get('finalizers') or [])]
+
+
+# --- manifests for tests ---------------------------------------------------
+
+def owner_reference(owner: dict, controller: bool = True) -> dict:
+    """An ownerReference to a stored object (as create() returns it), for
+    a Pod's metadata.ownerReferences; ``controller`` makes the owner its
+    controller, which is what drain and the workload status go by."""
+    meta = owner['metadata']
+    return {'apiVersion': owner['apiVersion'], 'kind': owner['kind'],
+            'name': meta['name'], 'uid': meta['uid'],
+            'controller': controller, 'blockOwnerDeletion': True}
+
+
+def pod_manifest(name: str, node_name: Optional[str] = None, *,
+                 namespace: str = 'default', labels: Optional[dict] = None,
+                 owner: Optional[dict] = None, empty_dir: bool = False,
+                 image: str = 'registry.k8s.io/pause:3.10') -> dict:
+    """A Pod for create(): bound to ``node_name`` (it runs once that Node
+    exists), controlled by ``owner`` (a stored ReplicaSet or DaemonSet,
+    as create() returned it), with an emptyDir volume if ``empty_dir``."""
+    container = {'name': 'main', 'image': image}
+    spec = {'containers': [container]}
+    if node_name:
+        spec['nodeName'] = node_name
+    if empty_dir:
+        spec['volumes'] = [{'name': 'scratch', 'emptyDir': {}}]
+        container['volumeMounts'] = [{'name': 'scratch',
+                                      'mountPath': '/scratch'}]
+    meta = {'name': name, 'namespace': namespace}
+    if labels:
+        meta['labels'] = dict(labels)
+    if owner:
+        meta['ownerReferences'] = [owner_reference(owner)]
+    return {'apiVersion': 'v1', 'kind': 'Pod', 'metadata': meta,
+            'spec': spec}
 
 
 # --- the server ------------------------------------------------------------
@@ -1287,12 +1937,15 @@ class KubeApiServer:
 
     def __init__(self, host: str = '127.0.0.1', port: int = 0, *,
                  available_delay: float = 0.3, token_delay: float = 0.2,
-                 version: str = SERVER_VERSION, extra_sans=()):
+                 pod_grace: float = 0.2, version: str = SERVER_VERSION,
+                 extra_sans=()):
         """Bind to host:port (0: any free port) once started.
 
         ``available_delay``: seconds a new PV stays Pending before it becomes
         Available. ``token_delay``: seconds before the token controller
-        fills a new service-account token Secret. ``version``: the
+        fills a new service-account token Secret. ``pod_grace``: seconds a
+        gracefully deleted Pod stays Terminating before its kubelet (the
+        controller) removes it, whatever its grace period. ``version``: the
         gitVersion of /version, from which the Cloud SDK dispatcher picks
         its kubectl. ``extra_sans``: more names and IP addresses for the
         certificate; a network (an ``ipaddress`` network or a string such
@@ -1303,6 +1956,7 @@ class KubeApiServer:
         self.port = port
         self.available_delay = available_delay
         self.token_delay = token_delay
+        self.pod_grace = pod_grace
         self.version = version
         self.token = secrets.token_urlsafe(24)
         self.ca_pem = ''
@@ -1319,6 +1973,10 @@ class KubeApiServer:
         self._failures = []  # InjectedFailure, see fail_requests()
         # (resource, namespace, name) -> time.monotonic() of its creation
         self._created_at = {}
+        # (resource, namespace, name) -> time.monotonic() when its graceful
+        # deletion began
+        self._deleting_at = {}
+        self._pod_addresses = 0  # pod IPs handed out
         self._tokens = {}  # minted service-account token -> its Secret's key
         self._requests = []
         self._watchers = 0
@@ -1448,19 +2106,26 @@ class KubeApiServer:
             return copy.deepcopy(self._objects[res].get(key))
 
     def create(self, obj: dict) -> dict:
-        """Create an object as a client would (e.g. a PVC for a scenario);
-        a namespaced one in metadata.namespace, by default "default"."""
+        """Create an object as a client would (e.g. a PVC for a scenario,
+        a Pod on a node from pod_manifest(), its ReplicaSet or DaemonSet,
+        a PodDisruptionBudget); a namespaced one in metadata.namespace, by
+        default "default"."""
         res = _resource_for(obj.get('kind', ''))
         namespace = (obj.get('metadata') or {}).get('namespace') or 'default'
         created = self._create(res, namespace if res.namespaced else None,
                                obj)
         return copy.deepcopy(created)
 
-    def delete(self, kind: str, name: str,
-               namespace: str = 'default') -> None:
-        """Delete an object as a client would: finalizers still hold it."""
+    def delete(self, kind: str, name: str, namespace: str = 'default',
+               grace_period: Optional[int] = None) -> None:
+        """Delete an object as a client would: finalizers still hold it,
+        and a Pod on a node terminates for pod_grace seconds unless
+        ``grace_period`` is 0."""
         res = _resource_for(kind)
-        self._delete(res, namespace if res.namespaced else None, name, {})
+        options = ({} if grace_period is None
+                   else {'gracePeriodSeconds': grace_period})
+        self._delete(res, namespace if res.namespaced else None, name,
+                     options)
 
     def update_status(self, kind: str, name: str, status: dict,
                       namespace: str = 'default') -> dict:
@@ -1643,6 +2308,8 @@ class KubeApiServer:
                     'deletionGracePeriodSeconds'):
             meta.pop(key, None)
         meta.update(uid=str(uuid.uuid4()), creationTimestamp=_now())
+        if res.generation:
+            meta['generation'] = 1
         if res.finalizer:
             meta['finalizers'] = list(dict.fromkeys(
                 [*(meta.get('finalizers') or []), res.finalizer]))
@@ -1671,7 +2338,7 @@ class KubeApiServer:
 
     def _list(self, res: _Resource, namespace: Optional[str],
               query: dict) -> dict:
-        matches = _selector(query)
+        matches = _selector(query, res)
         try:
             limit = int(query.get('limit') or 0)
             after = json.loads(base64.urlsafe_b64decode(query['continue'])) \
@@ -1712,24 +2379,91 @@ class KubeApiServer:
 
     def _delete(self, res: _Resource, namespace: Optional[str], name: str,
                 options: dict) -> dict:
-        """Delete now, or with finalizers mark Terminating until they go."""
-        preconditions = options.get('preconditions') or {}
+        """Delete now, or mark Terminating until finalizers go and a
+        graceful deletion (of a Pod on a node) ends. Deleting a
+        Terminating object again can only shorten its grace."""
         with self._cond:
             old = self._get(res, namespace, name)
-            if name in res.protected:
-                raise _forbidden(res.group_plural, name,
-                                 f'this {res.singular} may not be deleted',
-                                 res.details(name))
-            for field in ('uid', 'resourceVersion'):
-                wanted, actual = preconditions.get(field), \
-                    old['metadata'][field]
-                if wanted and wanted != actual:
-                    raise _conflict(res, name, f'Precondition failed: '
-                                    f'{field} in precondition: {wanted}, '
-                                    f'{field} in object meta: {actual}')
+            _check_delete(res, old, options)
+            grace = res.grace(old, options) if res.grace else 0
             if old['metadata'].get('deletionTimestamp'):
+                if grace < (old['metadata'].get(
+                        'deletionGracePeriodSeconds') or 0):
+                    return self._mark_deleted(res, old, grace)
                 return old
-            return self._mark_deleted(res, old)
+            return self._mark_deleted(res, old, grace)
+
+    def _evict(self, namespace: str, name: str, body) -> dict:
+        """The Eviction subresource of a Pod: delete it as DELETE would,
+        unless the PodDisruptionBudget that covers it allows no
+        disruption (429, as the API server answers)."""
+        if (not isinstance(body, dict)
+                or body.get('kind', 'Eviction') != 'Eviction'
+                or body.get('apiVersion', 'policy/v1') not in (
+                    'policy/v1', 'policy/v1beta1')):
+            raise ApiError(400, 'BadRequest', 'not a Eviction object: the '
+                           'body is not a policy/v1 Eviction')
+        if (body.get('metadata') or {}).get('name') != name:
+            raise ApiError(400, 'BadRequest',
+                           'name in URL does not match name in Eviction '
+                           'object')
+        options = body.get('deleteOptions') or {}
+        with self._cond:
+            pod = self._get(POD, namespace, name)
+            # A pod not running (or already going) disrupts nothing.
+            if ((pod.get('status') or {}).get('phase') in (
+                    'Pending', *_TERMINAL_PHASES)
+                    or pod['metadata'].get('deletionTimestamp')):
+                self._delete(POD, namespace, name, options)
+                return _SUCCESS
+            budgets = [budget for budget
+                       in self._objects[POD_DISRUPTION_BUDGET].values()
+                       if _budget_covers(budget, pod)]
+            if len(budgets) > 1:
+                raise ApiError(500, '', 'This pod has more than one '
+                               'PodDisruptionBudget, which the eviction '
+                               'subresource does not support.')
+            _check_delete(POD, pod, options)  # before counting a disruption
+            if budgets:
+                budget, = budgets
+                status = budget['status']
+                # An unready pod may go while the budget is met.
+                if (_pod_ready(pod) or status.get('currentHealthy', 0)
+                        < status.get('desiredHealthy', 0)
+                        or status.get('desiredHealthy', 0) <= 0):
+                    self._take_disruption(budget, name)
+            self._delete(POD, namespace, name, options)
+        return _SUCCESS
+
+    def _take_disruption(self, budget: dict, pod_name: str) -> None:
+        """Check that the budget allows a disruption and count this one,
+        or raise the API server's error."""
+        meta, status = budget['metadata'], budget['status']
+        name, allowed = meta['name'], status.get('disruptionsAllowed', 0)
+        if status.get('observedGeneration', 0) < meta.get('generation', 0):
+            raise _too_many_requests(
+                f'The disruption budget {name} is still being processed by '
+                'the server.', retry_after=10)
+        if allowed < 0:
+            raise _forbidden('poddisruptionbudget.policy', name,
+                             'pdb disruptions allowed is negative',
+                             POD_DISRUPTION_BUDGET.details(name))
+        if allowed == 0:
+            raise _too_many_requests(
+                f'The disruption budget {name} needs '
+                f'{status.get("desiredHealthy", 0)} healthy pods and has '
+                f'{status.get("currentHealthy", 0)} currently')
+        taken = copy.deepcopy(budget)
+        status = taken['status']
+        status['disruptionsAllowed'] = allowed - 1
+        if allowed == 1:
+            status['conditions'] = [
+                _allowed_condition(0, meta.get('generation', 0), condition)
+                if condition.get('type') == 'DisruptionAllowed'
+                else condition for condition in status.get('conditions', [])]
+        status['disruptedPods'] = {**(status.get('disruptedPods') or {}),
+                                   pod_name: _now()}
+        self._commit(POD_DISRUPTION_BUDGET, taken)
 
     @contextlib.contextmanager
     def _watching(self):
@@ -1840,9 +2574,11 @@ class KubeApiServer:
         meta = obj['metadata']
         meta['resourceVersion'] = str(len(self._events) + 1)
         key = (meta.get('namespace'), meta['name'])
-        if meta.get('deletionTimestamp') and not _finalizers(obj):
+        if (meta.get('deletionTimestamp') and not _finalizers(obj)
+                and not meta.get('deletionGracePeriodSeconds')):
             del self._objects[res][key]
             self._created_at.pop((res, *key), None)
+            self._deleting_at.pop((res, *key), None)
             event_type = 'DELETED'
         else:
             self._objects[res][key] = obj
@@ -1872,7 +2608,8 @@ class KubeApiServer:
             return old if new == old else self._commit(res, new)
         for key in ('name', 'namespace', 'uid', 'creationTimestamp',
                     'resourceVersion', 'deletionTimestamp',
-                    'deletionGracePeriodSeconds'):
+                    'deletionGracePeriodSeconds',
+                    *(('generation',) if res.generation else ())):
             if key in old_meta:
                 meta[key] = old_meta[key]
             else:
@@ -1883,6 +2620,8 @@ class KubeApiServer:
             new.pop('status', None)
         if res.prepare:
             res.prepare(new, old)
+        if res.generation and _spec_part(new) != _spec_part(old):
+            meta['generation'] = old_meta.get('generation', 0) + 1
         if new == old:
             return old
         _validate(res, new, old)
@@ -1898,10 +2637,20 @@ class KubeApiServer:
         updated['metadata']['finalizers'].remove(res.finalizer)
         self._commit(res, updated)
 
-    def _mark_deleted(self, res: _Resource, obj: dict) -> dict:
+    def _mark_deleted(self, res: _Resource, obj: dict,
+                      grace: Optional[int] = None) -> dict:
+        """Set deletionTimestamp (now plus the grace period, by default the
+        kind's for a delete without options)."""
+        if grace is None:
+            grace = res.grace(obj, {}) if res.grace else 0
         deleted = copy.deepcopy(obj)
-        deleted['metadata'].update(deletionTimestamp=_now(),
-                                   deletionGracePeriodSeconds=0)
+        meta = deleted['metadata']
+        meta.update(deletionTimestamp=_now(grace),
+                    deletionGracePeriodSeconds=grace)
+        if grace:
+            self._deleting_at.setdefault(
+                (res, meta.get('namespace'), meta['name']),
+                time.monotonic())
         return self._commit(res, deleted)
 
     # -- controller
@@ -1925,9 +2674,153 @@ class KubeApiServer:
         Returns the monotonic time at which the next delayed action is due.
         """
         now = time.monotonic()
-        dues = [self._reconcile_volumes(now), self._reconcile_tokens(now)]
+        self._reconcile_pods()
+        dues = [self._reconcile_volumes(now), self._reconcile_tokens(now),
+                self._reconcile_terminating(now)]
+        self._reconcile_owners()
+        self._reconcile_budgets()
         self._reconcile_namespaces()
         return min((due for due in dues if due is not None), default=None)
+
+    def _reconcile_pods(self) -> None:
+        """The kubelets and the pod garbage collector: a Pending pod bound
+        to an existing Node runs (Ready); a pod that ran on a Node that is
+        gone is deleted at once."""
+        for pod in list(self._objects[POD].values()):
+            node_name = (pod.get('spec') or {}).get('nodeName')
+            if not node_name or pod['metadata'].get('deletionTimestamp'):
+                continue
+            node = self._objects[NODE].get((None, node_name))
+            if node is None:
+                if pod['status'].get('startTime'):
+                    self._mark_deleted(POD, pod, 0)
+            elif pod['status'].get('phase') == 'Pending':
+                self._start(pod, node)
+
+    def _start(self, pod: dict, node: dict) -> None:
+        host_ip = next((entry.get('address') for entry
+                        in (node.get('status') or {}).get('addresses') or []
+                        if entry.get('type') == 'InternalIP'), '')
+        if pod['spec'].get('hostNetwork') and host_ip:
+            pod_ip = host_ip
+        else:
+            self._pod_addresses += 1
+            pod_ip = (f'10.244.{self._pod_addresses // 250}.'
+                      f'{self._pod_addresses % 250 + 2}')
+        now = _now()
+        running = copy.deepcopy(pod)
+        running['status'].update(
+            phase='Running', startTime=now, podIP=pod_ip,
+            podIPs=[{'ip': pod_ip}],
+            conditions=[{'type': kind, 'status': 'True',
+                         'lastTransitionTime': now}
+                        for kind in ('PodReadyToStartContainers',
+                                     'Initialized', 'Ready',
+                                     'ContainersReady', 'PodScheduled')],
+            containerStatuses=[{
+                'name': container['name'], 'image': container['image'],
+                'imageID': '', 'ready': True, 'started': True,
+                'restartCount': 0,
+                'containerID': f'containerd://{secrets.token_hex(32)}',
+                'state': {'running': {'startedAt': now}}, 'lastState': {}}
+                for container in pod['spec']['containers']])
+        if host_ip:
+            running['status'].update(hostIP=host_ip,
+                                     hostIPs=[{'ip': host_ip}])
+        self._commit(POD, running)
+
+    def _reconcile_terminating(self, now: float) -> Optional[float]:
+        """The kubelets again: a gracefully deleted object goes pod_grace
+        after its deletion began (or stays while finalizers hold it).
+
+        Returns the monotonic time at which the next one is due.
+        """
+        next_due = None
+        for res in _RESOURCES:
+            if res.grace is None:
+                continue
+            for key, obj in list(self._objects[res].items()):
+                meta = obj['metadata']
+                if not (meta.get('deletionTimestamp')
+                        and meta.get('deletionGracePeriodSeconds')):
+                    continue
+                due = self._deleting_at.get((res, *key), now) \
+                    + self.pod_grace
+                if due > now:
+                    next_due = min(due, next_due or due)
+                    continue
+                finished = copy.deepcopy(obj)
+                finished['metadata']['deletionGracePeriodSeconds'] = 0
+                self._commit(res, finished)
+        return next_due
+
+    def _active_pods(self) -> list:
+        return [pod for pod in self._objects[POD].values()
+                if not pod['metadata'].get('deletionTimestamp')
+                and pod['status'].get('phase') not in _TERMINAL_PHASES]
+
+    def _reconcile_owners(self) -> None:
+        """The ReplicaSet and DaemonSet controllers' status of the active
+        pods each controls (they create no pods)."""
+        owned = {}
+        for pod in self._active_pods():
+            owned.setdefault(_controller_uid(pod), []).append(pod)
+        for res in _RESOURCES:
+            if res.owned_status is None:
+                continue
+            for obj in list(self._objects[res].values()):
+                if obj['metadata'].get('deletionTimestamp'):
+                    continue
+                status = res.owned_status(
+                    obj, owned.get(obj['metadata']['uid'], []))
+                if status != obj.get('status'):
+                    self._commit(res, {**copy.deepcopy(obj),
+                                       'status': status})
+
+    def _reconcile_budgets(self) -> None:
+        """The disruption controller: each PodDisruptionBudget's healthy,
+        desired and expected pods and the disruptions it allows."""
+        pods = list(self._objects[POD].values())
+        replicas = {replica_set['metadata']['uid']:
+                    replica_set['spec'].get('replicas', 1)
+                    for replica_set in self._objects[REPLICA_SET].values()}
+        for budget in list(self._objects[POD_DISRUPTION_BUDGET].values()):
+            meta, spec = budget['metadata'], budget.get('spec') or {}
+            if meta.get('deletionTimestamp'):
+                continue
+            selected = _budget_pods(budget, pods)
+            going = {pod['metadata']['name'] for pod in selected
+                     if pod['metadata'].get('deletionTimestamp')}
+            # Evicted pods not yet marked deleted (the eviction here marks
+            # them at once, so this only forgets the ones that went).
+            disrupted = {
+                name: when for name, when
+                in (budget['status'].get('disruptedPods') or {}).items()
+                if name not in going and any(
+                    pod['metadata']['name'] == name for pod in selected)}
+            healthy = sum(
+                1 for pod in selected
+                if pod['metadata']['name'] not in going | set(disrupted)
+                and _pod_ready(pod))
+            expected = _expected_pods(spec, selected, replicas)
+            desired = _desired_healthy(spec, expected)
+            allowed = healthy - desired if expected > 0 else 0
+            allowed = max(allowed, 0)
+            old_conditions = budget['status'].get('conditions') or []
+            old = next((condition for condition in old_conditions
+                        if condition.get('type') == 'DisruptionAllowed'),
+                       None)
+            status = {'observedGeneration': meta.get('generation', 1),
+                      'disruptionsAllowed': allowed,
+                      'currentHealthy': healthy, 'desiredHealthy': desired,
+                      'expectedPods': expected,
+                      'conditions': [_allowed_condition(
+                          allowed, meta.get('generation', 1), old)]}
+            if disrupted:
+                status['disruptedPods'] = disrupted
+            if status != budget['status']:
+                self._commit(POD_DISRUPTION_BUDGET,
+                             {**copy.deepcopy(budget), 'status': status})
 
     def _reconcile_volumes(self, now: float) -> Optional[float]:
         """The PV binder and the pv-/pvc-protection controllers.
@@ -1938,8 +2831,8 @@ class KubeApiServer:
         for pvc in list(self._objects[PVC].values()):
             meta, phase = pvc['metadata'], pvc['status'].get('phase')
             if meta.get('deletionTimestamp'):
-                if PVC_PROTECTION in meta.get('finalizers', []):
-                    # No pods exist here that could still use the claim.
+                if PVC_PROTECTION in meta.get('finalizers', []) and \
+                        not self._claim_in_use(pvc):
                     self._drop_finalizer(PVC, pvc)
             elif phase == 'Pending':
                 volume = self._find_volume(pvc)
@@ -1970,6 +2863,18 @@ class KubeApiServer:
             elif ref is None and phase != 'Available':
                 self._set_status(PV, pv, phase='Available')
         return next_due
+
+    def _claim_in_use(self, pvc: dict) -> bool:
+        """Whether a pod that has not finished mounts the claim (which
+        pvc-protection waits for)."""
+        meta = pvc['metadata']
+        return any(
+            pod['metadata']['namespace'] == meta['namespace']
+            and pod['status'].get('phase') not in _TERMINAL_PHASES
+            and any(((volume or {}).get('persistentVolumeClaim') or {}).get(
+                'claimName') == meta['name']
+                for volume in pod['spec'].get('volumes') or [])
+            for pod in self._objects[POD].values())
 
     def _claim_exists(self, ref: Optional[dict]) -> bool:
         if not ref:
@@ -2243,6 +3148,7 @@ class _Handler(http.server.BaseHTTPRequestHandler):
             self._send(injected.code, json.dumps(injected.status()).encode(),
                        'application/json')
             return
+        headers = {}
         try:
             request = _parse_request(method, url.path, query)
             api._authorize(api._authenticate(
@@ -2253,8 +3159,12 @@ class _Handler(http.server.BaseHTTPRequestHandler):
                 code, payload = self._serve_path(request)
         except ApiError as error:
             code, payload = error.code, error.status()
+            retry_after = (error.details or {}).get('retryAfterSeconds')
+            if retry_after:  # as the API server does: clients wait
+                headers['Retry-After'] = str(retry_after)
         if payload is not None:
-            self._send(code, json.dumps(payload).encode(), 'application/json')
+            self._send(code, json.dumps(payload).encode(), 'application/json',
+                       headers)
 
     def _serve_path(self, request: _Request) -> tuple:
         """Serve a non-resource request: (code, payload), or (200, None) if
@@ -2285,7 +3195,8 @@ class _Handler(http.server.BaseHTTPRequestHandler):
                 res = None
             namespace = None
         if res is None or request.extra or subresource not in (
-                None, 'status' if res.new_status else None):
+                None, 'status' if res.new_status else None,
+                'eviction' if res.evictable else None):
             raise _no_such_path()
         if request.verb not in ('get', 'list', 'watch') and 'dryRun' in query:
             raise ApiError(400, 'BadRequest',
@@ -2305,6 +3216,10 @@ class _Handler(http.server.BaseHTTPRequestHandler):
             if request.verb == 'create' and (namespace or not res.namespaced):
                 return 201, api._create(res, namespace,
                                         _decode(body, content_type))
+        elif subresource == 'eviction':  # only ever POSTed
+            if request.verb == 'create' and namespace:
+                return 201, api._evict(namespace, name,
+                                       _decode(body, content_type))
         elif namespace or not res.namespaced:
             if request.verb in ('get', 'watch'):
                 obj = api._read(res, namespace, name)
@@ -2335,8 +3250,8 @@ class _Handler(http.server.BaseHTTPRequestHandler):
         except ValueError:
             raise ApiError(400, 'BadRequest',
                            'invalid resourceVersion or timeoutSeconds')
-        events = self.server.api._watch(res, namespace, _selector(query),
-                                        since, deadline)
+        events = self.server.api._watch(
+            res, namespace, _selector(query, res), since, deadline)
         with self.server.api._watching():
             self.send_response(200)
             self.send_header('Content-Type', 'application/json')
@@ -2354,9 +3269,12 @@ class _Handler(http.server.BaseHTTPRequestHandler):
         self.wfile.write(b'%x\r\n%s\r\n' % (len(data), data))
         self.wfile.flush()
 
-    def _send(self, code: int, data: bytes, content_type: str) -> None:
+    def _send(self, code: int, data: bytes, content_type: str,
+              headers: Optional[dict] = None) -> None:
         self.send_response(code)
         self.send_header('Content-Type', content_type)
+        for key, value in (headers or {}).items():
+            self.send_header(key, value)
         self.send_header('Content-Length', str(len(data)))
         self.end_headers()
         self.wfile.write(data)
