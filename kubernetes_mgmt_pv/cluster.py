@@ -378,15 +378,65 @@ def blocking_pods(stderr):
     return list(dict.fromkeys(pod for pod in pods if pod))
 
 
-def drain_failure(name, stderr, timeout):
-    """The error of a drain that did not finish, naming what blocks it."""
+def _selects(selector, labels):
+    """A LabelSelector (matchLabels, matchExpressions) matches labels."""
+    if not isinstance(selector, dict):
+        return False
+    if any(labels.get(k) != v
+           for k, v in (selector.get('matchLabels') or {}).items()):
+        return False
+    for expression in selector.get('matchExpressions') or []:
+        key, values = expression.get('key'), expression.get('values') or []
+        operator = expression.get('operator')
+        if operator == 'In' and labels.get(key) not in values or \
+                operator == 'NotIn' and labels.get(key) in values or \
+                operator == 'Exists' and key not in labels or \
+                operator == 'DoesNotExist' and key in labels:
+            return False
+    return True
+
+
+def blocking_budgets(pods_output, budgets_output, pods):
+    """namespace/name of the PodDisruptionBudgets that allow no disruption
+    and cover one of ``pods`` (namespace/name), from ``kubectl get pods``
+    and ``kubectl get poddisruptionbudgets`` (-A -o json) output: kubectl
+    drain names the pods, not the budgets."""
+    try:
+        labels = {'%s/%s' % (p['metadata'].get('namespace'),
+                             p['metadata']['name']):
+                  p['metadata'].get('labels') or {}
+                  for p in json.loads(pods_output)['items']}
+        budgets = json.loads(budgets_output)['items']
+    except (ValueError, KeyError, TypeError, AttributeError):
+        return []
+    found = []
+    for budget in budgets:
+        meta, spec = budget.get('metadata') or {}, budget.get('spec') or {}
+        if (budget.get('status') or {}).get('disruptionsAllowed', 0) > 0:
+            continue
+        if any(pod.split('/', 1)[0] == meta.get('namespace') and
+               pod in labels and _selects(spec.get('selector'), labels[pod])
+               for pod in pods):
+            found.append('%s/%s' % (meta.get('namespace'), meta.get('name')))
+    return found
+
+
+def drain_failure(name, stderr, timeout, budgets=()):
+    """The error of a drain that did not finish, naming what blocks it:
+    the pods and the PodDisruptionBudgets (``budgets``) that protect
+    them."""
     pods = blocking_pods(stderr)
     last = [line for line in stderr.strip().splitlines() if line.strip()]
     outcome = ('did not finish within %ds' % timeout
                if 'timeout' in stderr.lower() else 'failed')
+    blocked = ''
+    if pods:
+        blocked = ': blocked by pod(s) %s' % ', '.join(pods)
+    if budgets:
+        blocked += ' (PodDisruptionBudget %s allows no disruption)' % \
+            ', '.join(budgets)
     return exceptions.ClusterInstallError(
         'kubectl drain of Node %s %s%s; the node stays in the cluster%s: %s'
-        % (name, outcome,
-           ': blocked by pod(s) %s' % ', '.join(pods) if pods else '',
+        % (name, outcome, blocked,
            ' (drain_force deletes such pods regardless)' if pods else '',
            last[-1] if last else 'no message'))

@@ -343,7 +343,9 @@ class ClusterWorkflow(flow.Flow):
                                                self.conf.drain_force),
                     check=False, timeout=timeout + 60)
                 if not result.ok:
-                    raise cluster.drain_failure(name, result.stderr, timeout)
+                    raise cluster.drain_failure(
+                        name, result.stderr, timeout, self._budgets(
+                            leader, cluster.blocking_pods(result.stderr)))
             report.record(leader.host, 'drain of %s' % name, True)
         if node.role == topology_mod.MASTER:
             self._remove_master(sessions, leader, node, name,
@@ -353,6 +355,18 @@ class ClusterWorkflow(flow.Flow):
                 self._kubectl(leader, ['delete', 'node', '--ignore-not-found',
                                        name])
             report.record(leader.host, 'Node %s' % name, True, 'deleted')
+
+    def _budgets(self, leader, pods):
+        """The PodDisruptionBudgets that block ``pods``, for the error."""
+        if not pods:
+            return []
+        listings = [self._kubectl(leader, ['get', kind, '-A', '-o', 'json'],
+                                  check=False)
+                    for kind in ('pods', 'poddisruptionbudgets')]
+        if not all(result.ok for result in listings):
+            return []
+        return cluster.blocking_budgets(listings[0].stdout,
+                                        listings[1].stdout, pods)
 
     def _remove_master(self, sessions, leader, node, name, staying_masters,
                        facts, vip, report):

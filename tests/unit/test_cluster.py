@@ -378,3 +378,33 @@ def test_nodes_not_ready():
         {'metadata': {'name': 'w2'}}]}
     assert cluster.not_ready(json.dumps(listing), ['m1', 'w1', 'w2', 'w3']) \
         == ['w1', 'w2', 'w3']
+
+
+def test_blocking_budgets_are_found_by_their_selectors():
+    pods = {'items': [
+        {'metadata': {'name': 'db-0', 'namespace': 'shop',
+                      'labels': {'app': 'db', 'tier': 'data'}}},
+        {'metadata': {'name': 'web-0', 'namespace': 'shop',
+                      'labels': {'app': 'web'}}}]}
+
+    def budget(name, selector, allowed=0, namespace='shop'):
+        return {'metadata': {'name': name, 'namespace': namespace},
+                'spec': {'selector': selector},
+                'status': {'disruptionsAllowed': allowed}}
+    budgets = {'items': [
+        budget('db-budget', {'matchLabels': {'app': 'db'}}),
+        budget('tier-budget', {'matchExpressions': [
+            {'key': 'tier', 'operator': 'In', 'values': ['data']}]}),
+        budget('relaxed', {'matchLabels': {'app': 'db'}}, allowed=1),
+        budget('elsewhere', {'matchLabels': {'app': 'db'}},
+               namespace='other'),
+        budget('web-budget', {'matchLabels': {'app': 'web'}})]}
+    assert cluster.blocking_budgets(json.dumps(pods), json.dumps(budgets),
+                                    ['shop/db-0']) == [
+        'shop/db-budget', 'shop/tier-budget']
+    assert cluster.blocking_budgets('not json', '{}', ['shop/db-0']) == []
+    error = cluster.drain_failure(
+        'w1', 'error when evicting pods/"db-0" -n "shop": global timeout '
+        'reached: 5s\n', 5, ['shop/db-budget'])
+    assert 'blocked by pod(s) shop/db-0 (PodDisruptionBudget shop/db-budget ' \
+        'allows no disruption)' in str(error)

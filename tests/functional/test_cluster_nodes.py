@@ -1,0 +1,198 @@
+"""Scale and heal of cluster nodes end to end: real SSH hosts, the real
+install script on the kubeadm stand-ins, real etcd on the Masters, real
+haproxy and keepalived, and kubectl drain against the test API server."""
+
+import pytest
+
+from kubernetes_mgmt_pv import etcd
+from kubernetes_mgmt_pv import exceptions
+from testbed import cluster as cluster_mod
+from testbed import faults as faults_mod
+from tests.functional.conftest import skip_without_testbed
+from tests.functional.test_cluster import node_table
+
+
+def pod(name, node, owner_kind='ReplicaSet', namespace='default',
+        labels=None):
+    return {'apiVersion': 'v1', 'kind': 'Pod',
+            'metadata': {'name': name, 'namespace': namespace,
+                         'labels': labels or {'app': name},
+                         'ownerReferences': [{
+                             'apiVersion': 'apps/v1', 'kind': owner_kind,
+                             'name': name + '-owner', 'uid': name + '-uid',
+                             'controller': True}]},
+            'spec': {'nodeName': node, 'containers': [
+                {'name': 'main', 'image': 'registry.example/app:1'}]}}
+
+
+def owner(kind, name):
+    api_kind = {'ReplicaSet': 'ReplicaSet', 'DaemonSet': 'DaemonSet'}[kind]
+    spec = {'selector': {'matchLabels': {'app': name}},
+            'template': {'metadata': {'labels': {'app': name}},
+                         'spec': {'containers': [
+                             {'name': 'main',
+                              'image': 'registry.example/app:1'}]}}}
+    return {'apiVersion': 'apps/v1', 'kind': api_kind,
+            'metadata': {'name': name + '-owner', 'namespace': 'default'},
+            'spec': spec}
+
+
+def etcd_members(master):
+    result = master.run(' '.join(etcd.etcdctl('member', 'list', '-w',
+                                              'json')))
+    return sorted(name for _, name, _ in etcd.parse_members(result.stdout))
+
+
+def haproxy_backends(master):
+    config = master.read_file('/etc/haproxy/haproxy.cfg')
+    return sorted(line.split()[2].rsplit(':', 1)[0]
+                  for line in config.splitlines()
+                  if line.strip().startswith('server '))
+
+
+def haproxy_pid(master):
+    return master.read_file('/run/haproxy.pid').split()[0]
+
+
+def hosts_block(host):
+    text = host.read_file('/etc/hosts')
+    start = text.index('# BEGIN kubernetes-mgmt-pv')
+    return text[start:text.index('# END kubernetes-mgmt-pv')].splitlines()[1:]
+
+
+@pytest.fixture
+def simple():
+    skip_without_testbed()
+    with cluster_mod.VirtualCluster(masters=1, workers=2, volumes=1,
+                                    install_cluster=True) as virtual:
+        virtual.instantiate_end()
+        yield virtual
+
+
+@pytest.fixture
+def ha_cluster():
+    skip_without_testbed()
+    with cluster_mod.VirtualCluster(masters=3, workers=1, volumes=1,
+                                    install_cluster=True) as virtual:
+        virtual.instantiate_end()
+        yield virtual
+
+
+def test_scale_out_by_two_workers(simple):
+    new = [simple.add_node('worker'), simple.add_node('worker')]
+    simple.scale_end(new)
+    master = simple.host('master1')
+    assert node_table(master) == dict.fromkeys(
+        ['master1', 'worker1', 'worker2', 'worker3', 'worker4'], 'True')
+    for host in simple.nodes():
+        block = hosts_block(host)
+        assert '%s worker3' % new[0].ip in block
+        assert '%s worker4' % new[1].ip in block
+    for host in new:
+        assert cluster_mod.installed(host, 'nfs-common')
+        assert [argv[1] for argv in simple.kubeadm_calls(host.name)] == [
+            'join']
+    # The old workers were not joined again.
+    assert [argv[1] for argv in simple.kubeadm_calls('worker1')] == ['join']
+
+
+def test_scale_in_drains_the_worker_and_forgets_it(simple):
+    worker2 = simple.host('worker2')
+    simple.kube.create(owner('ReplicaSet', 'web'))
+    simple.kube.create(pod('web', 'worker2'))
+    simple.kube.create(owner('DaemonSet', 'agent'))
+    simple.kube.create(pod('agent', 'worker2', owner_kind='DaemonSet'))
+    simple.scale_in(worker2)
+    master = simple.host('master1')
+    assert node_table(master) == {'master1': 'True', 'worker1': 'True'}
+    assert 'web' not in [p['metadata']['name']
+                         for p in simple.kube.objects('pods')]
+    for host in simple.nodes():
+        assert hosts_block(host) == [
+            '%s master1' % master.ip,
+            '%s worker1' % simple.host('worker1').ip]
+
+
+def test_a_disruption_budget_blocks_the_scale_in(simple):
+    simple.kube.create(owner('ReplicaSet', 'db'))
+    simple.kube.create(pod('db', 'worker2'))
+    simple.kube.create({
+        'apiVersion': 'policy/v1', 'kind': 'PodDisruptionBudget',
+        'metadata': {'name': 'db-budget', 'namespace': 'default'},
+        'spec': {'minAvailable': 1,
+                 'selector': {'matchLabels': {'app': 'db'}}}})
+    cluster_mod.use_test_options(drain_timeout=5)
+    with pytest.raises(exceptions.MgmtDriverError) as caught:
+        simple.scale_in(simple.host('worker2'))
+    message = str(caught.value)
+    assert 'blocked by pod(s) default/db (PodDisruptionBudget ' \
+        'default/db-budget allows no disruption)' in message
+    assert 'Node worker2' in message
+    # Still a member, cordoned; the VM was not deleted.
+    assert 'worker2' in node_table(simple.host('master1'))
+    assert 'worker2' in simple.testbed.hosts
+
+
+def test_heal_of_a_worker(simple):
+    vnfc = simple.vnfcs['worker1'].vnfc_id
+    simple.heal_start([vnfc])
+    assert 'worker1' not in node_table(simple.host('master1'))
+    simple.replace_host('worker1')
+    simple.heal_end([vnfc])
+    assert node_table(simple.host('master1')) == dict.fromkeys(
+        ['master1', 'worker1', 'worker2'], 'True')
+    assert cluster_mod.installed(simple.host('worker1'), 'nfs-common')
+
+
+def test_the_only_master_is_not_healed(simple):
+    before = simple.kubeadm_calls('master1')
+    with pytest.raises(exceptions.MgmtDriverError,
+                       match='only Master'):
+        simple.heal_start([simple.vnfcs['master1'].vnfc_id])
+    assert 'master1' in node_table(simple.host('master1'))
+    assert simple.kubeadm_calls('master1') == before
+
+
+def test_heal_of_a_master_of_three(ha_cluster):
+    master1, master3 = ha_cluster.host('master1'), ha_cluster.host('master3')
+    old_ip = ha_cluster.host('master2').ip
+    pids = {m.name: haproxy_pid(m) for m in (master1, master3)}
+    vnfc = ha_cluster.vnfcs['master2'].vnfc_id
+    ha_cluster.heal_start([vnfc])
+    assert etcd_members(master1) == ['master1', 'master3']
+    for master in (master1, master3):
+        assert haproxy_backends(master) == sorted([master1.ip, master3.ip])
+        assert haproxy_pid(master) == pids[master.name]  # reloaded
+    assert 'master2' not in node_table(master1)
+
+    ha_cluster.replace_host('master2')
+    ha_cluster.heal_end([vnfc])
+    assert ha_cluster.host('master2').ip == old_ip
+    assert etcd_members(master1) == ['master1', 'master2', 'master3']
+    for master in ha_cluster.nodes('master'):
+        assert haproxy_backends(master) == sorted(
+            m.ip for m in ha_cluster.nodes('master'))
+    assert node_table(master3) == dict.fromkeys(
+        ['master1', 'master2', 'master3', 'worker1'], 'True')
+    join, = [argv for argv in ha_cluster.kubeadm_calls('master2')
+             if argv[1] == 'join']
+    assert '--control-plane' in join
+
+
+def test_a_master_heal_interrupted_after_the_etcd_removal_converges(
+        ha_cluster):
+    vnfc = ha_cluster.vnfcs['master3'].vnfc_id
+    with faults_mod.Faults() as faults:
+        faults.http(ha_cluster.kube, 'DELETE',
+                    r'/api/v1/nodes/master3(\?.*)?')
+        with pytest.raises(exceptions.MgmtDriverError):
+            ha_cluster.heal_start([vnfc])
+    master1 = ha_cluster.host('master1')
+    assert etcd_members(master1) == ['master1', 'master2']
+    ha_cluster.heal_start([vnfc])  # the re-run finishes the job
+    assert 'master3' not in node_table(master1)
+    ha_cluster.replace_host('master3')
+    ha_cluster.heal_end([vnfc])
+    assert etcd_members(master1) == ['master1', 'master2', 'master3']
+    assert node_table(master1) == dict.fromkeys(
+        ['master1', 'master2', 'master3', 'worker1'], 'True')
