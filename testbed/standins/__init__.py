@@ -8,7 +8,11 @@ install script sees kubeadm/kubelet installed at exactly its pinned
 K8S_PACKAGE_VERSION and skips node preparation, as on a prepared VM.
 
 All API servers of a test cluster share one test API server
-(testbed/kubeapi.py), its "etcd": connect_host() tells a host where it is.
+(testbed/kubeapi.py), which holds the Kubernetes objects: connect_host()
+tells a host where it is. Besides, kubeadm init/join --control-plane run a
+real stacked etcd cluster (Debian's etcd-server) on the control-plane
+hosts, with kubeadm's certificates, ports and membership changes, so the
+driver can manage etcd members as on real Masters (kubeadm_etcd.py).
 """
 
 import json
@@ -29,6 +33,10 @@ UPSTREAM_CONFIG = '/etc/testbed/kube-upstream.json'
 CALL_LOG = '/var/log/kubeadm-standin.log'
 API_SERVER = '/usr/lib/testbed/kube-apiserver-standin'
 API_SERVER_PID = '/run/kube-apiserver-standin.pid'
+# The etcd half of the kubeadm stand-in (a real etcd, see kubeadm_etcd.py).
+KUBEADM_ETCD = '/usr/lib/testbed/kubeadm_etcd.py'
+ETCD = '/usr/bin/etcd'
+ETCD_LOG = '/var/log/etcd.log'
 DEFAULT_TIMEOUT = 60.0  # kubeadm's waits for API servers, in seconds
 
 _VERSION_LINE = re.compile(r"^PACKAGE_VERSION = '[^']*'", re.M)
@@ -55,6 +63,7 @@ def packages(k8s_version=None):
     return [
         ('kubeadm', k8s_version, 'kubeadm stand-in for the testbed',
          [('kubeadm.py', '/usr/bin/kubeadm'),
+          ('kubeadm_etcd.py', KUBEADM_ETCD),
           ('kube_apiserver_standin.py', API_SERVER)]),
         ('kubelet', k8s_version, 'kubelet stand-in for the testbed',
          [('kubelet.py', '/usr/bin/kubelet')]),

@@ -25,6 +25,13 @@ Every call is appended to /var/log/kubeadm-standin.log as one JSON line
 The test API server (address, CA, admin token) is read from
 /etc/testbed/kube-upstream.json, which the testbed writes into each host.
 
+etcd is real: init and control-plane joins create kubeadm's etcd
+certificates and run a stacked etcd member per control-plane node, join
+adds its member (as a learner, then promoted) through the existing ones,
+reset removes it; upload-certs carries the etcd CA, encrypted with the
+certificate key. See kubeadm_etcd.py, installed next to the API server
+stand-in, for the details and the etcdctl route the driver uses.
+
 Standard library plus the openssl CLI only: it runs on the hosts' python3.
 """
 
@@ -32,6 +39,7 @@ import base64
 import contextlib
 import datetime
 import hashlib
+import hmac
 import http.client
 import ipaddress
 import json
@@ -47,6 +55,11 @@ import sys
 import time
 import urllib.error
 import urllib.request
+
+# The etcd half (kubeadm_etcd.py) is installed next to the API server
+# stand-in; from a source tree it is next to this file.
+sys.path[:0] = ['/usr/lib/testbed', os.path.dirname(os.path.abspath(__file__))]
+import kubeadm_etcd as etcd  # noqa: E402
 
 PACKAGE_VERSION = '1.31.4-1.1'  # rewritten by testbed.standins when built
 VERSION = 'v' + PACKAGE_VERSION.split('-')[0]
@@ -66,6 +79,8 @@ API_PORT = 6443
 DEFAULT_TIMEOUT = 60.0  # seconds; kube-upstream.json "timeout" overrides
 CERTS_SECRET = 'kubeadm-certs'
 CERT_KEY_HASH = 'certificate-key.sha256'
+# Secret data key -> file, of the certificates upload-certs encrypts.
+ENCRYPTED_CERTS = {'etcd-ca.crt': etcd.CA_CERT, 'etcd-ca.key': etcd.CA_KEY}
 TOKEN_PATTERN = re.compile(r'([a-z0-9]{6})\.([a-z0-9]{16})')
 TOKEN_GROUPS = 'system:bootstrappers:kubeadm:default-node-token'
 STACK_HINT = ('To see the stack trace of this error execute with --v=5 or '
@@ -86,7 +101,7 @@ FLAGS = {
     'version': {'output': True},
 }
 SHORT_FLAGS = {'o': 'output', 'f': 'force'}
-GLOBAL_FLAGS = {'v': True}  # klog verbosity, accepted and ignored
+GLOBAL_FLAGS = {'v': True}  # klog verbosity: >= 5 logs etcd retries
 
 
 class KubeadmError(Exception):
@@ -463,18 +478,64 @@ def create_bootstrap_token(api, ttl_seconds, description):
     return f'{token_id}.{token_secret}'
 
 
-def upload_certs(api, ca_pem):
-    """Store the control-plane certificates "encrypted" with a new key.
+def _subkeys(key):
+    """(AES key, HMAC key) derived from a certificate key (hex)."""
+    raw = bytes.fromhex(key)
+    return (hmac.new(raw, b'kubeadm-certs aes-256-ctr', 'sha256').digest(),
+            hmac.new(raw, b'kubeadm-certs hmac-sha256', 'sha256').digest())
 
-    The real Secret holds the CA keys encrypted with AES-GCM; here it holds
-    the CA certificate and the key's hash, which is all join has to check.
+
+def encrypt(key, plaintext):
+    """iv || AES-256-CTR(plaintext) || HMAC-SHA256(iv || ciphertext).
+
+    kubeadm seals each file with AES-256-GCM (nonce || sealed); `openssl
+    enc` has no AEAD modes, so CTR with an HMAC (encrypt-then-MAC, keys
+    derived from the certificate key) stands in for it: only the right
+    key decrypts, and a wrong one fails authentication.
+    """
+    aes_key, mac_key = _subkeys(key)
+    iv = secrets.token_bytes(16)
+    sealed = subprocess.run(
+        ['openssl', 'enc', '-aes-256-ctr', '-K', aes_key.hex(), '-iv',
+         iv.hex()], input=plaintext, capture_output=True, check=True).stdout
+    return iv + sealed + hmac.new(mac_key, iv + sealed, 'sha256').digest()
+
+
+def decrypt(key, blob, name):
+    """The plaintext of encrypt(); KubeadmError as kubeadm's if the MAC
+    does not verify (wrong key, or a tampered Secret)."""
+    aes_key, mac_key = _subkeys(key)
+    if len(blob) < 48 or not hmac.compare_digest(
+            blob[-32:], hmac.new(mac_key, blob[:-32], 'sha256').digest()):
+        raise KubeadmError(
+            'error execution phase control-plane-prepare/download-certs: '
+            f'error downloading certs: error decrypting certificate {name}: '
+            'cipher: message authentication failed')
+    return subprocess.run(
+        ['openssl', 'enc', '-d', '-aes-256-ctr', '-K', aes_key.hex(), '-iv',
+         blob[:16].hex()], input=blob[16:-32], capture_output=True,
+        check=True).stdout
+
+
+def upload_certs(api, ca_pem):
+    """Store the control-plane certificates encrypted with a new key.
+
+    The real Secret holds every CA's cert and key (and the service-account
+    keys) encrypted with AES-GCM. Here it holds the cluster CA certificate
+    in clear (the key of the test API server's CA is not ours to hand out),
+    the etcd CA certificate and key encrypted with the certificate key (see
+    encrypt()), and the key's hash, which gives join kubeadm's message for
+    a wrong key before any decryption.
     """
     key = secrets.token_hex(32)
     digest = hashlib.sha256(bytes.fromhex(key)).hexdigest()
+    cert_pem, key_pem = etcd.read_ca()
+    data = {'ca.crt': b64(ca_pem), CERT_KEY_HASH: b64(digest)}
+    for name, plaintext in zip(ENCRYPTED_CERTS, (cert_pem, key_pem)):
+        data[name] = base64.b64encode(encrypt(key, plaintext)).decode()
     secret = {'apiVersion': 'v1', 'kind': 'Secret',
               'metadata': {'name': CERTS_SECRET, 'namespace': 'kube-system'},
-              'type': 'Opaque',
-              'data': {'ca.crt': b64(ca_pem), CERT_KEY_HASH: b64(digest)}}
+              'type': 'Opaque', 'data': data}
     print(f'[upload-certs] Storing the certificates in Secret '
           f'"{CERTS_SECRET}" in the "kube-system" Namespace')
     create_or_replace(api, secret_path(), CERTS_SECRET, secret,
@@ -577,16 +638,33 @@ def api_server_pid():
 
 
 def check_port_free(address):
-    """kubeadm's Port-6443 preflight check (and that the address is ours)."""
+    """kubeadm's control-plane preflight checks: Port-6443 (and that the
+    address is ours), Port-2379, Port-2380 and DirAvailable--var-lib-etcd."""
+    errors = []
     try:
         with socket.create_server((address, API_PORT)):
             pass
     except OSError as error:
-        if error.errno == 98:  # EADDRINUSE
-            raise preflight_error((f'Port-{API_PORT}',
-                                   f'Port {API_PORT} is in use'))
-        raise KubeadmError(f'testbed: the API server cannot listen on '
-                           f'{address}:{API_PORT}: {error.strerror}')
+        if error.errno != 98:  # EADDRINUSE
+            raise KubeadmError(f'testbed: the API server cannot listen on '
+                               f'{address}:{API_PORT}: {error.strerror}')
+        errors.append((f'Port-{API_PORT}', f'Port {API_PORT} is in use'))
+    errors += etcd.preflight_errors(address)
+    if errors:
+        raise preflight_error(*errors)
+
+
+def control_plane_addresses(api):
+    """InternalIPs of the control-plane Nodes: where the stacked etcd
+    members are (kubeadm reads the etcd Pods' annotations instead)."""
+    label = 'node-role.kubernetes.io/control-plane'
+    _, nodes = api.expect('GET', f'/api/v1/nodes?labelSelector={label}',
+                          what='could not retrieve the list of etcd '
+                               'endpoints')
+    return [address['address'] for node in nodes.get('items', [])
+            if label in (node['metadata'].get('labels') or {})
+            for address in node.get('status', {}).get('addresses', [])
+            if address.get('type') == 'InternalIP']
 
 
 def start_api_server(address, deadline):
@@ -680,6 +758,9 @@ def cmd_init(options, positional):
     server = f'https://{host}:{port}'
     write_file(CA_FILE, config['ca_pem'], 0o644)
     print('[certs] Using existing ca certificate authority')
+    name = socket.gethostname().lower()
+    etcd.create_ca()
+    etcd.create_member_certificates(name, address)
     write_file(ADMIN_CONF, kubeconfig(server, config['ca_pem'],
                                       config['token'], 'kubernetes-admin'))
     write_file(KUBELET_CONF, kubeconfig(server, config['ca_pem'],
@@ -687,6 +768,7 @@ def cmd_init(options, positional):
                                         f'system:node:{socket.gethostname()}'))
     print('[kubeconfig] Writing "admin.conf" kubeconfig file')
     print('[kubeconfig] Writing "kubelet.conf" kubeconfig file')
+    etcd.init_local(name, address, deadline)
     start_api_server(address, deadline)
     api = Api(server, config['ca_pem'], config['token'])
     print('[api-check] Waiting for a healthy API server. This can take up '
@@ -797,6 +879,22 @@ def check_certificate_key(api, key):
     if stored != hashlib.sha256(raw).hexdigest():
         raise KubeadmError(prefix + 'error decrypting certificate ca.crt: '
                                     'cipher: message authentication failed')
+    return secret
+
+
+def download_certs(secret, key):
+    """Decrypt the etcd CA of the kubeadm-certs Secret into this node's
+    /etc/kubernetes/pki/etcd (kubeadm's download-certs phase)."""
+    data = secret.get('data') or {}
+    files = {}
+    for name, path in ENCRYPTED_CERTS.items():
+        if name not in data:
+            raise KubeadmError(
+                'error execution phase control-plane-prepare/download-certs: '
+                'error downloading certs: the Secret does not include the '
+                f'required certificate or key - name: {name}, path: {path}')
+        files[name] = decrypt(key, base64.b64decode(data[name]), name)
+    etcd.install_ca(files['etcd-ca.crt'], files['etcd-ca.key'])
 
 
 def cmd_join(options, positional):
@@ -829,10 +927,14 @@ def cmd_join(options, positional):
     print(f'[discovery] Cluster info signature and contents are valid and '
           f'TLS certificate validates against pinned roots, will use API '
           f'Server "{host}:{port}"')
+    name = socket.gethostname().lower()
     if control_plane:
-        check_certificate_key(api, options.get('certificate-key'))
+        key = options.get('certificate-key')
+        secret = check_certificate_key(api, key)
         print('[download-certs] Downloading the certificates in Secret '
               '"kubeadm-certs" in the "kube-system" Namespace')
+        download_certs(secret, key)
+        etcd.create_member_certificates(name, address)
     write_file(CA_FILE, ca_pem, 0o644)
     write_file(KUBELET_CONF, kubeconfig(
         server, ca_pem, config['token'],
@@ -842,6 +944,8 @@ def cmd_join(options, positional):
                                           'kubernetes-admin'))
         start_api_server(address, deadline)
     register_node(api, address, control_plane)
+    if control_plane:
+        etcd.join(name, address, control_plane_addresses(api), deadline)
     print('\nThis node has joined the cluster'
           + (' and a new control plane instance was created' if control_plane
              else '') + ':\n* Certificate signing request was sent to '
@@ -886,13 +990,35 @@ def cmd_reset(options, positional):
         if sys.stdin.readline().strip().lower() not in ('y', 'yes'):
             raise KubeadmError('aborted reset operation')
     print('[preflight] Running pre-flight checks')
+    if etcd.manifest_flags() is not None:
+        # kubeadm's remove-etcd-member phase, while etcd still runs.
+        warning = etcd.remove_local_member(reset_etcd_addresses())
+        if warning:
+            print(f'[reset] WARNING: Failed to remove etcd member: {warning}'
+                  ', please manually remove this etcd member using etcdctl',
+                  file=sys.stderr)
     print('[reset] Stopping the kubelet service')
     if stop_api_server():
         print('[reset] Stopped the kube-apiserver static Pod')
+    if etcd.stop():
+        print('[reset] Stopped the etcd static Pod')
+    etcd.clean_data_dir()
     print(f'[reset] Deleting contents of directories: [{KUBE_DIR}]')
     shutil.rmtree(KUBE_DIR, ignore_errors=True)
     print('\nThe reset process does not clean CNI configuration, iptables '
           'or IPVS tables, or your $HOME/.kube/config file.')
+
+
+def reset_etcd_addresses():
+    """The control-plane Nodes' addresses for reset, best effort: reset
+    must work when the API server is gone too."""
+    try:
+        server, ca_pem, token = read_kubeconfig(ADMIN_CONF)
+        return control_plane_addresses(Api(server, ca_pem, token, timeout=5))
+    except (KubeadmError, OSError, ssl.SSLError) as error:
+        print(f'[reset] WARNING: cannot list the control-plane Nodes: '
+              f'{error}', file=sys.stderr)
+        return []
 
 
 def cmd_version(options, positional):
@@ -932,11 +1058,13 @@ def main(argv):
             if tuple(args[:len(words)]) == words:
                 options, positional = parse_flags(flag_set,
                                                   args[len(words):])
+                with contextlib.suppress(ValueError):
+                    etcd.VERBOSITY = int(options.pop('v', 0))
                 command(options, positional)
                 return 0
         raise KubeadmError(f'testbed: unsupported kubeadm command: '
                            f'{" ".join(args) or "(none)"}')
-    except KubeadmError as error:
+    except (KubeadmError, etcd.EtcdError) as error:
         print(f'{error}\n{STACK_HINT}', file=sys.stderr)
         return 1
     except (OSError, subprocess.CalledProcessError) as error:

@@ -1,17 +1,21 @@
 """Self-tests of the Kubernetes stand-ins (testbed/standins) in test hosts.
 
-Three hosts (master1, master2, worker1) share one test API server, as a
-cluster's API servers share etcd. The tests run in file order and build on
-each other like an install does: init on master1, worker join, control-plane
-join of master2, reset. They need root, `ip netns` and sshd and are skipped
-otherwise.
+Four hosts (master1, master2, master3, worker1) share one test API server,
+which holds the Kubernetes objects, while the Masters run a real stacked
+etcd cluster, as kubeadm sets it up. The tests run in file order and build
+on each other like an install and its heals do: init on master1, worker
+join, control-plane joins of master2 and master3 (three etcd members), the
+loss of a member and its removal, a failed join and its retries on fresh
+VMs, reset. They need root, `ip netns` and sshd and are skipped otherwise.
 """
 
 import base64
+import importlib.util
 import ipaddress
 import json
 import os
 import re
+import signal
 import socket
 import ssl
 import subprocess
@@ -29,6 +33,12 @@ pytestmark = pytest.mark.skipif(SKIP_REASON is not None,
                                 reason=SKIP_REASON or '')
 
 POD_CIDR, SERVICE_CIDR = '192.168.0.0/16', '10.96.0.0/12'
+# The driver's route to etcd on a Master, word for word (with sudo).
+ETCDCTL = ('ETCDCTL_API=3 etcdctl --endpoints=https://127.0.0.1:2379 '
+           '--cacert=/etc/kubernetes/pki/etcd/ca.crt '
+           '--cert=/etc/kubernetes/pki/etcd/healthcheck-client.crt '
+           '--key=/etc/kubernetes/pki/etcd/healthcheck-client.key')
+ETCD_PKI = '/etc/kubernetes/pki/etcd'
 
 
 # --- helpers ---------------------------------------------------------------
@@ -88,22 +98,147 @@ def node_summary(node):
         'kubelet': status['nodeInfo']['kubeletVersion']}
 
 
-def forwarder_processes(host):
-    """Command lines of the API server stand-ins in a host's PID namespace."""
-    found = []
+def host_processes(host):
+    """{runner PID: argv} of the live processes in a host's PID namespace."""
+    found = {}
     for pid in hosts.pids_in_namespace(hosts.pid_namespace(host.pid)):
         try:
             with open(f'/proc/{pid}/cmdline', 'rb') as f:
                 argv = f.read().decode().split('\0')
-        except FileNotFoundError:
+            with open(f'/proc/{pid}/stat') as f:
+                if f.read().rsplit(')', 1)[1].split()[0] == 'Z':
+                    continue
+        except (FileNotFoundError, ProcessLookupError):
             continue
-        if standins.API_SERVER in argv:
-            found.append(argv)
+        found[pid] = argv
     return found
+
+
+def forwarder_processes(host):
+    """Command lines of the API server stand-ins in a host's PID namespace."""
+    return [argv for argv in host_processes(host).values()
+            if standins.API_SERVER in argv]
+
+
+def etcd_processes(host):
+    """{runner PID: argv} of the etcd servers in a host's PID namespace."""
+    return {pid: argv for pid, argv in host_processes(host).items()
+            if argv[0] == standins.ETCD}
+
+
+def etcdctl(host, *args, ssh=False, check=True):
+    """The driver's etcdctl route on a Master: as root, or over SSH as
+    the driver runs it, with sudo."""
+    command = f'{ETCDCTL} {" ".join(args)}'
+    if ssh:
+        client = host.ssh_client()
+        try:
+            _, stdout, stderr = client.exec_command('sudo ' + command,
+                                                    timeout=60)
+            out, err = stdout.read().decode(), stderr.read().decode()
+            result = types.SimpleNamespace(
+                returncode=stdout.channel.recv_exit_status(),
+                stdout=out, stderr=err)
+        finally:
+            client.close()
+    else:
+        result = host.run(command, check=False)
+    if check:
+        assert result.returncode == 0, (command, result.stderr)
+    return result
+
+
+def etcd_members(host, ssh=False):
+    """`member list -w json` on a Master: the "members" as printed."""
+    return json.loads(etcdctl(host, 'member', 'list', '-w', 'json',
+                              ssh=ssh).stdout)['members']
+
+
+def member_summary(members):
+    """{name (or '' if unstarted): (peer URLs, client URLs, learner)}."""
+    return {m.get('name', ''): (m['peerURLs'], m.get('clientURLs', []),
+                                m.get('isLearner', False))
+            for m in members}
+
+
+def started(*masters):
+    """The member_summary() of started voting members on these hosts."""
+    return {m.name: ([f'https://{m.ip}:2380'], [f'https://{m.ip}:2379'],
+                     False) for m in masters}
+
+
+def cluster_health(host):
+    """{endpoint: healthy} of `endpoint health --cluster -w json`, and
+    etcdctl's exit status."""
+    result = etcdctl(host, 'endpoint', 'health', '--cluster', '-w', 'json',
+                     check=False)
+    try:
+        report = json.loads(result.stdout)
+    except ValueError:
+        report = []
+    return {entry['endpoint']: entry['health'] for entry in report}, \
+        result.returncode
+
+
+def wait_for_health(host, expected, timeout=60):
+    """Poll `endpoint health --cluster` until it reports exactly
+    ``expected`` ({endpoint: healthy}); elections take a few seconds."""
+    last = []
+
+    def matches():
+        last[:] = [cluster_health(host)]
+        return last[0][0] == expected
+
+    try:
+        hosts.wait_for(matches, 'etcd health', timeout=timeout)
+    except TimeoutError:
+        raise AssertionError(f'etcd health {last} != {expected}')
+    return last[0][1]
+
+
+def health_of(*masters, sick=()):
+    report = {f'https://{m.ip}:2379': True for m in masters}
+    report.update({f'https://{m.ip}:2379': False for m in sick})
+    return report
+
+
+def load_kubeadm_module():
+    """The kubeadm stand-in's source, imported on the runner."""
+    path = os.path.join(standins.HERE, 'kubeadm.py')
+    spec = importlib.util.spec_from_file_location('kubeadm_standin', path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def prepare(host, kube):
+    """Connect a (new) host to the API server; write /etc/default/kubelet
+    as the install script always does."""
+    standins.connect_host(host, kube)
+    host.write_file('/etc/default/kubelet',
+                    f'KUBELET_EXTRA_ARGS=--node-ip={host.ip}\n')
 
 
 class Cluster(types.SimpleNamespace):
     """The testbed, the API server and what the tests learnt so far."""
+
+    def replace(self, name):
+        """A fresh VM at the same address, as a heal makes it."""
+        host = self.testbed.replace_host(name)
+        prepare(host, self.kube)
+        setattr(self, name, host)
+        self.calls[name] = []  # the new VM's call log starts empty
+        return host
+
+    def join_master(self, host, ssh=False, check=True):
+        """kubeadm join --control-plane through master1, with the last
+        uploaded certificate key."""
+        return self.kubeadm(
+            host, 'join', f'{self.master1.ip}:6443',
+            '--token', self.facts['token'],
+            '--discovery-token-ca-cert-hash', self.facts['hash'],
+            '--control-plane', '--certificate-key', self.facts['key'],
+            '--apiserver-advertise-address', host.ip, ssh=ssh, check=check)
 
     def kubeadm(self, host, *args, check=True, ssh=False):
         """Run kubeadm on a host (as root, or over SSH with sudo as the
@@ -140,13 +275,10 @@ def cluster():
             started = time.monotonic()
             members = {name: testbed.add_host(name, role) for name, role in
                        (('master1', 'master'), ('master2', 'master'),
-                        ('worker1', 'worker'))}
+                        ('master3', 'master'), ('worker1', 'worker'))}
             boot = time.monotonic() - started
             for host in members.values():
-                standins.connect_host(host, kube)
-                # As the install script always does.
-                host.write_file('/etc/default/kubelet',
-                                f'KUBELET_EXTRA_ARGS=--node-ip={host.ip}\n')
+                prepare(host, kube)
             yield Cluster(testbed=testbed, kube=kube, boot_seconds=boot,
                           calls={}, facts={}, **members)
         finally:
@@ -174,6 +306,10 @@ def test_packages_are_installed_at_the_scripts_version(cluster):
     assert 'SystemdCgroup = false' in \
         host.run('containerd config default').stdout
     assert host.run('command -v kubectl').stdout.strip()
+    # The real etcd and etcdctl of the runner, and kubeadm's etcd half.
+    assert 'etcd Version: 3.' in host.run('etcd --version').stdout
+    assert 'etcdctl version: 3.' in host.run('etcdctl version').stdout
+    assert standins.KUBEADM_ETCD in host.run('dpkg -L kubeadm').stdout
     # The runner's own /usr and dpkg database were not touched.
     assert not os.path.exists('/usr/bin/kubeadm')
     assert subprocess.run(['dpkg-query', '-W', 'kubeadm'],
@@ -223,7 +359,104 @@ def test_init_starts_an_api_server_and_registers_a_ready_node(cluster):
     assert data['usage-bootstrap-authentication'] == 'true'
 
     key = re.search(r'Using certificate key:\n([0-9a-f]{64})\n', out)[1]
-    cluster.facts.update(init_token=token, init_key=key)
+    cluster.facts.update(init_token=token, init_key=key, init_output=out)
+
+
+def test_init_creates_kubeadms_etcd_certificates(cluster):
+    master = cluster.master1
+    files = ['ca', 'server', 'peer', 'healthcheck-client']
+    modes = master.run(
+        'stat -c "%n %a" ' + ' '.join(f'{ETCD_PKI}/{f}.crt {ETCD_PKI}/{f}.key'
+                                      for f in files) +
+        ' /etc/kubernetes/pki/apiserver-etcd-client.crt'
+        ' /etc/kubernetes/pki/apiserver-etcd-client.key').stdout.split('\n')
+    assert [line.split()[1] for line in modes if line] == \
+        ['644', '600'] * (len(files) + 1)
+    # Signed by the etcd CA (not the cluster CA), for what kubeadm signs.
+    assert master.run(
+        f'openssl verify -CAfile {ETCD_PKI}/ca.crt {ETCD_PKI}/server.crt '
+        f'{ETCD_PKI}/peer.crt {ETCD_PKI}/healthcheck-client.crt '
+        '/etc/kubernetes/pki/apiserver-etcd-client.crt').returncode == 0
+
+    def text(name):
+        return master.run(f'openssl x509 -noout -text -in {name}').stdout
+
+    assert 'Subject: CN = etcd-ca' in text(f'{ETCD_PKI}/ca.crt')
+    assert 'CA:TRUE' in text(f'{ETCD_PKI}/ca.crt')
+    for name in ('server', 'peer'):
+        cert = text(f'{ETCD_PKI}/{name}.crt')
+        assert 'Subject: CN = master1' in cert
+        assert 'TLS Web Server Authentication, TLS Web Client ' \
+               'Authentication' in cert
+        sans = re.search(r'Subject Alternative Name: *\n *(.*)', cert)[1]
+        assert sans.split(', ') == [
+            'DNS:localhost', 'DNS:master1', f'IP Address:{master.ip}',
+            'IP Address:127.0.0.1', 'IP Address:0:0:0:0:0:0:0:1']
+    for name, cn in ((f'{ETCD_PKI}/healthcheck-client.crt',
+                      'kube-etcd-healthcheck-client'),
+                     ('/etc/kubernetes/pki/apiserver-etcd-client.crt',
+                      'kube-apiserver-etcd-client')):
+        cert = text(name)
+        assert f'Subject: CN = {cn}' in cert
+        assert 'TLS Web Client Authentication' in cert
+        assert 'Server Authentication' not in cert
+
+
+def test_init_runs_a_single_member_etcd(cluster):
+    master = cluster.master1
+    (pid, argv), = etcd_processes(master).items()
+    flags = set(argv[1:])
+    assert {'--name=master1', '--data-dir=/var/lib/etcd',
+            f'--listen-client-urls=https://127.0.0.1:2379,'
+            f'https://{master.ip}:2379',
+            f'--advertise-client-urls=https://{master.ip}:2379',
+            f'--listen-peer-urls=https://{master.ip}:2380',
+            f'--initial-advertise-peer-urls=https://{master.ip}:2380',
+            f'--initial-cluster=master1=https://{master.ip}:2380',
+            '--client-cert-auth=true', '--peer-client-cert-auth=true',
+            f'--trusted-ca-file={ETCD_PKI}/ca.crt',
+            f'--peer-trusted-ca-file={ETCD_PKI}/ca.crt',
+            f'--cert-file={ETCD_PKI}/server.crt',
+            f'--peer-cert-file={ETCD_PKI}/peer.crt'} <= flags
+    assert not any(f.startswith('--initial-cluster-state') for f in flags)
+    # Detached like a static Pod: its own session, output to its log,
+    # not to the caller's stdout/stderr.
+    host_pid = int(master.read_file('/run/etcd.pid'))
+    with open(f'/proc/{pid}/status') as status:
+        assert re.search(r'^NSpid:.*\s(\d+)$', status.read(),
+                         re.M)[1] == str(host_pid)
+    assert os.getsid(pid) == pid
+    assert master.run(f'readlink /proc/{host_pid}/fd/1 '
+                      f'/proc/{host_pid}/fd/2').stdout.split() == \
+        [standins.ETCD_LOG] * 2
+    log = master.read_file(standins.ETCD_LOG)
+    assert '"msg":"serving client traffic securely"' in log
+    assert '[certs]' not in log
+    assert '"level":' not in cluster.facts['init_output']
+    assert '--name=master1' in master.read_file(
+        '/etc/kubernetes/manifests/etcd.yaml')
+
+    # The driver's route, over SSH with sudo: one started member, IDs as
+    # JSON numbers in decimal; `member remove` and the table use hex.
+    listed = json.loads(etcdctl(master, 'member', 'list', '-w', 'json',
+                                ssh=True).stdout)
+    member, = listed['members']
+    assert isinstance(member['ID'], int)
+    assert listed['header']['member_id'] == member['ID']
+    assert member_summary([member]) == started(master)
+    table = etcdctl(master, 'member', 'list', ssh=True).stdout
+    assert table == (f'{member["ID"]:x}, started, master1, '
+                     f'https://{master.ip}:2380, https://{master.ip}:2379, '
+                     'false\n')
+    health = etcdctl(master, 'endpoint', 'health', '--cluster', ssh=True)
+    assert f'https://{master.ip}:2379 is healthy' in \
+        health.stdout + health.stderr
+    # Without the client certificate etcd refuses the client.
+    anonymous = master.run('ETCDCTL_API=3 etcdctl --endpoints='
+                           'https://127.0.0.1:2379 --cacert='
+                           f'{ETCD_PKI}/ca.crt --dial-timeout=1s '
+                           '--command-timeout=1s member list', check=False)
+    assert anonymous.returncode != 0
 
 
 def test_init_and_join_refused_on_a_member(cluster):
@@ -240,6 +473,7 @@ def test_init_and_join_refused_on_a_member(cluster):
                 '/etc/kubernetes/kubelet.conf already exists') \
             in result.stderr
     assert len(forwarder_processes(master)) == 1
+    assert len(etcd_processes(master)) == 1
 
 
 def test_kubectl_in_the_host_reaches_the_cluster(cluster):
@@ -341,14 +575,17 @@ def test_control_plane_join_needs_the_last_uploaded_key(cluster):
         assert result.returncode == 1
         assert message in result.stderr
     assert not forwarder_processes(joiner)
+    assert not etcd_processes(joiner)
+    assert member_summary(etcd_members(master)) == started(master)
 
     # Over SSH with sudo, as the driver runs the install script: the
-    # detached API server must not keep the SSH channel open.
-    started = time.monotonic()
+    # detached API server and etcd must not keep the SSH channel open.
+    began = time.monotonic()
     result = cluster.kubeadm(joiner, *join, key,
                              '--apiserver-advertise-address', joiner.ip,
                              ssh=True)
-    assert time.monotonic() - started < 10
+    assert time.monotonic() - began < 15
+    cluster.facts['key'] = key
     assert 'a new control plane instance was created' in result.stdout
     assert https(f'https://{joiner.ip}:6443/healthz', kube.ca_pem) \
         == (200, 'ok')
@@ -358,18 +595,190 @@ def test_control_plane_join_needs_the_last_uploaded_key(cluster):
     assert node_summary(api_get(kube, '/api/v1/nodes/master2')) == {
         'ip': [joiner.ip], 'ready': ['True'], 'control_plane': True,
         'kubelet': standins.kubernetes_version()}
+    # etcd: the CA came from the Secret, the member certificates are the
+    # joiner's own, and it is a started voting member.
+    for name in ('ca.crt', 'ca.key'):
+        assert joiner.read_file(f'{ETCD_PKI}/{name}') == \
+            master.read_file(f'{ETCD_PKI}/{name}')
+    assert joiner.run(f'openssl x509 -noout -subject -in '
+                      f'{ETCD_PKI}/server.crt').stdout == \
+        'subject=CN = master2\n'
+    assert 'Announced new etcd member joining' in result.stdout
+    assert len(etcd_processes(joiner)) == 1
+    assert member_summary(etcd_members(master)) == started(master, joiner)
+
+
+def test_upload_certs_carries_the_etcd_ca_encrypted(cluster):
+    secret = api_get(cluster.kube,
+                     '/api/v1/namespaces/kube-system/secrets/kubeadm-certs')
+    ca_key = cluster.master1.read_file(f'{ETCD_PKI}/ca.key')
+    for name in ('etcd-ca.crt', 'etcd-ca.key'):
+        sealed = base64.b64decode(secret['data'][name])
+        assert b'BEGIN' not in sealed
+        assert ca_key.encode() not in sealed
+    # The cipher, on the runner: only the certificate key opens it, and
+    # a changed byte is noticed.
+    kubeadm = load_kubeadm_module()
+    key, other = '11' * 32, '22' * 32
+    sealed = kubeadm.encrypt(key, ca_key.encode())
+    assert kubeadm.decrypt(key, sealed, 'etcd-ca.key') == ca_key.encode()
+    tampered = sealed[:20] + bytes([sealed[20] ^ 1]) + sealed[21:]
+    for wrong_key, blob in ((other, sealed), (key, tampered)):
+        with pytest.raises(kubeadm.KubeadmError,
+                           match='error decrypting certificate etcd-ca.key: '
+                                 'cipher: message authentication failed'):
+            kubeadm.decrypt(wrong_key, blob, 'etcd-ca.key')
+
+
+def test_a_third_master_makes_three_started_members(cluster):
+    master1, master2, master3 = cluster.master1, cluster.master2, \
+        cluster.master3
+    began = time.monotonic()
+    cluster.join_master(master3)
+    took = time.monotonic() - began
+    assert took < 15, took
+    # The driver's route on any Master, over SSH with sudo.
+    members = etcd_members(master2, ssh=True)
+    assert member_summary(members) == started(master1, master2, master3)
+    assert all(isinstance(m['ID'], int) for m in members)
+    table = etcdctl(master3, 'member', 'list', ssh=True).stdout
+    assert sorted(table.splitlines()) == sorted(
+        f'{m["ID"]:x}, started, {m["name"]}, {m["peerURLs"][0]}, '
+        f'{m["clientURLs"][0]}, false' for m in members)
+    health = etcdctl(master1, 'endpoint', 'health', '--cluster', ssh=True)
+    for master in (master1, master2, master3):
+        assert f'https://{master.ip}:2379 is healthy' in \
+            health.stdout + health.stderr
+    assert cluster_health(master1) == (
+        health_of(master1, master2, master3), 0)
+
+
+def test_etcd_costs_little(cluster):
+    """Three members on a shared 2-core machine: tens of MB each and a
+    few percent of a core, with the testbed's tuning flags."""
+    with open('/proc/uptime') as uptime:
+        now = float(uptime.read().split()[0])
+    ticks = os.sysconf('SC_CLK_TCK')
+    for master in (cluster.master1, cluster.master2, cluster.master3):
+        (pid, argv), = etcd_processes(master).items()
+        assert {'--quota-backend-bytes=67108864', '--snapshot-count=1000',
+                '--heartbeat-interval=250', '--election-timeout=2500'} \
+            <= set(argv)
+        with open(f'/proc/{pid}/status') as status:
+            rss_kb = int(re.search(r'^VmRSS:\s+(\d+) kB', status.read(),
+                                   re.M)[1])
+        with open(f'/proc/{pid}/stat') as stat:
+            fields = stat.read().rsplit(')', 1)[1].split()
+        cpu = (int(fields[11]) + int(fields[12])) / ticks  # utime + stime
+        age = now - int(fields[19]) / ticks
+        assert rss_kb < 100 * 1024, (master.name, rss_kb)
+        assert cpu / age < 0.15, (master.name, cpu, age)
+
+
+def test_losing_the_leader_and_removing_its_member_leaves_two(cluster):
+    """What a heal of a Master does first: its etcd is gone, the driver
+    removes its member through another Master."""
+    master1, master2, master3 = cluster.master1, cluster.master2, \
+        cluster.master3
+    ids = {m['name']: m['ID'] for m in etcd_members(master1)}
+    # Make master3 the leader, so that losing it takes an election.
+    everyone = ETCDCTL.replace('https://127.0.0.1:2379', ','.join(
+        f'https://{m.ip}:2379' for m in (master1, master2, master3)))
+
+    def master3_leads():
+        status = master1.run(f'{everyone} endpoint status -w json',
+                             check=False).stdout
+        if status and all(entry['Status']['leader'] == ids['master3']
+                           for entry in json.loads(status)):
+            return True
+        master1.run(f'{everyone} move-leader {ids["master3"]:x}',
+                    check=False)
+        return False
+
+    hosts.wait_for(master3_leads, 'master3 to lead', timeout=30)
+    (pid, _), = etcd_processes(master3).items()
+    os.kill(pid, signal.SIGKILL)
+    hosts.wait_for(lambda: not etcd_processes(master3), 'etcd to die')
+
+    assert wait_for_health(master1, health_of(master1, master2,
+                                              sick=[master3])) != 0
+    removed = etcdctl(master1, 'member', 'remove', f'{ids["master3"]:x}',
+                      ssh=True)
+    assert f'Member {ids["master3"]:x} removed from cluster' in \
+        removed.stdout
+    assert member_summary(etcd_members(master2, ssh=True)) == \
+        started(master1, master2)
+    assert wait_for_health(master2, health_of(master1, master2)) == 0
+
+
+def test_a_join_failing_after_member_add_leaves_a_learner(cluster):
+    """A fresh VM for master3 whose etcd cannot start (something holds
+    its metrics port): the join fails after adding the member, which
+    stays an unstarted learner, so the two voters keep their quorum;
+    `kubeadm reset` removes it, and the next failure adds it again."""
+    master1, master2 = cluster.master1, cluster.master2
+    master3 = cluster.replace('master3')
+    master3.run('setsid python3 -c "import signal, socket; '
+                's = socket.create_server((\'127.0.0.1\', 2381)); '
+                'signal.pause()" </dev/null >/dev/null 2>&1 &')
+    hosts.wait_for(lambda: '127.0.0.1:2381' in master3.run(
+        'ss -Htln').stdout, 'the metrics port to be taken')
+    learner = {'': ([f'https://{master3.ip}:2380'], [], True)}
+    for attempt in range(2):
+        began = time.monotonic()
+        result = cluster.join_master(master3, check=False)
+        assert time.monotonic() - began < 15
+        assert result.returncode == 1
+        assert 'error execution phase control-plane-join/etcd: etcd ' \
+               'exited with status 1' in result.stderr
+        assert 'address already in use' in result.stderr
+        assert 'as a learner' in result.stdout
+        assert not etcd_processes(master3)
+        assert member_summary(etcd_members(master1)) == dict(
+            started(master1, master2), **learner)
+        assert cluster_health(master2) == (health_of(master1, master2), 0)
+        if attempt == 0:
+            cluster.kubeadm(master3, 'reset', '-f')
+            assert member_summary(etcd_members(master1)) == \
+                started(master1, master2)
+
+
+def test_a_fresh_vm_at_the_same_address_rejoins(cluster):
+    """The retry of the failed join on a new VM (the heal's replacement):
+    kubeadm finds the learner with its peer URL and takes it over."""
+    master1, master2 = cluster.master1, cluster.master2
+    master3 = cluster.replace('master3')
+    result = cluster.join_master(master3, ssh=True)
+    assert f'The peer URL https://{master3.ip}:2380 is already a member' \
+        in result.stdout
+    assert member_summary(etcd_members(master3, ssh=True)) == \
+        started(master1, master2, master3)
+    assert wait_for_health(master1, health_of(master1, master2,
+                                              master3)) == 0
 
 
 def test_reset_removes_the_node_setup_but_not_the_node(cluster):
     joiner, kube = cluster.master2, cluster.kube
-    cluster.kubeadm(joiner, 'reset', '-f')
+    result = cluster.kubeadm(joiner, 'reset', '-f')
+    assert re.search(r'Removed etcd member [0-9a-f]+ \(https://'
+                     + re.escape(joiner.ip) + r':2380\)', result.stdout)
     assert joiner.run('test -e /etc/kubernetes', check=False).returncode == 1
+    assert joiner.run('ls -A /var/lib/etcd').stdout == ''
     assert not forwarder_processes(joiner)
-    assert not port_open(joiner.ip, 6443)
+    assert not etcd_processes(joiner)
+    for port in (6443, 2379, 2380):
+        assert not port_open(joiner.ip, port)
     assert api_get(kube, '/api/v1/nodes/master2') is not None
-    # The master is untouched, and the node can join again.
-    assert https(f'https://{cluster.master1.ip}:6443/healthz',
+    # The other masters are untouched, and the node can join again.
+    master1, master3 = cluster.master1, cluster.master3
+    assert https(f'https://{master1.ip}:6443/healthz',
                  kube.ca_pem) == (200, 'ok')
+    assert member_summary(etcd_members(master1)) == started(master1,
+                                                            master3)
+    assert wait_for_health(master3, health_of(master1, master3)) == 0
+    cluster.join_master(joiner)
+    assert member_summary(etcd_members(master1)) == started(
+        master1, joiner, master3)
     cluster.kubeadm(cluster.worker1, 'reset', '-f')
     cluster.kubeadm(cluster.worker1, 'join', f'{cluster.master1.ip}:6443',
                     '--token', cluster.facts['token'],
