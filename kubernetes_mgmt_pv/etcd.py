@@ -12,6 +12,7 @@ substring: removing master1 leaves master10 alone.
 """
 
 import json
+import time
 
 from kubernetes_mgmt_pv import exceptions
 
@@ -100,9 +101,19 @@ def members(executor):
     return parse_members(result.stdout)
 
 
-def remove_member(executor, member_id):
-    executor.run(etcdctl('member', 'remove', member_id), sudo=True,
-                 description='etcdctl member remove %s' % member_id)
+def remove_member(executor, member_id, attempts=5, backoff=1.0):
+    """Remove a member. etcd refuses membership changes for a few seconds
+    after the previous one ("unhealthy cluster"): retried with back-off."""
+    description = 'etcdctl member remove %s' % member_id
+    for attempt in range(attempts):
+        result = executor.run(etcdctl('member', 'remove', member_id),
+                              sudo=True, check=False, description=description)
+        if result.ok or 'not found' in result.stderr:
+            return
+        if 'unhealthy cluster' not in result.stderr or \
+                attempt == attempts - 1:
+            raise executor.failure(description, result)
+        time.sleep(backoff * 2 ** attempt)
 
 
 def check_health(executor):

@@ -25,6 +25,8 @@ ERROR, WARNING = 'error', 'warning'
 # The hooks in which the driver runs persistent-volume steps; a hook the
 # VNFD does not route to the driver runs Tacker's vnflcm_noop instead.
 PV_HOOKS = ('instantiate_end', 'heal_start', 'heal_end', 'scale_end')
+CLUSTER_HOOKS = ('instantiate_end', 'terminate_end', 'scale_start',
+                 'scale_end', 'heal_start', 'heal_end')
 _CP_TYPES = ('OS::Neutron::Port', 'OS::Neutron::FloatingIP')
 _VOLUME_TYPES = ('OS::Cinder::Volume',)
 _GROUP_TYPES = ('OS::Heat::AutoScalingGroup',)
@@ -96,7 +98,7 @@ def check(package_dir, request, found):
     _check_manifests(package_dir, parsed.params, found)
     _check_heat(package_dir, flavour, parsed.params,
                 {error.path for error in parsed.errors}, found)
-    _check_vnfd(package_dir, flavour, found)
+    _check_vnfd(package_dir, flavour, parsed.params, found)
 
 
 def _load_request(path, found):
@@ -446,7 +448,7 @@ def _flavour_definition(package_dir, flavour, found):
     return None, None
 
 
-def _check_vnfd(package_dir, flavour, found):
+def _check_vnfd(package_dir, flavour, model, found):
     relative, template = _flavour_definition(package_dir, flavour, found)
     if template is None:
         found.error('flavour-unknown', 'flavourId',
@@ -457,12 +459,16 @@ def _check_vnfd(package_dir, flavour, found):
         'node_templates')).get('VNF'))
     where = '%s: VNF' % relative
     hooks = _mapping(_mapping(vnf.get('interfaces')).get('Vnflcm'))
-    for hook in PV_HOOKS:
+    wanted = [(hook, 'cluster') for hook in CLUSTER_HOOKS
+              if model.script_path is not None]
+    wanted += [(hook, 'persistent-volume') for hook in PV_HOOKS
+               if model.pv_enabled and hook not in dict(wanted)]
+    for hook, feature in wanted:
         if hook not in hooks:
             found.error('interface-missing',
                         '%s.interfaces.Vnflcm.%s' % (where, hook),
-                        'the driver runs persistent-volume steps in %s; '
-                        'without it Tacker calls vnflcm_noop instead' % hook)
+                        'the driver runs %s steps in %s; without it Tacker '
+                        'calls vnflcm_noop instead' % (feature, hook))
     driver_used = False
     # Sorted by text: YAML keys may be numbers, which do not compare to str.
     for hook, operation in sorted(hooks.items(),

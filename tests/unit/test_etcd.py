@@ -1,6 +1,7 @@
 """etcd membership decisions, as tables."""
 
 import json
+import types
 
 import pytest
 
@@ -75,3 +76,50 @@ def test_etcdctl_uses_the_local_member_and_kubeadms_client_certificate():
     assert '--endpoints=https://127.0.0.1:2379' in argv
     assert '--cert=/etc/kubernetes/pki/etcd/healthcheck-client.crt' in argv
     assert argv[-2:] == ['member', 'list']
+
+
+class FakeExecutor(object):
+    """Answers etcdctl member remove with the given (exit, stderr)s."""
+
+    host = 'm1'
+
+    def __init__(self, *answers):
+        self.answers = list(answers)
+        self.calls = 0
+
+    def run(self, argv, **kwargs):
+        self.calls += 1
+        status, stderr = self.answers.pop(0)
+        return types.SimpleNamespace(ok=status == 0, stderr=stderr,
+                                     exit_status=status)
+
+    def failure(self, description, result):
+        return exceptions.RemoteCommandError(self.host, description,
+                                             result.exit_status, '',
+                                             result.stderr)
+
+
+def test_a_member_removal_waits_out_an_unhealthy_cluster():
+    executor = FakeExecutor(
+        (1, 'Error: etcdserver: unhealthy cluster'), (0, ''))
+    etcd.remove_member(executor, 'abc', backoff=0)
+    assert executor.calls == 2
+
+
+@pytest.mark.parametrize('answers, calls', [
+    ([(1, 'Error: etcdserver: member not found')], 1),
+])
+def test_a_member_already_gone_is_fine(answers, calls):
+    executor = FakeExecutor(*answers)
+    etcd.remove_member(executor, 'abc', backoff=0)
+    assert executor.calls == calls
+
+
+def test_other_removal_errors_fail_at_once():
+    executor = FakeExecutor((1, 'Error: context deadline exceeded'))
+    with pytest.raises(exceptions.RemoteCommandError):
+        etcd.remove_member(executor, 'abc', backoff=0)
+    persistent = FakeExecutor(*[(1, 'unhealthy cluster')] * 3)
+    with pytest.raises(exceptions.RemoteCommandError):
+        etcd.remove_member(persistent, 'abc', attempts=3, backoff=0)
+    assert persistent.calls == 3
