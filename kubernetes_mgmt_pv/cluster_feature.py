@@ -74,19 +74,27 @@ class ClusterFeature(object):
         if _heals_entire_cluster(heal_vnf_request):
             self._install(context, vnf_instance, params,
                           lcm_request=heal_vnf_request)
-        elif lcm_requests.heal_targets(vnf_instance, heal_vnf_request,
-                                       params).servers:
-            self._workflow(context, vnf_instance, params,
-                           heal_vnf_request).install()
+            return
+        servers = lcm_requests.heal_targets(vnf_instance, heal_vnf_request,
+                                            params).servers
+        if servers:
+            workflow = self._workflow(context, vnf_instance, params,
+                                      heal_vnf_request)
+            workflow.topology.healed(servers)  # their logins: the request's
+            workflow.install()
 
     def scale_start(self, context, vnf_instance, scale_vnf_request, grant,
                     grant_request, **kwargs):
-        """SCALE_IN: drain the Workers Tacker is about to delete and take
-        them out of the cluster. Tacker names them as members of the
-        scaling group (their stacks, or only their resource names when it
-        rolls back a scale-out)."""
+        """SCALE_IN, and the rollback of a SCALE_OUT: drain the Workers
+        Tacker is about to delete and take them out of the cluster. Tacker
+        names them as members of the scaling group: their stacks, or only
+        their resource names when it rolls back a scale-out (with the
+        scale-out's own request)."""
         params = self._params(vnf_instance)
-        if params is None or scale_vnf_request.type != 'SCALE_IN' or \
+        rollback = scale_vnf_request.type == 'SCALE_OUT' and \
+            'scale_name_list' in kwargs and 'scale_out_id_list' not in kwargs
+        if params is None or not (scale_vnf_request.type == 'SCALE_IN' or
+                                  rollback) or \
                 not self._scales_workers(params, scale_vnf_request):
             return
         workflow = self._workflow(context, vnf_instance, params,
@@ -105,8 +113,12 @@ class ClusterFeature(object):
         if params is None or scale_vnf_request.type != 'SCALE_OUT' or \
                 not self._scales_workers(params, scale_vnf_request):
             return
-        self._workflow(context, vnf_instance, params,
-                       scale_vnf_request).install()
+        workflow = self._workflow(context, vnf_instance, params,
+                                  scale_vnf_request)
+        # The new Workers log in with the request's credentials, if any.
+        workflow.topology.members(scale_vnf_request.aspect_id,
+                                  kwargs.get('scale_out_id_list') or [])
+        workflow.install()
 
     # -- plumbing -------------------------------------------------------------
 

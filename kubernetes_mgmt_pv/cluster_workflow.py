@@ -241,7 +241,7 @@ class ClusterWorkflow(flow.Flow):
             if several_masters:
                 self._check_etcd(leader, {
                     facts[node.address].node_name: node.fixed_ip
-                    for node in masters})
+                    for node in masters}, report)
             token, ca_cert = self._vim_credentials(leader, report)
         access = ClusterAccess(url=cluster.vim_url(endpoint, fip),
                                bearer_token=token, ca_cert=ca_cert)
@@ -277,8 +277,9 @@ class ClusterWorkflow(flow.Flow):
             report.record(leader.host, 'etcd stale members', bool(stale),
                           ', '.join(stale))
 
-    def _check_etcd(self, leader, expected):
+    def _check_etcd(self, leader, expected, report):
         with report_mod.step(leader.host, 'etcd check'):
+            self._etcd_session(leader, report)
             etcd.check_members(etcd.members(leader), expected)
             etcd.check_health(leader)
 
@@ -290,9 +291,9 @@ class ClusterWorkflow(flow.Flow):
         of haproxy and etcd; on a scale-in also take the nodes out of
         every other node's /etc/hosts and reset them (best effort).
 
-        Only the staying VMs are contacted (a VM being healed may be
-        dead), and a step already done is skipped, so a re-run after a
-        failure converges.
+        The leaving VMs may be dead: they are only contacted for best-effort
+        steps (keepalived stop, kubeadm reset). A step already done is
+        skipped, so a re-run after a failure converges.
         """
         report = report_mod.Report()
         masters = self.topology.masters
@@ -373,6 +374,7 @@ class ClusterWorkflow(flow.Flow):
         """A Master leaves haproxy's backends on the others (before the
         API server goes) and the etcd cluster."""
         if vip:
+            self._silence_keepalived(sessions, node, report)
             self._configure_ha(sessions, staying_masters, facts, vip, report)
         with report_mod.step(leader.host, 'etcd member removal'):
             self._etcd_session(leader, report)
@@ -387,6 +389,22 @@ class ClusterWorkflow(flow.Flow):
             report.record(leader.host, 'etcd member of %s' % node.fixed_ip,
                           member is not None,
                           'removed %s' % member if member else '')
+
+    def _silence_keepalived(self, sessions, node, report):
+        """Stop keepalived on a leaving Master whose VM still runs: the
+        others stop talking VRRP with it, and it would claim the VIP too
+        until Heat deletes it. Best effort: the VM may be dead."""
+        if not flow.answers_ssh(node.address):
+            return
+        try:
+            executor = self.session(sessions, node)
+            result = executor.run(['service', 'keepalived', 'stop'],
+                                  sudo=True, check=False)
+            report.record(executor.host, 'keepalived stop', result.ok)
+        except exceptions.MgmtDriverError as error:
+            LOG.warning('Could not stop keepalived on the leaving Master %s: '
+                        '%s', node.address,
+                        exceptions.failure_reason(error, node.address))
 
     def _update_hosts(self, sessions, node, facts, lines, report):
         executor = self.session(sessions, node)

@@ -96,13 +96,13 @@ step_opts = [
     cfg.IntOpt(
         'max_concurrent_nodes', default=16, min=1,
         help='How many Master/Worker nodes are configured at the same time '
-             '(for example when the NFS client is installed on every node).'),
+             '(Worker joins, NFS client installation, host checks).'),
     cfg.ListOpt(
         'supported_os', default=['ubuntu:20.04', 'ubuntu:22.04',
                                  'ubuntu:24.04', 'debian:11', 'debian:12'],
-        help='Operating systems (os-release ID:VERSION_ID) on which the '
-             'driver configures NFS. Other systems are refused before any '
-             'change is made.'),
+        help='Operating systems (os-release ID:VERSION_ID) the driver '
+             'configures (Kubernetes nodes and the Storage server). Other '
+             'systems are refused before any change is made.'),
     cfg.FloatOpt(
         'pv_available_timeout', default=300.0, min=1.0,
         help='Seconds to wait for a registered PersistentVolume to become '
@@ -128,7 +128,8 @@ cluster_opts = [
              'or Master that a scale-in or heal removes. A drain that '
              'cannot finish in time (a PodDisruptionBudget allows no '
              'disruption, a pod without controller) fails the operation '
-             'naming the blocking pods, before the node is touched.'),
+             'naming the blocking pods and budgets; the node stays in the '
+             'cluster, cordoned.'),
     cfg.BoolOpt(
         'drain_force', default=False,
         help='Drain nodes with --force --disable-eviction: pods without a '

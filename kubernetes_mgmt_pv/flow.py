@@ -10,6 +10,7 @@ whichever features touch it.
 
 import contextlib
 import functools
+import socket
 
 from oslo_log import log as logging
 
@@ -22,6 +23,17 @@ from kubernetes_mgmt_pv import remote
 from kubernetes_mgmt_pv import topology as topology_mod
 
 LOG = logging.getLogger(__name__)
+
+
+def answers_ssh(address, timeout=3.0):
+    """Whether something accepts connections on the SSH port of address:
+    a quick look before a best-effort step on a VM that may be dead, which
+    a login would wait for through all its retries."""
+    try:
+        with socket.create_connection((address, 22), timeout=timeout):
+            return True
+    except OSError:
+        return False
 
 
 class Flow(object):

@@ -50,7 +50,7 @@ def heal_targets(vnf_instance, heal_vnf_request, params):
             continue
         cpds = {cp.cpd_id for cp in vnfc.vnfc_cp_info or []}
         server_id = vnfc.compute_resource.resource_id
-        if params.storage.nic_cp_name in cpds:
+        if params.storage is not None and params.storage.nic_cp_name in cpds:
             targets.storage_server = True
         for role, access in ((topology.MASTER, params.master),
                              (topology.WORKER, params.worker)):

@@ -533,11 +533,11 @@ def _parse_root(check, root):
         check.fail(ROOT + '.pv_registration_params',
                    'requires storage_server: without it the persistent '
                    'volume feature is disabled')
-    # The PV feature reaches the cluster through a Master; the cluster
-    # half will require master_node whatever storage_server says.
+    # Both features reach the cluster through a Master.
     master_value = root.get('master_node')
     master = _parse_node(check, master_value, MASTER_PATH,
-                         required=storage is not None,
+                         required=storage is not None or
+                         root.get('script_path') is not None,
                          known=_NODE_KEYS + _NETWORK_KEYS)
     worker = _parse_node(check, root.get('worker_node'), WORKER_PATH,
                          required=False, known=_NODE_KEYS)

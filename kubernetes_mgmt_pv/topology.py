@@ -79,14 +79,21 @@ def credential_overrides(request_params):
 class Topology(object):
     """The nodes of one VNF, and the Heat lookups that select among them."""
 
-    def __init__(self, heat, nodes):
+    def __init__(self, heat, nodes, overrides=None):
         self._heat = heat
         self.nodes = tuple(nodes)
+        self._overrides = overrides or {}
 
     @classmethod
     def resolve(cls, heat, params, overrides=None):
         """Every node of the VNF, from Heat: the Storage server, then the
-        Masters and the Workers (group members in Heat's order)."""
+        Masters and the Workers (group members in Heat's order).
+
+        ``overrides`` (credential_overrides of a scale or heal request)
+        apply to the nodes of that request only, once ``members`` or
+        ``healed`` has picked them: the other VMs keep the logins they
+        were instantiated with.
+        """
         nodes = []
         if params.storage is not None:
             nodes.append(_node(heat, STORAGE, params.storage, None,
@@ -95,8 +102,6 @@ class Topology(object):
                              (WORKER, params.worker)):
             if access is None:
                 continue
-            access = dataclasses.replace(access,
-                                         **(overrides or {}).get(role, {}))
             if access.aspect_id is None:
                 nodes.append(_node(heat, role, access, None,
                                    access.ssh_cp_name))
@@ -104,7 +109,16 @@ class Topology(object):
             for member in heat.group_member_stack_ids(access.aspect_id):
                 nodes.append(_node(heat, role, access, member, '%s/%s' % (
                     access.aspect_id, member)))
-        return cls(heat, nodes)
+        return cls(heat, nodes, overrides)
+
+    def _with_request_logins(self, nodes):
+        """``nodes`` with the request's credential overrides, which from
+        now on are the logins of these nodes in the topology too."""
+        changed = {node: dataclasses.replace(node, access=dataclasses.replace(
+            node.access, **self._overrides.get(node.role, {})))
+            for node in nodes}
+        self.nodes = tuple(changed.get(node, node) for node in self.nodes)
+        return [changed[node] for node in nodes]
 
     def of_role(self, *roles):
         return [node for node in self.nodes if node.role in roles]
@@ -161,7 +175,7 @@ class Topology(object):
                     'no Heat stack holds the healed server %s'
                     % server.server_id)
             found.append(match[0])
-        return found
+        return self._with_request_logins(found)
 
     def members(self, aspect_id, member_stack_ids):
         """The nodes of the scaling group aspect_id in the member stacks
@@ -174,7 +188,8 @@ class Topology(object):
             raise exceptions.HeatLookupError(
                 'scaling group %r of stack %s has no member stack %s'
                 % (aspect_id, self._heat.stack_id, ', '.join(missing)))
-        return [members[stack_id] for stack_id in member_stack_ids]
+        return self._with_request_logins(
+            [members[stack_id] for stack_id in member_stack_ids])
 
 
 def _node(heat, role, access, stack_id, name):

@@ -478,13 +478,16 @@ class VirtualCluster(object):
         self.testbed.remove_host(host.name)
         del self.vnfcs[host.name]
 
-    def scale_end(self, new_hosts):
-        """scale_end of a SCALE_OUT that created ``new_hosts`` (workers)."""
+    def scale_end(self, new_hosts, **request_params):
+        """scale_end of a SCALE_OUT that created ``new_hosts`` (workers);
+        ``request_params``: the request's additionalParams (credential
+        overrides)."""
         self.driver().scale_end(
             context=None, vnf_instance=self.vnf_instance(),
             scale_vnf_request=types.SimpleNamespace(
                 type='SCALE_OUT', aspect_id=WORKER_ASPECT,
-                number_of_steps=len(new_hosts), additional_params={}),
+                number_of_steps=len(new_hosts),
+                additional_params=request_params),
             grant=None, grant_request=None,
             scale_out_id_list=[self.vnfcs[h.name].member_stack_id
                                for h in new_hosts],

@@ -96,6 +96,13 @@ def test_scale_out_by_two_workers(simple):
     assert [argv[1] for argv in simple.kubeadm_calls('worker1')] == ['join']
 
 
+def test_new_workers_log_in_with_the_scale_requests_password(simple):
+    new = simple.add_node('worker')
+    new.run('chpasswd', input='ubuntu:rotated-image-pw\n')
+    simple.scale_end([new], worker_node_password='rotated-image-pw')
+    assert node_table(simple.host('master1'))['worker3'] == 'True'
+
+
 def test_scale_in_drains_the_worker_and_forgets_it(simple):
     worker2 = simple.host('worker2')
     simple.kube.create(owner('ReplicaSet', 'web'))

@@ -214,3 +214,65 @@ def test_each_flow_reports_only_what_it_did(monkeypatch, caplog):
     assert [r.getMessage() for r in caplog.records
             if r.name == flow.__name__] == [
         'install_clients done: 1 step(s) changed, 0 unchanged'] * 2
+
+
+def cluster_only():
+    value = sample()
+    del value[params.ROOT]['storage_server']
+    del value[params.ROOT]['pv_registration_params']
+    return value
+
+
+def test_heal_targets_without_a_storage_server():
+    targets = lcm_requests.heal_targets(
+        instance(), heal_request('v-worker', 'v-storage'),
+        params.parse(cluster_only()))
+    assert targets.servers == [topology.HealedServer('worker', 'srv-w')]
+    assert not targets.storage_server
+
+
+def scaling_driver(calls):
+    """The entry-point driver with the cluster workflow replaced by one
+    that records what scale_start asks of it."""
+    workflow = types.SimpleNamespace(
+        topology=types.SimpleNamespace(
+            members=lambda aspect, ids: ['%s:%s' % (aspect, i) for i in ids],
+            member_stack_ids=lambda aspect, names: ['stack-' + n
+                                                    for n in names]),
+        remove=lambda nodes, scale_in=False: calls.append(
+            ('remove', nodes, scale_in)))
+    driver = mgmt_driver.KubernetesPvMgmtDriver()
+    driver.cluster._workflow = lambda *args: workflow
+    return driver
+
+
+def scale_request(kind, aspect='worker_instance'):
+    return types.SimpleNamespace(type=kind, aspect_id=aspect,
+                                 additional_params={})
+
+
+@pytest.mark.parametrize('kind, extra, expected', [
+    ('SCALE_IN', {'scale_out_id_list': ['s1'], 'scale_name_list': ['r1']},
+     [('remove', ['worker_instance:s1'], True)]),
+    # Tacker's rollback of a scale-out: the scale-out's own request, and
+    # the members only by resource name.
+    ('SCALE_OUT', {'scale_name_list': ['r1']},
+     [('remove', ['worker_instance:stack-r1'], True)]),
+])
+def test_scale_start_removes_the_named_workers(kind, extra, expected):
+    calls = []
+    scaling_driver(calls).scale_start(
+        None, instance(cluster_only()), scale_request(kind), None, None,
+        **extra)
+    assert calls == expected
+
+
+def test_scaling_the_master_aspect_is_refused():
+    calls = []
+    with pytest.raises(exceptions.MgmtDriverError,
+                       match='scaling the Master aspect master_instance'):
+        scaling_driver(calls).scale_start(
+            None, instance(cluster_only()),
+            scale_request('SCALE_IN', 'master_instance'), None, None,
+            scale_out_id_list=['s1'])
+    assert calls == []

@@ -321,10 +321,19 @@ def test_a_cluster_without_storage_server_keeps_its_nodes():
     assert parsed.network.cluster_cidr == '10.199.187.0/24'
 
 
-def test_master_node_is_optional_without_storage_server():
+def test_master_node_is_optional_without_either_feature():
     parsed = params.parse(with_changes(
-        storage_server=None, pv_registration_params=None, master_node=None))
+        storage_server=None, pv_registration_params=None, master_node=None,
+        script_path=None))
     assert parsed.master is None and parsed.network == params.ClusterNetwork()
+
+
+def test_the_cluster_feature_needs_master_node():
+    with pytest.raises(exceptions.ParameterErrors,
+                       match=r'master_node: is required'):
+        params.parse(with_changes(storage_server=None,
+                                  pv_registration_params=None,
+                                  master_node=None))
 
 
 @pytest.mark.parametrize('key', ['master_node__helm_path',

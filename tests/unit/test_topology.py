@@ -205,14 +205,20 @@ def test_scaled_aspect_is_a_master_or_worker_aspect():
 
 # -- credential overrides of scale and heal requests ------------------------
 
-def test_overrides_apply_to_every_node_of_their_role_only(vnf):
+def test_overrides_apply_to_the_requests_nodes_only(vnf):
     found = resolve(vnf, topology.credential_overrides(
         {'worker_node_username': 'admin', 'worker_node_password': 'rotated',
          'unrelated': 1}))
     assert {(n.role, n.access.username, n.access.password)
             for n in found.nodes} == {
         ('storage', 'ubuntu', 'ubuntu'), ('master', 'ubuntu', 'ubuntu'),
-        ('worker', 'admin', 'rotated')}
+        ('worker', 'ubuntu', 'ubuntu')}
+    new, = found.members('worker_instance', vnf.workers[1:])
+    assert (new.access.username, new.access.password) == ('admin', 'rotated')
+    # The topology knows the new login of that node, and only of that one.
+    assert [(n.address, n.access.password) for n in found.of_role('worker')] \
+        == [(found.of_role('worker')[0].address, 'ubuntu'),
+            (new.address, 'rotated')]
     assert 'rotated' in found.passwords()  # so logs redact it
 
 
