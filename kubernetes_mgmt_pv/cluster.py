@@ -258,9 +258,11 @@ def plan_install(masters, workers, facts, api_nodes):
                       if node is not leader and member(node)))
 
 
-def script_argv(role, plan, node, endpoint, network, join_info=None):
+def script_argv(role, plan, node, endpoint, network, join_info=None,
+                floating_ip=None):
     """The install script's command line for node in ``role`` (leader,
-    master or worker)."""
+    master or worker); the VIM's ``floating_ip`` goes into the API server
+    certificate, which Tacker checks against it."""
     argv = ['bash', SCRIPT_PATH]
     if role == 'worker':
         argv += ['-w', node.fixed_ip]
@@ -272,6 +274,8 @@ def script_argv(role, plan, node, endpoint, network, join_info=None):
             argv += ['-p', network.pod_cidr]
         if network.cluster_cidr:
             argv += ['-a', network.cluster_cidr]
+    if role == 'leader' and floating_ip:
+        argv += ['-e', floating_ip]
     if role != 'leader':
         argv += ['-t', join_info.token, '-s', join_info.ca_cert_hash]
         if role == 'master':

@@ -220,7 +220,7 @@ class ClusterWorkflow(flow.Flow):
             join_info = self._run_master_script(
                 sessions, plan.leader, cluster.script_argv(
                     'leader', plan, plan.leader, endpoint,
-                    self.params.network), env, report)
+                    self.params.network, floating_ip=fip), env, report)
             several_masters = len(masters) > 1
             if several_masters and plan.join_masters:
                 self._remove_stale_members(leader, plan.join_masters, report)

@@ -91,7 +91,7 @@ FLAGS = {
     'init': {'control-plane-endpoint': True,
              'apiserver-advertise-address': True,
              'pod-network-cidr': True, 'service-cidr': True,
-             'upload-certs': False},
+             'apiserver-cert-extra-sans': True, 'upload-certs': False},
     'init phase upload-certs': {'upload-certs': False},
     'join': {'token': True, 'discovery-token-ca-cert-hash': True,
              'control-plane': False, 'certificate-key': True,

@@ -408,3 +408,13 @@ def test_blocking_budgets_are_found_by_their_selectors():
         'reached: 5s\n', 5, ['shop/db-budget'])
     assert 'blocked by pod(s) shop/db-0 (PodDisruptionBudget shop/db-budget ' \
         'allows no disruption)' in str(error)
+
+
+def test_the_floating_ip_goes_into_the_certificate_at_init_only():
+    argv = cluster.script_argv('leader', plan(), M1, '10.0.0.5:16443',
+                               params.ClusterNetwork(),
+                               floating_ip='192.0.2.7')
+    assert argv[-2:] == ['-e', '192.0.2.7']
+    assert '-e' not in cluster.script_argv(
+        'master', plan(), M2, '10.0.0.5:16443', params.ClusterNetwork(),
+        INFO, floating_ip='192.0.2.7')

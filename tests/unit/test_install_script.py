@@ -330,6 +330,8 @@ def test_help_documents_the_contract(node):
     (['-m', THIS_IP + ',', '-i', VIP], '-m: empty address'),
     (['-m', 'master-1', '-i', VIP], "-m: 'master-1' is not an IP address"),
     (['-w', THIS_IP, '-i', VIP, '-p', 'ten/8'], "-p: 'ten/8' is not a CIDR"),
+    (['-m', THIS_IP, '-i', VIP, '-e', 'a b'],
+     "-e: 'a b' is not a list of addresses and names"),
     (['-w', THIS_IP, '-i', VIP, '-t', 'nope'], '-t: not a bootstrap token'),
     (['-w', THIS_IP, '-i', VIP, '-s', 'md5:00'], '-s: not sha256'),
     (['-m', THIS_IP, '-i', VIP, '-k', 'xyz'], '-k: not a hexadecimal'),
@@ -528,6 +530,17 @@ def test_init_passes_the_cidrs_only_when_given(node):
         'init', '--control-plane-endpoint', THIS_IP + ':6443',
         '--apiserver-advertise-address', THIS_IP, '--upload-certs']
     assert cluster_info(result.stdout)['server'] == 'https://%s:6443' % THIS_IP
+
+
+def test_extra_certificate_names_reach_init(node):
+    result = node.run_main('-m', THIS_IP, '-i', THIS_IP + ':6443',
+                           '-e', '192.0.2.7,api.example.com')
+    assert result.returncode == 0, result.stderr
+    assert node.argvs('kubeadm')[0] == [
+        'init', '--control-plane-endpoint', THIS_IP + ':6443',
+        '--apiserver-advertise-address', THIS_IP,
+        '--apiserver-cert-extra-sans', '192.0.2.7,api.example.com',
+        '--upload-certs']
 
 
 def test_calico_manifest_is_fetched_before_init_when_missing(node):

@@ -12,7 +12,7 @@
 #
 # Usage:
 #   First Master:  install_k8s_cluster.sh -m IP1[,IP2,...] -i HOST:PORT
-#                      [-p POD_CIDR] [-a SERVICE_CIDR]
+#                      [-p POD_CIDR] [-a SERVICE_CIDR] [-e NAMES]
 #   Other Masters: install_k8s_cluster.sh -m IP1,IP2,... -i HOST:PORT
 #                      -t TOKEN -s sha256:HASH -k CERT_KEY [-p ..] [-a ..]
 #   Worker:        install_k8s_cluster.sh -w IP -i HOST:PORT
@@ -32,6 +32,10 @@
 #   -p CIDR       Pod network (kubeadm --pod-network-cidr); only passed on
 #                 when given. Calico uses 192.168.0.0/16 without it.
 #   -a CIDR       Service network (kubeadm --service-cidr); only when given.
+#   -e NAMES      Comma-separated extra IP addresses or DNS names for the
+#                 API server certificate (kubeadm
+#                 --apiserver-cert-extra-sans), e.g. the floating IP Tacker
+#                 reaches the cluster at; used by the first Master's init.
 #   -t TOKEN      Bootstrap token, to join.
 #   -s HASH       sha256:<hex> hash of the cluster CA's public key, to join.
 #   -k KEY        Certificate key, to join as a control-plane node.
@@ -66,7 +70,8 @@
 #      member, it is not initialised or joined again):
 #        kubeadm init --control-plane-endpoint HOST:PORT
 #            --apiserver-advertise-address IP [--pod-network-cidr CIDR]
-#            [--service-cidr CIDR] --upload-certs
+#            [--service-cidr CIDR] [--apiserver-cert-extra-sans NAMES]
+#            --upload-certs
 #        (then the Calico manifest CALICO_VERSION is applied), or
 #        kubeadm join HOST:PORT --token T --discovery-token-ca-cert-hash H
 #            [--control-plane --certificate-key K
@@ -147,7 +152,7 @@ usage() {
 
 # --- command line ------------------------------------------------------------
 
-masters='' worker='' endpoint='' pod_cidr='' service_cidr=''
+masters='' worker='' endpoint='' pod_cidr='' service_cidr='' extra_sans=''
 token='' ca_hash='' cert_key='' log_file='' debug=''
 master_list=() node_ip='' role='' member=''
 
@@ -157,17 +162,19 @@ readonly ENDPOINT_RE='^(\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9.-]+):[0-9]{1,5}$'
 readonly TOKEN_RE='^[a-z0-9]{6}\.[a-z0-9]{16}$'
 readonly HASH_RE='^sha256:[0-9a-f]{64}$'
 readonly KEY_RE='^[0-9a-f]+$'
+readonly SANS_RE='^[A-Za-z0-9.:-]+(,[A-Za-z0-9.:-]+)*$'
 
 parse_options() {
     local option address
     OPTIND=1
-    while getopts ':m:w:i:p:a:t:s:k:o:dh' option; do
+    while getopts ':m:w:i:p:a:e:t:s:k:o:dh' option; do
         case "$option" in
             m) masters="$OPTARG" ;;
             w) worker="$OPTARG" ;;
             i) endpoint="$OPTARG" ;;
             p) pod_cidr="$OPTARG" ;;
             a) service_cidr="$OPTARG" ;;
+            e) extra_sans="$OPTARG" ;;
             t) token="$OPTARG" ;;
             s) ca_hash="$OPTARG" ;;
             k) cert_key="$OPTARG" ;;
@@ -207,6 +214,9 @@ parse_options() {
     fi
     if [ -n "$service_cidr" ] && ! [[ "$service_cidr" =~ $CIDR_RE ]]; then
         fail_usage "-a: '$service_cidr' is not a CIDR"
+    fi
+    if [ -n "$extra_sans" ] && ! [[ "$extra_sans" =~ $SANS_RE ]]; then
+        fail_usage "-e: '$extra_sans' is not a list of addresses and names"
     fi
     # Secrets are checked but never echoed.
     if [ -n "$token" ] && ! [[ "$token" =~ $TOKEN_RE ]]; then
@@ -444,6 +454,7 @@ create_cluster() {
                 --apiserver-advertise-address "$node_ip")
     [ -z "$pod_cidr" ] || args+=(--pod-network-cidr "$pod_cidr")
     [ -z "$service_cidr" ] || args+=(--service-cidr "$service_cidr")
+    [ -z "$extra_sans" ] || args+=(--apiserver-cert-extra-sans "$extra_sans")
     args+=(--upload-certs)
     fetch_calico_manifest
     run_masked 'kubeadm init' kubeadm init "${args[@]}"
