@@ -20,6 +20,15 @@ with ``add_server``; a server leaves Nova when its resource is removed.
 
 Tests build the model with the ``add_*`` helpers, mutate it between calls
 (``remove_*``, or ``resource(...).attributes``) and assert on ``requests``.
+
+With a ``heat_engine`` (testbed.heat_engine.HeatEngine) the fake is a Heat
+that creates what templates say: ``POST /stacks``, ``PATCH`` (update and
+``mark_unhealthy``), ``DELETE`` and scaling-policy signals are handed to
+the engine, which boots testbed hosts for servers. Without one those calls
+answer 405. Stack lists (``name``, ``owner_id``, ``show_nested``), resource
+lists with ``nested_depth``, events, metadata and templates are served from
+the model either way. Deleted stacks keep answering by id (with
+``DELETE_COMPLETE``) but leave lists and name lookups, as in Heat.
 """
 
 import dataclasses
@@ -41,6 +50,19 @@ LOOKUP_SUBPATHS = ('resources', 'events', 'template', 'actions',
 INTERFACES = ('public', 'internal', 'admin')
 
 
+def _now():
+    return datetime.datetime.now(datetime.timezone.utc)
+
+
+def _iso(moment):
+    return moment.strftime('%Y-%m-%dT%H:%M:%S.%fZ')
+
+
+def heat_time(moment=None):
+    """A time as Heat prints it: whole seconds, no zone."""
+    return (moment or _now()).strftime('%Y-%m-%dT%H:%M:%S')
+
+
 @dataclasses.dataclass
 class FakeResource:
     name: str
@@ -48,6 +70,18 @@ class FakeResource:
     physical_resource_id: str
     attributes: dict
     nested_stack_id: str = None
+    status: str = 'CREATE_COMPLETE'
+    status_reason: str = 'state changed'
+    creation_time: str = dataclasses.field(default_factory=heat_time)
+    updated_time: str = None
+    # Heat's view, for the engine: resolved properties, metadata, events
+    # (dicts, oldest first) and the mark_unhealthy flag.
+    properties: dict = dataclasses.field(default_factory=dict)
+    metadata: dict = dataclasses.field(default_factory=dict)
+    events: list = dataclasses.field(default_factory=list)
+    unhealthy: bool = False
+    created_at: float = dataclasses.field(default_factory=lambda: _now(
+    ).timestamp())
 
 
 @dataclasses.dataclass
@@ -56,6 +90,15 @@ class FakeStack:
     name: str
     parent_id: str = None
     resources: dict = dataclasses.field(default_factory=dict)
+    status: str = 'CREATE_COMPLETE'
+    status_reason: str = 'Stack CREATE completed successfully'
+    creation_time: str = dataclasses.field(default_factory=heat_time)
+    updated_time: str = None
+    deleted: bool = False
+    template: dict = None
+    files: dict = dataclasses.field(default_factory=dict)
+    parameters: dict = dataclasses.field(default_factory=dict)
+    parent_resource: str = None
 
 
 @dataclasses.dataclass
@@ -90,7 +133,7 @@ class FakeOpenStack:
                  username='admin', password='fake-password',
                  project_name='admin', project_id=None,
                  user_domain_name='Default', project_domain_name='Default',
-                 regions=('RegionOne',)):
+                 regions=('RegionOne',), heat_engine=None):
         self.host = host
         self.port = port
         self.advertise_host = advertise_host or host
@@ -111,6 +154,9 @@ class FakeOpenStack:
         self._failures = []  # InjectedFailure, see fail_requests()
         self._server = None
         self._thread = None
+        self.engine = heat_engine
+        if heat_engine is not None:
+            heat_engine.attach(self)
 
     # -- lifecycle ---------------------------------------------------------
 
@@ -127,9 +173,12 @@ class FakeOpenStack:
         return self
 
     def stop(self):
+        if self._server is None:
+            return
         self._server.shutdown()
         self._server.server_close()
         self._thread.join()
+        self._server = None
 
     def __enter__(self):
         return self.start()
@@ -226,9 +275,10 @@ class FakeOpenStack:
 
     # -- model: stacks and generic resources -------------------------------
 
-    def add_stack(self, name, parent_id=None):
+    def add_stack(self, name, parent_id=None, **fields):
         """Add a stack and return its id."""
-        stack = FakeStack(id=str(uuid.uuid4()), name=name, parent_id=parent_id)
+        stack = FakeStack(id=str(uuid.uuid4()), name=name, parent_id=parent_id,
+                          **fields)
         with self._lock:
             self._stacks[stack.id] = stack
         return stack.id
@@ -236,6 +286,18 @@ class FakeOpenStack:
     def stack(self, stack_id):
         with self._lock:
             return self._stacks[stack_id]
+
+    def stacks(self, include_deleted=False):
+        """Every stack of the model (top-level and nested)."""
+        with self._lock:
+            return [stack for stack in self._stacks.values()
+                    if include_deleted or not stack.deleted]
+
+    def find_stack(self, name):
+        """The live stack called ``name``, or None."""
+        with self._lock:
+            return next((stack for stack in self._stacks.values()
+                         if stack.name == name and not stack.deleted), None)
 
     def resource(self, stack_id, name):
         with self._lock:
@@ -479,35 +541,181 @@ class FakeOpenStack:
 
     # -- HTTP: Heat --------------------------------------------------------
 
-    def _heat_get(self, path):
-        """Route a Heat GET below /heat/v1/<project_id>."""
-        match = re.fullmatch(r'/([^/]+)(/stacks/.*)', path)
+    def _heat(self, method, path, query, body):
+        """Route a Heat request below /heat/v1: (status, headers, body)."""
+        match = re.fullmatch(r'/([^/]+)/stacks(/.*)?', path)
         if not match or match.group(1) != self.project_id:
             return _heat_error(404, 'NotFound', 'Unknown project path.')
         parts = [urllib.parse.unquote(part)
-                 for part in match.group(2).split('/')[2:]]
+                 for part in (match.group(2) or '').split('/')[1:]]
+        if parts and parts[-1] == '':
+            parts.pop()
+        if not parts:
+            if method == 'GET':
+                return self._list_stacks(query)
+            if method == 'POST':
+                return self._engine_call('create_stack', body)
+            return _heat_error(405, 'MethodNotAllowed', 'Not allowed.')
         with self._lock:
-            if len(parts) == 1 or (len(parts) == 2
+            if len(parts) == 1 or (method == 'GET' and len(parts) == 2
                                    and parts[1] in LOOKUP_SUBPATHS):
-                return self._lookup_redirect(parts[0], parts[1:])
+                return self._lookup_redirect(parts[0], parts[1:], query)
             stack = self._find_canonical(parts[0], parts[1])
             if stack is None:
                 return _stack_not_found(parts[1])
-            if len(parts) == 2:
+        rest = parts[2:]
+        if method == 'GET':
+            return self._heat_show(stack, rest, query)
+        if method == 'PATCH' and not rest:
+            return self._engine_call('update_stack', stack, body)
+        if method == 'PUT' and not rest:
+            return self._engine_call('update_stack', stack, body,
+                                     existing=False)
+        if method == 'DELETE' and not rest:
+            return self._engine_call('delete_stack', stack)
+        if len(rest) >= 2 and rest[0] == 'resources':
+            with self._lock:
+                resource = stack.resources.get(rest[1])
+            if resource is None:
+                return _resource_not_found(rest[1])
+            if method == 'PATCH' and len(rest) == 2:
+                return self._mark_unhealthy(stack, resource, body)
+            if method == 'POST' and rest[2:] == ['signal']:
+                return self._engine_call('signal', stack, resource, body)
+        return _heat_error(404, 'NotFound', 'Unknown Heat path.')
+
+    def _heat_get(self, path):
+        """Route a Heat GET below /heat/v1/<project_id> (no query)."""
+        return self._heat('GET', path, {}, None)
+
+    def _engine_call(self, name, *args, **kwargs):
+        if self.engine is None:
+            return _heat_error(405, 'MethodNotAllowed',
+                               'This fake has no Heat engine.')
+        return getattr(self.engine, name)(*args, **kwargs)
+
+    def _mark_unhealthy(self, stack, resource, body):
+        """PATCH .../resources/<name>: Heat's resource mark-unhealthy."""
+        if not isinstance(body, dict) or not isinstance(
+                body.get('mark_unhealthy'), bool):
+            return _heat_error(400, 'HTTPBadRequest',
+                               'mark_unhealthy must be a boolean.')
+        with self._lock:
+            if body['mark_unhealthy']:
+                resource.unhealthy = True
+                resource.status = 'CHECK_FAILED'
+                resource.status_reason = body.get(
+                    'resource_status_reason') or 'marked unhealthy'
+            else:
+                resource.unhealthy = False
+                resource.status = 'CHECK_COMPLETE'
+                resource.status_reason = ''
+            self.add_event(resource, resource.status, resource.status_reason)
+        return 200, {}, {}
+
+    def add_event(self, resource, status, reason=''):
+        """Record an event of a resource (Heat's event list)."""
+        with self._lock:
+            resource.events.append({
+                'id': str(uuid.uuid4()),
+                'event_time': heat_time(),
+                'seq': len(resource.events),
+                'resource_name': resource.name,
+                'logical_resource_id': resource.name,
+                'physical_resource_id': resource.physical_resource_id,
+                'resource_status': status,
+                'resource_status_reason': reason,
+            })
+
+    def _list_stacks(self, query):
+        """GET /stacks: live stacks, top-level unless show_nested;
+        filters name, id, owner_id (parent), status."""
+        show_nested = _truthy(query.get('show_nested'))
+        with self._lock:
+            stacks = [s for s in self._stacks.values() if not s.deleted]
+            if not show_nested:
+                stacks = [s for s in stacks if s.parent_id is None]
+            for key, attribute in (('name', 'name'), ('id', 'id'),
+                                   ('owner_id', 'parent_id'),
+                                   ('status', 'status')):
+                if key in query:
+                    wanted = set(query[key])
+                    stacks = [s for s in stacks
+                              if getattr(s, attribute) in wanted]
+            stacks.sort(key=lambda s: s.creation_time, reverse=True)
+            return 200, {}, {'stacks': [self._stack_body(s, summary=True)
+                                        for s in stacks]}
+
+    def _heat_show(self, stack, rest, query):
+        with self._lock:
+            if not rest:
                 return 200, {}, {'stack': self._stack_body(stack)}
-            if parts[2:] == ['resources']:
-                return 200, {}, {'resources': [
-                    self._resource_body(stack, resource, detail=False)
-                    for resource in stack.resources.values()]}
-            if len(parts) == 4 and parts[2] == 'resources':
-                resource = stack.resources.get(parts[3])
-                if resource is None:
-                    return _heat_error(
-                        404, 'ResourceNotFound',
-                        'The Resource (%s) could not be found.' % parts[3])
+            if rest == ['template']:
+                return 200, {}, stack.template or {}
+            if rest == ['resources']:
+                depth = int((query.get('nested_depth') or ['0'])[0] or 0)
+                return 200, {}, {'resources': self._resource_list(
+                    stack, depth)}
+            if rest[0] != 'resources' or len(rest) < 2:
+                return _heat_error(404, 'NotFound', 'Unknown Heat path.')
+            resource = stack.resources.get(rest[1])
+            if resource is None:
+                return _resource_not_found(rest[1])
+            if len(rest) == 2:
                 return 200, {}, {'resource': self._resource_body(
                     stack, resource, detail=True)}
+            if rest[2:] == ['metadata']:
+                return 200, {}, {'metadata': resource.metadata}
+            if rest[2:] == ['events']:
+                return 200, {}, {'events': self._events(stack, resource,
+                                                        query)}
         return _heat_error(404, 'NotFound', 'Unknown Heat path.')
+
+    def _resource_list(self, stack, depth):
+        """Resources of a stack and, down to ``depth`` levels, of its
+        nested stacks (each with parent_resource), as Heat lists them."""
+        listed = []
+        for resource in stack.resources.values():
+            listed.append(self._resource_body(stack, resource, detail=False))
+            nested = self._stacks.get(resource.nested_stack_id)
+            if depth > 0 and nested is not None and not nested.deleted:
+                for entry in self._resource_list(nested, depth - 1):
+                    entry.setdefault('parent_resource', resource.name)
+                    listed.append(entry)
+        return listed
+
+    def _events(self, stack, resource, query):
+        events = sorted(resource.events,
+                        key=lambda e: (e['event_time'], e['seq']))
+        if (query.get('sort_dir') or ['asc'])[0] == 'desc':
+            events.reverse()
+        limit = (query.get('limit') or [None])[0]
+        if limit:
+            events = events[:int(limit)]
+        url = self._stack_url(stack)
+        return [dict({key: value for key, value in event.items()
+                      if key != 'seq'},
+                     links=[{'href': '%s/resources/%s/events/%s' % (
+                         url, resource.name, event['id']), 'rel': 'self'},
+                         {'href': url, 'rel': 'stack'}])
+                for event in events]
+
+    # -- HTTP: Keystone extras --------------------------------------------
+
+    def _version_document(self):
+        return 200, {}, {'version': {
+            'id': 'v3.14', 'status': 'stable', 'updated': '2020-04-07T00:00:00Z',
+            'links': [{'rel': 'self', 'href': self.auth_url + '/'}],
+            'media-types': [{'base': 'application/json',
+                             'type': 'application/vnd.openstack.identity-v3+json'}]}}
+
+    def _regions(self):
+        return 200, {}, {'regions': [
+            {'id': region, 'description': '', 'parent_region_id': None,
+             'links': {'self': '%s/regions/%s' % (self.auth_url, region)}}
+            for region in self.regions], 'links': {
+                'self': self.auth_url + '/regions', 'previous': None,
+                'next': None}}
 
     # -- HTTP: Nova ----------------------------------------------------------
 
@@ -544,14 +752,18 @@ class FakeOpenStack:
                              if length else [])
         return 200, {}, {'output': output}
 
-    def _lookup_redirect(self, name_or_id, subpath):
-        """Heat's stacks:lookup: 302 to stacks/<name>/<id>[/<subpath>]."""
+    def _lookup_redirect(self, name_or_id, subpath, query=None):
+        """Heat's stacks:lookup: 302 to stacks/<name>/<id>[/<subpath>],
+        keeping the query (nested_depth, ...). A deleted stack is still
+        found by its id, never by its name."""
         stack = self._stacks.get(name_or_id) or next(
             (stack for stack in self._stacks.values()
-             if stack.name == name_or_id), None)
+             if stack.name == name_or_id and not stack.deleted), None)
         if stack is None:
             return _stack_not_found(name_or_id)
         location = '/'.join([self._stack_url(stack)] + subpath)
+        if query:
+            location += '?' + urllib.parse.urlencode(query, doseq=True)
         return 302, {'Location': location}, {
             'code': 302, 'title': 'Found',
             'explanation': 'The resource was found at %s' % location}
@@ -566,20 +778,36 @@ class FakeOpenStack:
         return '%s/stacks/%s/%s' % (
             self.heat_url, urllib.parse.quote(stack.name, safe=''), stack.id)
 
-    def _stack_body(self, stack):
-        return {
+    def _stack_body(self, stack, summary=False):
+        body = {
             'id': stack.id,
             'stack_name': stack.name,
-            'description': '',
+            'description': (stack.template or {}).get('description', ''),
             'parent': stack.parent_id,
-            'stack_status': 'CREATE_COMPLETE',
-            'stack_status_reason': 'Stack CREATE completed successfully',
-            'creation_time': _iso(_now()),
-            'updated_time': None,
-            'parameters': {},
-            'outputs': [],
+            'stack_owner': None,
+            'stack_user_project_id': self.project_id,
+            'project': self.project_id,
+            'stack_status': stack.status,
+            'stack_status_reason': stack.status_reason,
+            'creation_time': stack.creation_time,
+            'updated_time': stack.updated_time,
+            'deletion_time': heat_time() if stack.deleted else None,
+            'tags': None,
             'links': [{'href': self._stack_url(stack), 'rel': 'self'}],
         }
+        if not summary:
+            body.update({
+                'parameters': {key: value if isinstance(value, str)
+                               else json.dumps(value)
+                               for key, value in stack.parameters.items()},
+                'outputs': [],
+                'disable_rollback': True,
+                'timeout_mins': None,
+                'capabilities': [],
+                'notification_topics': [],
+                'template_description': body['description'],
+            })
+        return body
 
     def _resource_body(self, stack, resource, detail):
         stack_url = self._stack_url(stack)
@@ -597,16 +825,19 @@ class FakeOpenStack:
             'logical_resource_id': resource.name,
             'physical_resource_id': resource.physical_resource_id,
             'resource_type': resource.resource_type,
-            'resource_status': 'CREATE_COMPLETE',
-            'resource_status_reason': 'state changed',
-            'creation_time': _iso(_now()),
-            'updated_time': _iso(_now()),
+            'resource_status': resource.status,
+            'resource_status_reason': resource.status_reason,
+            'creation_time': resource.creation_time,
+            'updated_time': resource.updated_time or resource.creation_time,
             'required_by': [],
             'links': links,
         }
+        if stack.parent_resource:
+            body['parent_resource'] = stack.parent_resource
         if detail:
             body['attributes'] = resource.attributes
             body['description'] = ''
+            body['metadata'] = resource.metadata
         return body
 
     def _record(self, method, path, had_token, status):
@@ -628,51 +859,75 @@ def _handler_class(fake):
 
     class Handler(http.server.BaseHTTPRequestHandler):
 
-        def do_POST(self):
-            path = urllib.parse.urlsplit(self.path).path
-            is_nova = path.startswith(NOVA_PREFIX + '/')
-            if path != '/v3/auth/tokens' and not is_nova:
-                return self._answer('POST', path, False, *_heat_error(
-                    404, 'NotFound', 'Unknown path.'))
+        def _body(self):
             length = int(self.headers.get('Content-Length') or 0)
             try:
-                body = json.loads(self.rfile.read(length) or b'{}')
+                return json.loads(self.rfile.read(length) or b'{}')
             except ValueError:
-                body = None
-            injected = fake._injected_failure('POST', path)
-            if injected is not None:
-                return self._answer('POST', path, False, *injected)
-            if is_nova:
-                return self._nova_answer(path, body)
-            return self._answer('POST', path, False, *fake._issue_token(body))
+                return None
 
-        def _nova_answer(self, path, body):
-            if not fake._token_is_valid(self.headers.get('X-Auth-Token')):
-                return self._answer('POST', path, False, *_keystone_error(
+        def _dispatch(self, method):
+            split = urllib.parse.urlsplit(self.path)
+            path = split.path
+            query = urllib.parse.parse_qs(split.query)
+            body = self._body() if method in ('POST', 'PATCH', 'PUT') \
+                else None
+            injected = fake._injected_failure(method, path)
+            if injected is not None:
+                return self._answer(method, path, False, *injected)
+            if method == 'POST' and path == '/v3/auth/tokens':
+                return self._answer(method, path, False,
+                                    *fake._issue_token(body))
+            if method == 'GET' and path in ('/v3', '/v3/'):
+                return self._answer(method, path, False,
+                                    *fake._version_document())
+            had_token = fake._token_is_valid(self.headers.get('X-Auth-Token'))
+            known = (path.startswith(HEAT_PREFIX + '/')
+                     or path.startswith(NOVA_PREFIX + '/')
+                     or path == '/v3/regions')
+            if not known:
+                return self._answer(method, path, False, *_heat_error(
+                    404, 'NotFound', 'Unknown path.'))
+            if not had_token:
+                return self._answer(method, path, False, *_keystone_error(
                     401, 'Unauthorized',
                     'The request you have made requires authentication.'))
-            return self._answer('POST', path, True, *fake._nova_post(
-                path[len(NOVA_PREFIX):], body))
+            if path == '/v3/regions':
+                if method != 'GET':
+                    return self._answer(method, path, True, *_heat_error(
+                        405, 'MethodNotAllowed', 'Not allowed.'))
+                return self._answer(method, path, True, *fake._regions())
+            if path.startswith(NOVA_PREFIX + '/'):
+                if method != 'POST':
+                    return self._answer(method, path, True, *_nova_error(
+                        404, 'itemNotFound', 'Unknown Nova path.'))
+                return self._answer(method, path, True, *fake._nova_post(
+                    path[len(NOVA_PREFIX):], body))
+            try:
+                answer = fake._heat(method, path[len(HEAT_PREFIX):], query,
+                                    body)
+            except Exception as error:  # noqa: BLE001 - a 500, as Heat
+                answer = _heat_error(500, type(error).__name__, str(error))
+            return self._answer(method, path, True, *answer)
 
         def do_GET(self):
-            path = urllib.parse.urlsplit(self.path).path
-            injected = fake._injected_failure('GET', path)
-            if injected is not None:
-                return self._answer('GET', path, False, *injected)
-            if not path.startswith(HEAT_PREFIX + '/'):
-                return self._answer('GET', path, False, *_heat_error(
-                    404, 'NotFound', 'Unknown path.'))
-            had_token = fake._token_is_valid(self.headers.get('X-Auth-Token'))
-            if not had_token:
-                return self._answer('GET', path, False, *_keystone_error(
-                    401, 'Unauthorized',
-                    'The request you have made requires authentication.'))
-            return self._answer('GET', path, True,
-                                *fake._heat_get(path[len(HEAT_PREFIX):]))
+            self._dispatch('GET')
+
+        def do_POST(self):
+            self._dispatch('POST')
+
+        def do_PATCH(self):
+            self._dispatch('PATCH')
+
+        def do_PUT(self):
+            self._dispatch('PUT')
+
+        def do_DELETE(self):
+            self._dispatch('DELETE')
 
         def _answer(self, method, path, had_token, status, headers, body):
             fake._record(method, path, had_token, status)
-            payload = json.dumps(body).encode()
+            payload = b'' if body is None else json.dumps(body).encode()
             self.send_response(status)
             self.send_header('Content-Type', 'application/json')
             self.send_header('Content-Length', str(len(payload)))
@@ -703,6 +958,15 @@ def _heat_error(code, error_type, message):
 
 def _nova_error(code, fault, message):
     return code, {}, {fault: {'code': code, 'message': message}}
+
+
+def _resource_not_found(name):
+    return _heat_error(404, 'ResourceNotFound',
+                       'The Resource (%s) could not be found.' % name)
+
+
+def _truthy(values):
+    return bool(values) and str(values[0]).lower() in ('true', '1', 'yes')
 
 
 def _stack_not_found(name_or_id):
@@ -744,10 +1008,3 @@ def _fixed_ip_entry(entry):
 def _short_id():
     return uuid.uuid4().hex[:12]
 
-
-def _now():
-    return datetime.datetime.now(datetime.timezone.utc)
-
-
-def _iso(moment):
-    return moment.strftime('%Y-%m-%dT%H:%M:%S.%fZ')

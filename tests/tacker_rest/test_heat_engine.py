@@ -1,0 +1,232 @@
+"""The Heat engine behind the fake Heat API, driven with python-heatclient
+as Tacker drives it, on the sample BaseHOTs (no Tacker needed).
+
+Needs root (it boots testbed hosts); skipped otherwise.
+"""
+
+import ipaddress
+import os
+import time
+
+import pytest
+import yaml
+
+from testbed import heat_engine
+from testbed import hosts
+from testbed import openstack_api
+
+BASEHOT = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(
+    os.path.abspath(__file__)))), 'samples', 'kubernetes_pv_vnf', 'BaseHOT')
+NETWORK = 'a0e0c0e0-7e57-4bed-8000-000000000001'
+
+
+@pytest.fixture(scope='module')
+def cloud():
+    reason = hosts.require_testbed()
+    if reason:
+        pytest.skip(reason)
+    engine = heat_engine.HeatEngine()
+    fake = openstack_api.FakeOpenStack(heat_engine=engine)
+    engine.start()
+    fake.start()
+    try:
+        yield fake
+    finally:
+        fake.stop()
+        engine.stop()
+
+
+@pytest.fixture
+def heat(cloud):
+    from heatclient import client
+    from keystoneauth1 import session
+    from keystoneauth1.identity import v3
+    auth = v3.Password(auth_url=cloud.auth_url, username=cloud.username,
+                       password=cloud.password,
+                       project_name=cloud.project_name,
+                       user_domain_name='Default',
+                       project_domain_name='Default')
+    return client.Client('1', session=session.Session(auth=auth),
+                         endpoint=cloud.heat_url)
+
+
+def wait(predicate, timeout=300):
+    delay, deadline = 0.05, time.monotonic() + timeout
+    while not predicate():
+        assert time.monotonic() < deadline, 'timed out'
+        time.sleep(delay)
+        delay = min(delay * 2, 0.5)
+
+
+def create(heat, flavour, name):
+    """POST /stacks as Tacker does: the top template, the nested ones in
+    files and the nfv parameter KubernetesClusterUserData computes."""
+    directory = os.path.join(BASEHOT, flavour)
+    top = next(f for f in os.listdir(directory) if f.endswith('.yaml'))
+    with open(os.path.join(directory, top)) as handle:
+        template = handle.read()
+    files = {}
+    for nested in os.listdir(os.path.join(directory, 'nested')):
+        with open(os.path.join(directory, 'nested', nested)) as handle:
+            files[nested] = handle.read()
+    nfv = {'VDU': {vdu: {'flavor': 'm1.medium', 'image': 'ubuntu'}
+                   for vdu in ('masterNode', 'workerNode', 'storage_server')},
+           'CP': {cp: {'network': NETWORK} for cp in (
+               'masterNode_CP1', 'workerNode_CP2', 'storage_server_CP')}}
+    stack = heat.stacks.create(stack_name=name, template=template,
+                               files=files, parameters={'nfv': nfv},
+                               disable_rollback=True)
+    stack_id = stack['stack']['id']
+    wait(lambda: heat.stacks.get(stack_id).stack_status != 'CREATE_IN_PROGRESS')
+    return stack_id
+
+
+def members(heat, stack_id, group):
+    group_id = heat.resources.get(stack_id, group).physical_resource_id
+    return heat.resources.list(group_id)
+
+
+def member_server(heat, member):
+    return heat.resources.get(member.physical_resource_id, 'workerNode')
+
+
+def idle(heat, stack_id, group):
+    return lambda: all('IN_PROGRESS' not in r.resource_status
+                       for r in members(heat, stack_id, group))
+
+
+def test_simple_flavour_lifecycle(cloud, heat):
+    engine = cloud.engine
+    testbed = engine.testbed
+    stack_id = create(heat, 'simple', 'vnflcm_simple')
+    stack = heat.stacks.get(stack_id)
+    assert stack.stack_status == 'CREATE_COMPLETE', stack.stack_status_reason
+    listed = heat.resources.list(stack_id, nested_depth=2)
+    servers = [r for r in listed if r.resource_type == 'OS::Nova::Server']
+    assert len(servers) == 4  # 1 master, 2 workers, the storage server
+    # Every port has the address of the host Heat booted for its server.
+    storage_cp = heat.resources.get(stack_id, 'storage_server_CP').attributes
+    storage_server = heat.resources.get(stack_id, 'storage_server')
+    storage = testbed.hosts[engine.hosts[storage_server.physical_resource_id]]
+    assert storage_cp['fixed_ips'][0]['ip_address'] == storage.ip
+    assert storage_cp['device_id'] == storage_server.physical_resource_id
+    volume = heat.resources.get(stack_id, 'storage_server_volume')
+    assert volume.attributes['attachments'][0]['device'] == '/dev/vdb'
+    assert storage.volumes == ['/dev/vdb']
+    assert cloud._consoles[storage_server.physical_resource_id] == \
+        storage.console_output()
+    # A Kubernetes API server for the cluster of this stack.
+    assert list(engine.kubes) == [stack_id]
+    # Nested stacks by owner, as Tacker walks them.
+    nested = heat.stacks.list(filters={'owner_id': stack_id,
+                                       'show_nested': True})
+    assert len(list(nested)) == 2
+    assert [s.id for s in heat.stacks.list(
+        filters={'name': 'vnflcm_simple'})] == [stack_id]
+
+    # Scale out, then in: Heat removes the oldest member.
+    before = members(heat, stack_id, 'worker_instance')
+    oldest = min(before, key=lambda r: (r.creation_time, r.resource_name))
+    last = list(heat.events.list(stack_id, 'worker_instance_scale_out',
+                                 limit=1, sort_dir='desc'))[0].id
+    heat.resources.signal(stack_id, 'worker_instance_scale_out')
+    assert list(heat.events.list(stack_id, 'worker_instance_scale_out',
+                                 limit=1, sort_dir='desc'))[0].id != last
+    wait(idle(heat, stack_id, 'worker_instance'))
+    assert len(members(heat, stack_id, 'worker_instance')) == 3
+    assert heat.resources.get(stack_id, 'worker_instance').attributes[
+        'current_size'] == 3
+    assert heat.resources.metadata(stack_id, 'worker_instance')[
+        'scaling_in_progress'] is False
+    heat.resources.signal(stack_id, 'worker_instance_scale_in')
+    wait(idle(heat, stack_id, 'worker_instance'))
+    after = members(heat, stack_id, 'worker_instance')
+    assert len(after) == 2
+    assert oldest.resource_name not in {r.resource_name for r in after}
+
+    # Heal the storage server alone: new VM, same address, same volume.
+    storage.run('touch /volume-probe && mkdir -p /mnt/v && '
+                'mkfs.ext4 -q /dev/vdb && mount /dev/vdb /mnt/v && '
+                'touch /mnt/v/kept && umount /mnt/v')
+    heat.resources.mark_unhealthy(stack_id, 'storage_server', True, 'heal')
+    heat.stacks.update(stack_id, existing=True)
+    wait(lambda: heat.stacks.get(stack_id).stack_status != 'UPDATE_IN_PROGRESS')
+    assert heat.stacks.get(stack_id).stack_status == 'UPDATE_COMPLETE'
+    healed = heat.resources.get(stack_id, 'storage_server')
+    assert healed.physical_resource_id != \
+        storage_server.physical_resource_id
+    host = testbed.hosts[engine.hosts[healed.physical_resource_id]]
+    assert host.ip == storage.ip
+    assert host.run('ls /volume-probe', check=False).returncode != 0
+    assert heat.resources.get(stack_id, 'storage_server_volume'
+                              ).physical_resource_id == \
+        volume.physical_resource_id
+    host.run('mkdir -p /mnt/v && mount /dev/vdb /mnt/v')
+    assert host.run('ls /mnt/v').stdout.split() == ['kept', 'lost+found']
+    host.run('umount /mnt/v')
+
+    # Heal server and volume (Tacker's default): a blank new volume.
+    heat.resources.mark_unhealthy(stack_id, 'storage_server', True, 'heal')
+    heat.resources.mark_unhealthy(stack_id, 'storage_server_volume', True,
+                                  'heal')
+    heat.stacks.update(stack_id, existing=True)
+    wait(lambda: heat.stacks.get(stack_id).stack_status != 'UPDATE_IN_PROGRESS')
+    assert heat.resources.get(stack_id, 'storage_server_volume'
+                              ).physical_resource_id != \
+        volume.physical_resource_id
+    healed = heat.resources.get(stack_id, 'storage_server')
+    host = testbed.hosts[engine.hosts[healed.physical_resource_id]]
+    assert host.run('blkid /dev/vdb', check=False).stdout == ''
+
+    # Every address handed out is a testbed host address.
+    for address in engine.ever_handed_out:
+        assert ipaddress.ip_address(address) in testbed._subnet
+        assert address != testbed.bridge_ip
+
+    # Delete: the stack answers by id until DELETE_COMPLETE, and leaves
+    # lists and name lookups; its hosts and API server are gone.
+    heat.stacks.delete(stack_id)
+    wait(lambda: heat.stacks.get(stack_id).stack_status == 'DELETE_COMPLETE')
+    assert list(heat.stacks.list(filters={'name': 'vnflcm_simple'})) == []
+    assert cloud.find_stack('vnflcm_simple') is None
+    assert testbed.hosts == {}
+    assert engine.kubes == {}
+    assert engine.errors == []
+
+
+def test_ha_flavour_virtual_ip(cloud, heat):
+    engine = cloud.engine
+    stack_id = create(heat, 'ha', 'vnflcm_ha')
+    stack = heat.stacks.get(stack_id)
+    assert stack.stack_status == 'CREATE_COMPLETE', stack.stack_status_reason
+    vip = heat.resources.get(stack_id, 'vip_CP').attributes
+    address = vip['fixed_ips'][0]['ip_address']
+    assert vip['device_id'] == ''
+    assert address not in {h.ip for h in engine.testbed.hosts.values()}
+    assert ipaddress.ip_address(address) in engine.testbed._subnet
+    masters = members(heat, stack_id, 'master_instance')
+    assert len(masters) == 3
+    for member in masters:
+        port = heat.resources.get(member.physical_resource_id,
+                                  'masterNode_CP1').attributes
+        assert port['allowed_address_pairs'] == [{'ip_address': address}]
+    heat.stacks.delete(stack_id)
+    wait(lambda: heat.stacks.get(stack_id).stack_status == 'DELETE_COMPLETE')
+    assert engine.testbed.hosts == {}
+    assert engine.errors == []
+
+
+def test_unsupported_resource_fails_the_stack(cloud, heat):
+    template = yaml.safe_dump({
+        'heat_template_version': '2016-10-14',
+        'resources': {'lb': {'type': 'OS::Octavia::LoadBalancer',
+                             'properties': {}}}})
+    stack = heat.stacks.create(stack_name='unsupported', template=template)
+    stack_id = stack['stack']['id']
+    wait(lambda: heat.stacks.get(stack_id).stack_status != 'CREATE_IN_PROGRESS')
+    stack = heat.stacks.get(stack_id)
+    assert stack.stack_status == 'CREATE_FAILED'
+    assert 'OS::Octavia::LoadBalancer' in stack.stack_status_reason
+    cloud.engine.errors.clear()
+    heat.stacks.delete(stack_id)
+    wait(lambda: heat.stacks.get(stack_id).stack_status == 'DELETE_COMPLETE')

@@ -1,0 +1,392 @@
+"""The user guide's whole lifecycle through real Tacker's REST API.
+
+An operator's session, in order (each test is one step and needs the ones
+before it; a failed step skips the rest): register the OpenStack VIM,
+build the sample package with ``kubernetes-mgmt-pv package`` and onboard
+it, create and instantiate the VNF with samples/requests/
+instantiate_simple.json, scale the Workers out and in, heal a Worker, try
+to heal the Storage server while a PersistentVolume is Bound (refused:
+FAILED_TEMP with the driver's message), release the claim, fail the
+operation and heal the Storage server, heal the entire VNF, terminate and
+delete. After every operation the checks the user guide tells operators
+to make: ``df -h`` and ``sudo exportfs -v`` on the Storage server (over
+SSH), ``kubectl get pv`` and ``kubectl get nodes`` on a Master, and
+``GET /v1.0/vims`` for the Kubernetes VIM the driver registers.
+
+Everything the driver does runs inside tacker-conductor: Tacker loads it
+through its entry point, checks the package's copy of it, and hands it
+the objects and Heat stacks it made from the package and the requests.
+The cluster half (nodes joining, drained, re-joined) is checked by the
+last tests, from what the steps recorded.
+"""
+
+import ipaddress
+import json
+import re
+
+import pytest
+
+from testbed import cluster as cluster_mod
+
+PV_NAMES = ('nfs-pv1', 'nfs-pv2', 'nfs-pv3')
+EXPORTS = ('/volume/nfs/pv1', '/volume/nfs/pv2', '/volume/nfs/pv3')
+K8S_VIM = 'kubernetes_vim'  # vim_name of the sample request
+CLAIM = '''apiVersion: v1
+kind: PersistentVolumeClaim
+metadata:
+  name: data
+  namespace: default
+spec:
+  accessModes: [ReadWriteOnce]
+  storageClassName: ""
+  volumeName: nfs-pv1
+  resources:
+    requests:
+      storage: 1Gi
+'''
+
+
+class Session(object):
+    """What the steps learned, and which of them passed."""
+
+    def __init__(self):
+        self.done = set()
+        self.nodes = {}  # step -> {node name: Ready?}
+        self.ops = {}  # step -> operation occurrence
+
+    def need(self, *steps):
+        missing = [step for step in steps if step not in self.done]
+        if missing:
+            pytest.skip('needs the earlier step(s) %s' % ', '.join(missing))
+
+
+@pytest.fixture(scope='module')
+def s():
+    return Session()
+
+
+def _ready_nodes(lab):
+    ready = {}
+    for name, node in lab.nodes().items():
+        conditions = {c['type']: c['status']
+                      for c in node.get('status', {}).get('conditions', [])}
+        ready[name] = conditions.get('Ready') == 'True'
+    return ready
+
+
+def _record_nodes(lab, s, step):
+    """kubectl get nodes, kept for the cluster-half checks at the end."""
+    try:
+        s.nodes[step] = _ready_nodes(lab)
+    except Exception as error:  # noqa: BLE001 - checked at the end
+        s.nodes[step] = error
+    return s.nodes[step]
+
+
+def _completed(occ, operation):
+    assert occ['operation'] == operation
+    assert occ['operationState'] == 'COMPLETED', occ.get('error')
+
+
+def check_storage_and_pvs(lab, instance_id):
+    """The user guide's checks after instantiate and after each heal."""
+    checks = lab.storage_checks(instance_id)
+    # df -h: the Cinder volume (/dev/vdb) is mounted on /volume.
+    assert re.search(r'^/dev/vdb\s.*\s/volume$', checks['df'], re.M), \
+        checks['df']
+    # sudo exportfs -v: every export_dir of the request.
+    for export in EXPORTS:
+        assert re.search(r'^%s\s' % re.escape(export), checks['exportfs'],
+                         re.M), checks['exportfs']
+    # kubectl get pv: every PV Available, at the Storage server's address.
+    listing = lab.kubectl('get', 'pv')
+    volumes = lab.persistent_volumes()
+    for name in PV_NAMES:
+        assert name in listing
+        assert volumes[name]['status']['phase'] == 'Available', listing
+        assert volumes[name]['spec']['nfs']['server'] == checks['address']
+    return checks
+
+
+def k8s_vims(lab):
+    return [vim for vim in lab.vims() if vim['type'] == 'kubernetes']
+
+
+# -- the steps -------------------------------------------------------------------
+
+def test_register_openstack_vim(lab, s):
+    vim = lab.register_openstack_vim()
+    assert vim['status'] in ('ACTIVE', 'REACHABLE', 'PENDING')
+    listed = {v['id']: v for v in lab.vims()}
+    assert listed[vim['id']]['type'] == 'openstack'
+    assert listed[vim['id']]['placement_attr']['regions'] == ['RegionOne']
+    s.vim_id = vim['id']
+    s.done.add('vim')
+
+
+def test_build_and_onboard_the_sample_package(lab, s, tmp_path_factory):
+    vnfd_id, zip_path = lab.build_package(
+        str(tmp_path_factory.mktemp('package')))
+    package = lab.client.onboard_package(zip_path)
+    assert package['onboardingState'] == 'ONBOARDED'
+    assert package['vnfdId'] == vnfd_id
+    s.vnfd_id = vnfd_id
+    s.done.add('package')
+
+
+def test_instantiate(lab, s):
+    s.need('vim', 'package')
+    instance = lab.client.post('/vnflcm/v1/vnf_instances',
+                               {'vnfdId': s.vnfd_id}, expect=201).body
+    s.instance_id = instance['id']
+    assert instance['instantiationState'] == 'NOT_INSTANTIATED'
+    request = lab.instantiate_request(s.vim_id)
+    # Only the network ids, the VIM id and the storage password differ
+    # from the sample; additionalParams are the sample's otherwise.
+    sample = lab.sample_request('instantiate_simple.json')
+    assert request['flavourId'] == sample['flavourId']
+    storage = request['additionalParams'][
+        'k8s_cluster_installation_param']['storage_server']
+    sample_storage = sample['additionalParams'][
+        'k8s_cluster_installation_param']['storage_server']
+    assert dict(storage, password=None) == dict(sample_storage,
+                                                password=None)
+    occ = s.ops['instantiate'] = lab.lcm(s.instance_id, 'instantiate',
+                                         request)
+    _completed(occ, 'INSTANTIATE')
+    instance = lab.instance(s.instance_id)
+    assert instance['instantiationState'] == 'INSTANTIATED'
+    vdus = sorted(v['vduId'] for v in lab.vnfcs(s.instance_id))
+    assert vdus == ['masterNode', 'storage_server', 'workerNode',
+                    'workerNode']
+    check_storage_and_pvs(lab, s.instance_id)
+    # The driver registered the cluster as a Kubernetes VIM.
+    assert [v['name'] for v in k8s_vims(lab)] == [K8S_VIM]
+    _record_nodes(lab, s, 'instantiate')
+    s.done.add('instantiate')
+
+
+def test_scale_out_workers(lab, s):
+    s.need('instantiate')
+    before = {v['id'] for v in lab.vnfcs(s.instance_id, 'workerNode')}
+    occ = s.ops['scale_out'] = lab.lcm(
+        s.instance_id, 'scale', lab.sample_request('scale_out_worker.json'))
+    _completed(occ, 'SCALE')
+    workers = lab.vnfcs(s.instance_id, 'workerNode')
+    added = [v for v in workers if v['id'] not in before]
+    assert len(workers) == 3 and len(added) == 1
+    s.added_host = lab.engine.testbed.hosts[lab.engine.hosts[
+        added[0]['computeResource']['resourceId']]].name
+    info = lab.instance(s.instance_id)['instantiatedVnfInfo']
+    levels = {scale['aspectId']: scale['scaleLevel']
+              for scale in info['scaleStatus']}
+    assert levels['worker_instance'] == 1
+    # The new VM got the NFS client (operator guide: dpkg -l nfs-common).
+    host = lab.engine.testbed.hosts[s.added_host]
+    assert cluster_mod.installed(host, 'nfs-common')
+    _record_nodes(lab, s, 'scale_out')
+    s.scaled_out_node = host.name
+    s.done.add('scale_out')
+
+
+def test_scale_in_workers(lab, s):
+    s.need('scale_out')
+    before = lab.vnfcs(s.instance_id, 'workerNode')
+    hosts_before = {lab.engine.hosts[v['computeResource']['resourceId']]
+                    for v in before}
+    occ = s.ops['scale_in'] = lab.lcm(
+        s.instance_id, 'scale', lab.sample_request('scale_in_worker.json'))
+    _completed(occ, 'SCALE')
+    after = lab.vnfcs(s.instance_id, 'workerNode')
+    assert len(after) == 2
+    hosts_after = {lab.engine.hosts[v['computeResource']['resourceId']]
+                   for v in after}
+    removed = hosts_before - hosts_after
+    assert len(removed) == 1
+    # Heat removed the oldest Worker, the one Tacker chose.
+    s.scaled_in_node = removed.pop()
+    assert s.scaled_in_node not in lab.engine.testbed.hosts
+    check_storage_and_pvs(lab, s.instance_id)
+    _record_nodes(lab, s, 'scale_in')
+    s.done.add('scale_in')
+
+
+def test_heal_a_worker(lab, s):
+    s.need('instantiate')
+    worker = lab.vnfcs(s.instance_id, 'workerNode')[0]
+    old_server = worker['computeResource']['resourceId']
+    s.healed_node = lab.engine.hosts[old_server]
+    occ = s.ops['heal_worker'] = lab.lcm(
+        s.instance_id, 'heal', {'vnfcInstanceId': [worker['id']],
+                                'cause': 'Heal a Worker node'})
+    _completed(occ, 'HEAL')
+    healed = {v['id']: v for v in lab.vnfcs(s.instance_id)}[worker['id']]
+    new_server = healed['computeResource']['resourceId']
+    assert new_server != old_server  # a new VM (fresh root fs)
+    assert lab.engine.hosts[new_server] == s.healed_node
+    host = lab.engine.testbed.hosts[s.healed_node]
+    assert cluster_mod.installed(host, 'nfs-common')
+    check_storage_and_pvs(lab, s.instance_id)
+    _record_nodes(lab, s, 'heal_worker')
+    s.done.add('heal_worker')
+
+
+def test_heal_storage_server_refused_while_a_pv_is_bound(lab, s):
+    s.need('instantiate')
+    master = lab.masters()[0]
+    lab.ssh(master, "cat > /tmp/claim.yaml <<'EOF'\n%sEOF\n" % CLAIM)
+    lab.kubectl('apply', '-f', '/tmp/claim.yaml')
+    assert lab.persistent_volumes()['nfs-pv1']['status']['phase'] == 'Bound'
+    storage = lab.vnfcs(s.instance_id, 'storage_server')[0]
+    s.storage_vnfc = storage
+    request = lab.sample_request('heal_storage_server.json')
+    request['vnfcInstanceId'] = [storage['id']]
+    s.heal_storage_request = request
+    occ = s.ops['heal_storage_bound'] = lab.lcm(s.instance_id, 'heal',
+                                                request)
+    assert occ['operationState'] == 'FAILED_TEMP'
+    # What the operator reads: GET /vnf_lcm_op_occs/{id}.
+    shown = lab.client.get('/vnflcm/v1/vnf_lcm_op_occs/%s' % occ['id'])
+    detail = shown['error']['detail']
+    assert 'nfs-pv1' in detail and 'Bound' in detail, detail
+    assert 'nfs-pv2' not in detail
+    # Nothing was touched: same VM, the PV still Bound, exports intact.
+    same = {v['id']: v for v in lab.vnfcs(s.instance_id)}[storage['id']]
+    assert same['computeResource'] == storage['computeResource']
+    assert lab.persistent_volumes()['nfs-pv1']['status']['phase'] == 'Bound'
+    s.failed_heal = occ['id']
+    s.done.add('heal_storage_refused')
+
+
+def test_failed_heal_must_be_handled_before_the_next_one(lab, s):
+    s.need('heal_storage_refused')
+    # Tacker refuses another LCM operation while one is FAILED_TEMP.
+    refused = lab.client.request(
+        'POST', '/vnflcm/v1/vnf_instances/%s/heal' % s.instance_id,
+        body=s.heal_storage_request)
+    assert refused.status == 409, refused.body
+    # A heal cannot be rolled back in Tacker's v1 API (instantiate and
+    # scale only) ...
+    rollback = lab.client.request(
+        'POST', '/vnflcm/v1/vnf_lcm_op_occs/%s/rollback' % s.failed_heal)
+    assert rollback.status == 409, rollback.body
+    assert 'INSTANTIATE/SCALE' in json.dumps(rollback.body)
+    # ... so the operator releases the claim and fails the operation.
+    lab.kubectl('delete', 'pvc', 'data')
+    assert lab.persistent_volumes()['nfs-pv1']['status']['phase'] != 'Bound'
+    failed = lab.op_action(s.failed_heal, 'fail')
+    assert failed['operationState'] == 'FAILED'
+    shown = lab.client.get('/vnflcm/v1/vnf_lcm_op_occs/%s' % s.failed_heal)
+    assert shown['operationState'] == 'FAILED'
+    s.done.add('failed_heal_handled')
+
+
+def test_heal_storage_server(lab, s):
+    s.need('failed_heal_handled')
+    storage = lab.host_at(lab.cp_address(s.instance_id))
+    storage.run('touch /volume/nfs/pv2/written-before-heal')
+    old_server = s.storage_vnfc['computeResource']['resourceId']
+    occ = s.ops['heal_storage'] = lab.lcm(s.instance_id, 'heal',
+                                          s.heal_storage_request)
+    _completed(occ, 'HEAL')
+    healed = {v['id']: v for v in lab.vnfcs(s.instance_id)}[
+        s.storage_vnfc['id']]
+    assert healed['computeResource']['resourceId'] != old_server
+    checks = check_storage_and_pvs(lab, s.instance_id)
+    # Heat re-created the volume too (Tacker marks it unhealthy with the
+    # server): its data is gone, as the user guide warns.
+    storage = lab.host_at(checks['address'])
+    assert storage.run('ls /volume/nfs/pv2').stdout.strip() == ''
+    _record_nodes(lab, s, 'heal_storage')
+    s.done.add('heal_storage')
+
+
+def test_heal_entire_vnf(lab, s):
+    s.need('instantiate')
+    old_stack = lab.stack(s.instance_id).id
+    old_servers = {v['computeResource']['resourceId']
+                   for v in lab.vnfcs(s.instance_id)}
+    occ = s.ops['heal_entire'] = lab.lcm(
+        s.instance_id, 'heal',
+        lab.sample_request('heal_entire_cluster.json'))
+    _completed(occ, 'HEAL')
+    assert lab.stack(s.instance_id).id != old_stack  # re-created
+    new_servers = {v['computeResource']['resourceId']
+                   for v in lab.vnfcs(s.instance_id)}
+    assert not old_servers & new_servers
+    check_storage_and_pvs(lab, s.instance_id)
+    assert [v['name'] for v in k8s_vims(lab)] == [K8S_VIM]
+    _record_nodes(lab, s, 'heal_entire')
+    s.done.add('heal_entire')
+
+
+def test_terminate_and_delete(lab, s):
+    s.need('instantiate')
+    stack_id = lab.stack(s.instance_id).id
+    occ = s.ops['terminate'] = lab.lcm(s.instance_id, 'terminate',
+                                       {'terminationType': 'FORCEFUL'})
+    _completed(occ, 'TERMINATE')
+    assert lab.instance(s.instance_id)['instantiationState'] == \
+        'NOT_INSTANTIATED'
+    # The stack is gone (it still answers by id, as in Heat), every VM
+    # with it, and the driver deregistered the Kubernetes VIM.
+    assert lab.stack(s.instance_id) is None
+    assert lab.cloud.stack(stack_id).status == 'DELETE_COMPLETE'
+    assert lab.engine.testbed.hosts == {}
+    assert lab.engine.kubes == {}
+    assert k8s_vims(lab) == []
+    lab.client.delete('/vnflcm/v1/vnf_instances/%s' % s.instance_id,
+                      expect=204)
+    assert lab.client.request('GET', '/vnflcm/v1/vnf_instances/%s'
+                              % s.instance_id).status == 404
+    s.done.add('terminate')
+
+
+# -- what held throughout --------------------------------------------------------
+
+def test_only_testbed_addresses_were_handed_out(lab, s):
+    s.need('instantiate')
+    subnet = lab.engine.testbed._subnet
+    assert lab.engine.errors == []
+    addresses = sorted(lab.engine.ever_handed_out)
+    assert addresses
+    assert all(ipaddress.ip_address(ip) in subnet for ip in addresses)
+    assert lab.engine.testbed.bridge_ip not in addresses
+
+
+# -- the cluster half (issue "Scale and heal of cluster nodes") ------------------
+
+def _nodes_at(s, step):
+    s.need(step)
+    nodes = s.nodes.get(step)
+    if isinstance(nodes, Exception):
+        pytest.fail('kubectl get nodes failed after %s: %s' % (step, nodes))
+    return nodes
+
+
+def test_cluster_nodes_ready_after_instantiate(s):
+    nodes = _nodes_at(s, 'instantiate')
+    assert len(nodes) == 3 and all(nodes.values()), nodes
+
+
+def test_cluster_new_worker_ready_after_scale_out(s):
+    nodes = _nodes_at(s, 'scale_out')
+    assert nodes.get(s.scaled_out_node) is True, nodes
+    assert len(nodes) == 4 and all(nodes.values()), nodes
+
+
+def test_cluster_removed_worker_gone_after_scale_in(s):
+    nodes = _nodes_at(s, 'scale_in')
+    assert s.scaled_in_node not in nodes, nodes
+    assert len(nodes) == 3 and all(nodes.values()), nodes
+
+
+def test_cluster_healed_worker_ready(s):
+    nodes = _nodes_at(s, 'heal_worker')
+    assert nodes.get(s.healed_node) is True, nodes
+    assert len(nodes) == 3 and all(nodes.values()), nodes
+
+
+def test_cluster_ready_after_entire_heal(s):
+    nodes = _nodes_at(s, 'heal_entire')
+    assert len(nodes) == 3 and all(nodes.values()), nodes
