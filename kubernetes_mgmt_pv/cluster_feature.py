@@ -51,36 +51,26 @@ class ClusterFeature(object):
         """Entire VNF: the cluster is about to be re-created, so its VIM
         goes first. Masters and Workers: out of the cluster before Heat
         replaces their VMs."""
-        params = self._params(vnf_instance)
-        if params is None:
-            return
-        if _heals_entire_cluster(heal_vnf_request):
+        params, healed = self._heal_plan(context, vnf_instance,
+                                         heal_vnf_request)
+        if params is not None and healed is None:
             self._deregister(context, vnf_instance, params)
-            return
-        servers = lcm_requests.heal_targets(vnf_instance, heal_vnf_request,
-                                            params).servers
-        if servers:
-            workflow = self._workflow(context, vnf_instance, params,
-                                      heal_vnf_request)
-            workflow.remove(workflow.topology.healed(servers))
+        elif healed:
+            workflow, nodes = healed
+            workflow.remove(nodes)
 
     def heal_end(self, context, vnf_instance, heal_vnf_request, grant,
                  grant_request, **kwargs):
         """Entire VNF: install the new VMs as a new cluster and register
-        it. Masters and Workers: the new VMs join the cluster."""
-        params = self._params(vnf_instance)
-        if params is None:
-            return
-        if _heals_entire_cluster(heal_vnf_request):
+        it. Masters and Workers: the new VMs join the cluster (logging in
+        with the request's credentials, if it gives any)."""
+        params, healed = self._heal_plan(context, vnf_instance,
+                                         heal_vnf_request)
+        if params is not None and healed is None:
             self._install(context, vnf_instance, params,
                           lcm_request=heal_vnf_request)
-            return
-        servers = lcm_requests.heal_targets(vnf_instance, heal_vnf_request,
-                                            params).servers
-        if servers:
-            workflow = self._workflow(context, vnf_instance, params,
-                                      heal_vnf_request)
-            workflow.topology.healed(servers)  # their logins: the request's
+        elif healed:
+            workflow, _ = healed
             workflow.install()
 
     def scale_start(self, context, vnf_instance, scale_vnf_request, grant,
@@ -132,6 +122,23 @@ class ClusterFeature(object):
                       'installed by this driver')
             return None
         return params
+
+    def _heal_plan(self, context, vnf_instance, heal_vnf_request):
+        """(params, None) for an entire-VNF heal; (params, (workflow, the
+        healed Masters/Workers)) for VNFCs, empty when it names none of
+        them; (None, ()) when the cluster feature is off."""
+        params = self._params(vnf_instance)
+        if params is None:
+            return None, ()
+        if _heals_entire_cluster(heal_vnf_request):
+            return params, None
+        servers = lcm_requests.heal_targets(vnf_instance, heal_vnf_request,
+                                            params).servers
+        if not servers:
+            return params, ()
+        workflow = self._workflow(context, vnf_instance, params,
+                                  heal_vnf_request)
+        return params, (workflow, workflow.topology.healed(servers))
 
     @staticmethod
     def _scales_workers(params, scale_vnf_request):

@@ -88,6 +88,15 @@ def kubectl(master, *args):
     return master.run('su - ubuntu -c %s' % shlex.quote(command)).stdout
 
 
+def node_readiness(master):
+    """{Node name: status of its Ready condition} as kubectl on a Master
+    shows them."""
+    items = json.loads(kubectl(master, 'get', 'nodes', '-o', 'json'))['items']
+    return {item['metadata']['name']: next(
+        (c['status'] for c in item['status'].get('conditions') or []
+         if c['type'] == 'Ready'), None) for item in items}
+
+
 def persistent_volumes(master):
     items = json.loads(kubectl(master, 'get', 'pv', '-o', 'json'))['items']
     return {item['metadata']['name']: item for item in items}

@@ -36,21 +36,9 @@ import tempfile
 import time
 
 from testbed import hosts
+from testbed import pv_manifest
 from testbed import tacker_service
 
-CLAIM = '''apiVersion: v1
-kind: PersistentVolumeClaim
-metadata:
-  name: data
-  namespace: default
-spec:
-  accessModes: [ReadWriteOnce]
-  storageClassName: ""
-  volumeName: nfs-pv1
-  resources:
-    requests:
-      storage: 1Gi
-'''
 
 
 class Failed(Exception):
@@ -151,7 +139,7 @@ def run(lab, workdir):
 
     banner('Heal the Storage server while nfs-pv1 is Bound: refused')
     lab.ssh(lab.masters()[0], "cat > /tmp/claim.yaml <<'EOF'\n%sEOF\n"
-            % CLAIM)
+            % pv_manifest.BOUND_CLAIM)
     section('kubectl apply -f claim.yaml',
             lab.kubectl('apply', '-f', '/tmp/claim.yaml'))
     section('kubectl get pv', lab.kubectl('get', 'pv'))

@@ -16,13 +16,6 @@ from testbed import hosts
 from tests.functional.conftest import skip_without_testbed
 
 
-def node_table(master):
-    """{Node name: Ready status} as kubectl on a Master shows them."""
-    items = json.loads(cluster_mod.kubectl(master, 'get', 'nodes', '-o',
-                                           'json'))['items']
-    return {item['metadata']['name']: next(
-        c['status'] for c in item['status']['conditions']
-        if c['type'] == 'Ready') for item in items}
 
 
 def verb(calls):
@@ -69,7 +62,7 @@ def test_one_master_two_workers(simple, logins):
     simple.instantiate_end()
 
     master = simple.host('master1')
-    assert node_table(master) == {'master1': 'True', 'worker1': 'True',
+    assert cluster_mod.node_readiness(master) == {'master1': 'True', 'worker1': 'True',
                                   'worker2': 'True'}
     init, = [argv for argv in simple.kubeadm_calls('master1')
              if argv[1] == 'init' and argv[2] != 'phase']
@@ -121,12 +114,12 @@ def test_a_rerun_after_a_failed_worker_join_converges(simple):
     message = str(caught.value)
     assert worker2.ip in message and 'install script' in message
     # worker1 joined in the same run; nothing is registered yet.
-    assert node_table(simple.host('master1')) == {'master1': 'True',
+    assert cluster_mod.node_readiness(simple.host('master1')) == {'master1': 'True',
                                                   'worker1': 'True'}
     assert simple.vims == {}
 
     simple.instantiate_end()
-    assert node_table(simple.host('master1')) == {
+    assert cluster_mod.node_readiness(simple.host('master1')) == {
         'master1': 'True', 'worker1': 'True', 'worker2': 'True'}
     assert verb(simple.kubeadm_calls('worker1')) == ['join']
     assert_pvs_available(simple)
@@ -148,7 +141,7 @@ def test_entire_cluster_heal(simple):
     assert simple.vims == {}
     simple.replace_everything()
     simple.heal_end()
-    assert node_table(simple.host('master1')) == {
+    assert cluster_mod.node_readiness(simple.host('master1')) == {
         'master1': 'True', 'worker1': 'True', 'worker2': 'True'}
     access = simple.vims['kubernetes_vim_test']
     assert access.bearer_token != old_token
@@ -160,7 +153,7 @@ def test_three_masters_behind_haproxy_and_keepalived(ha_cluster):
     ha_cluster.instantiate_end()
     vip = ha_cluster.vip
     names = ['master1', 'master2', 'master3', 'worker1', 'worker2']
-    assert node_table(ha_cluster.host('master2')) == dict.fromkeys(names,
+    assert cluster_mod.node_readiness(ha_cluster.host('master2')) == dict.fromkeys(names,
                                                                    'True')
     for name in ('master2', 'master3'):
         join, = [argv for argv in ha_cluster.kubeadm_calls(name)

@@ -9,7 +9,6 @@ from kubernetes_mgmt_pv import exceptions
 from testbed import cluster as cluster_mod
 from testbed import faults as faults_mod
 from tests.functional.conftest import skip_without_testbed
-from tests.functional.test_cluster import node_table
 
 
 def pod(name, node, owner_kind='ReplicaSet', namespace='default',
@@ -82,7 +81,7 @@ def test_scale_out_by_two_workers(simple):
     new = [simple.add_node('worker'), simple.add_node('worker')]
     simple.scale_end(new)
     master = simple.host('master1')
-    assert node_table(master) == dict.fromkeys(
+    assert cluster_mod.node_readiness(master) == dict.fromkeys(
         ['master1', 'worker1', 'worker2', 'worker3', 'worker4'], 'True')
     for host in simple.nodes():
         block = hosts_block(host)
@@ -100,7 +99,7 @@ def test_new_workers_log_in_with_the_scale_requests_password(simple):
     new = simple.add_node('worker')
     new.run('chpasswd', input='ubuntu:rotated-image-pw\n')
     simple.scale_end([new], worker_node_password='rotated-image-pw')
-    assert node_table(simple.host('master1'))['worker3'] == 'True'
+    assert cluster_mod.node_readiness(simple.host('master1'))['worker3'] == 'True'
 
 
 def test_scale_in_drains_the_worker_and_forgets_it(simple):
@@ -111,7 +110,7 @@ def test_scale_in_drains_the_worker_and_forgets_it(simple):
     simple.kube.create(pod('agent', 'worker2', owner_kind='DaemonSet'))
     simple.scale_in(worker2)
     master = simple.host('master1')
-    assert node_table(master) == {'master1': 'True', 'worker1': 'True'}
+    assert cluster_mod.node_readiness(master) == {'master1': 'True', 'worker1': 'True'}
     assert 'web' not in [p['metadata']['name']
                          for p in simple.kube.objects('pods')]
     for host in simple.nodes():
@@ -136,17 +135,17 @@ def test_a_disruption_budget_blocks_the_scale_in(simple):
         'default/db-budget allows no disruption)' in message
     assert 'Node worker2' in message
     # Still a member, cordoned; the VM was not deleted.
-    assert 'worker2' in node_table(simple.host('master1'))
+    assert 'worker2' in cluster_mod.node_readiness(simple.host('master1'))
     assert 'worker2' in simple.testbed.hosts
 
 
 def test_heal_of_a_worker(simple):
     vnfc = simple.vnfcs['worker1'].vnfc_id
     simple.heal_start([vnfc])
-    assert 'worker1' not in node_table(simple.host('master1'))
+    assert 'worker1' not in cluster_mod.node_readiness(simple.host('master1'))
     simple.replace_host('worker1')
     simple.heal_end([vnfc])
-    assert node_table(simple.host('master1')) == dict.fromkeys(
+    assert cluster_mod.node_readiness(simple.host('master1')) == dict.fromkeys(
         ['master1', 'worker1', 'worker2'], 'True')
     assert cluster_mod.installed(simple.host('worker1'), 'nfs-common')
 
@@ -156,7 +155,7 @@ def test_the_only_master_is_not_healed(simple):
     with pytest.raises(exceptions.MgmtDriverError,
                        match='only Master'):
         simple.heal_start([simple.vnfcs['master1'].vnfc_id])
-    assert 'master1' in node_table(simple.host('master1'))
+    assert 'master1' in cluster_mod.node_readiness(simple.host('master1'))
     assert simple.kubeadm_calls('master1') == before
 
 
@@ -170,7 +169,7 @@ def test_heal_of_a_master_of_three(ha_cluster):
     for master in (master1, master3):
         assert haproxy_backends(master) == sorted([master1.ip, master3.ip])
         assert haproxy_pid(master) == pids[master.name]  # reloaded
-    assert 'master2' not in node_table(master1)
+    assert 'master2' not in cluster_mod.node_readiness(master1)
 
     ha_cluster.replace_host('master2')
     ha_cluster.heal_end([vnfc])
@@ -179,7 +178,7 @@ def test_heal_of_a_master_of_three(ha_cluster):
     for master in ha_cluster.nodes('master'):
         assert haproxy_backends(master) == sorted(
             m.ip for m in ha_cluster.nodes('master'))
-    assert node_table(master3) == dict.fromkeys(
+    assert cluster_mod.node_readiness(master3) == dict.fromkeys(
         ['master1', 'master2', 'master3', 'worker1'], 'True')
     join, = [argv for argv in ha_cluster.kubeadm_calls('master2')
              if argv[1] == 'join']
@@ -197,9 +196,9 @@ def test_a_master_heal_interrupted_after_the_etcd_removal_converges(
     master1 = ha_cluster.host('master1')
     assert etcd_members(master1) == ['master1', 'master2']
     ha_cluster.heal_start([vnfc])  # the re-run finishes the job
-    assert 'master3' not in node_table(master1)
+    assert 'master3' not in cluster_mod.node_readiness(master1)
     ha_cluster.replace_host('master3')
     ha_cluster.heal_end([vnfc])
     assert etcd_members(master1) == ['master1', 'master2', 'master3']
-    assert node_table(master1) == dict.fromkeys(
+    assert cluster_mod.node_readiness(master1) == dict.fromkeys(
         ['master1', 'master2', 'master3', 'worker1'], 'True')

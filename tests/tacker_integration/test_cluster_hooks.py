@@ -319,12 +319,6 @@ def namespaces(auth):
         api.close_tmp_file(descriptor, ca_file)
 
 
-def node_table(master):
-    items = json.loads(cluster_mod.kubectl(master, 'get', 'nodes', '-o',
-                                           'json'))['items']
-    return {item['metadata']['name']: next(
-        c['status'] for c in item['status']['conditions']
-        if c['type'] == 'Ready') for item in items}
 
 
 def pv_phases(master):
@@ -334,7 +328,7 @@ def pv_phases(master):
 
 def assert_cluster_with_volumes(cluster):
     master = cluster.host('master1')
-    assert node_table(master) == {'master1': 'True', 'worker1': 'True'}
+    assert cluster_mod.node_readiness(master) == {'master1': 'True', 'worker1': 'True'}
     assert pv_phases(master) == dict.fromkeys(PVS, 'Available')
 
 

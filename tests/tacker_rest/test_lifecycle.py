@@ -27,23 +27,11 @@ import re
 import pytest
 
 from testbed import cluster as cluster_mod
+from testbed import pv_manifest
 
 PV_NAMES = ('nfs-pv1', 'nfs-pv2', 'nfs-pv3')
 EXPORTS = ('/volume/nfs/pv1', '/volume/nfs/pv2', '/volume/nfs/pv3')
 K8S_VIM = 'kubernetes_vim'  # vim_name of the sample request
-CLAIM = '''apiVersion: v1
-kind: PersistentVolumeClaim
-metadata:
-  name: data
-  namespace: default
-spec:
-  accessModes: [ReadWriteOnce]
-  storageClassName: ""
-  volumeName: nfs-pv1
-  resources:
-    requests:
-      storage: 1Gi
-'''
 
 
 class Session(object):
@@ -234,7 +222,8 @@ def test_heal_a_worker(lab, s):
 def test_heal_storage_server_refused_while_a_pv_is_bound(lab, s):
     s.need('instantiate')
     master = lab.masters()[0]
-    lab.ssh(master, "cat > /tmp/claim.yaml <<'EOF'\n%sEOF\n" % CLAIM)
+    lab.ssh(master, "cat > /tmp/claim.yaml <<'EOF'\n%sEOF\n"
+            % pv_manifest.BOUND_CLAIM)
     lab.kubectl('apply', '-f', '/tmp/claim.yaml')
     assert lab.persistent_volumes()['nfs-pv1']['status']['phase'] == 'Bound'
     storage = lab.vnfcs(s.instance_id, 'storage_server')[0]
