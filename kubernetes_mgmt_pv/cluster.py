@@ -145,6 +145,11 @@ def control_plane_endpoint(master_addresses, vip):
     return '%s:%d' % (_host(master_addresses[0]), ha.API_SERVER_PORT)
 
 
+def api_server_url(address):
+    """The URL of the API server a Master runs itself."""
+    return 'https://%s:%d' % (_host(address), ha.API_SERVER_PORT)
+
+
 def vim_url(endpoint, floating_ip=None):
     """The API server URL Tacker's VIM uses: the endpoint, or its floating
     IP with the same port (for a Tacker outside the VNF's network)."""

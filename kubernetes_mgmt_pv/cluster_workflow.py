@@ -97,10 +97,14 @@ class ClusterWorkflow(flow.Flow):
         return cluster.parse_api_nodes(result.stdout)
 
     def _kubectl(self, executor, args, **kwargs):
-        """kubectl as the cluster admin, whichever user logs in."""
+        """kubectl as the cluster admin, whichever user logs in, against
+        the Master's own API server: not through the VIP, which moves
+        while the HA configuration changes."""
+        node = self.topology.at_address(executor.host)
         return executor.run(['kubectl', '--kubeconfig',
-                             cluster.ADMIN_KUBECONFIG] + list(args),
-                            sudo=True, **kwargs)
+                             cluster.ADMIN_KUBECONFIG, '--server',
+                             cluster.api_server_url(node.fixed_ip)] +
+                            list(args), sudo=True, **kwargs)
 
     def _prepare(self, sessions, node, facts, lines, plan, report):
         """The per-VM steps that need no cluster: /etc/hosts, the script,
@@ -206,8 +210,14 @@ class ClusterWorkflow(flow.Flow):
                 node.address: functools.partial(
                     self._prepare, sessions, node, facts[node.address],
                     lines, plan, report) for node in nodes})
+            # haproxy sends requests only to the Masters whose API server
+            # runs: the leader (up once it has run kubeadm init) and the
+            # members; each joining Master is added once it has joined.
+            serving = [node for node in masters
+                       if node is plan.leader or node in plan.members]
             if vip:
-                self._configure_ha(sessions, masters, facts, vip, report)
+                self._configure_ha(sessions, masters, facts, vip, report,
+                                   serving)
             leader = self.session(sessions, plan.leader)
             if plan.stale_api_nodes:
                 with report_mod.step(leader.host, 'stale Node removal'):
@@ -231,6 +241,10 @@ class ClusterWorkflow(flow.Flow):
                     sessions, node, cluster.script_argv(
                         'master', plan, node, endpoint, self.params.network,
                         join_info), env, report)
+                serving.append(node)
+                if vip:
+                    self._configure_ha(sessions, masters, facts, vip, report,
+                                       serving)
             self.on_hosts('Worker join', {
                 node.address: functools.partial(
                     self._run_script, sessions, node, cluster.script_argv(
@@ -247,15 +261,20 @@ class ClusterWorkflow(flow.Flow):
                                bearer_token=token, ca_cert=ca_cert)
         return access, self.finish('cluster install', report)
 
-    def _configure_ha(self, sessions, masters, facts, vip, report):
-        """haproxy and keepalived on every Master, before any kubeadm runs:
-        kubeadm reaches the API server through the VIP."""
-        backends = [(facts[node.address].node_name, node.fixed_ip)
-                    for node in masters]
+    def _configure_ha(self, sessions, masters, facts, vip, report,
+                      serving=None):
+        """haproxy and keepalived on every Master, before any kubeadm runs
+        (kubeadm reaches the API server through the VIP); haproxy balances
+        over the ``serving`` Masters (default: all)."""
+        def named(nodes):
+            return [(facts[node.address].node_name, node.fixed_ip)
+                    for node in masters if node in nodes]
+
         self.on_hosts('HA control plane', {
             node.address: functools.partial(
                 ha.configure, self.session(sessions, node), node.fixed_ip,
-                backends, vip, self.params.proxy, self.conf, report)
+                named(masters), vip, self.params.proxy, self.conf, report,
+                backends=named(masters if serving is None else serving))
             for node in masters})
 
     # -- etcd -----------------------------------------------------------------

@@ -61,6 +61,9 @@ PENDING = {name: '%s/%s.pending' % (PENDING_DIR, name)
            for name in ('haproxy', 'keepalived')}
 # Configured and started in this order: keepalived's check needs haproxy.
 SERVICES = ('haproxy', 'keepalived')
+# What each daemon re-reads its configuration on, as their systemd units
+# send it on reload.
+RELOAD_SIGNALS = {'haproxy': 'USR2', 'keepalived': 'HUP'}
 HA_PACKAGES = ('haproxy', 'keepalived')
 
 API_SERVER_PORT = 6443
@@ -102,8 +105,9 @@ def _address(value, what):
         raise HaSetupError('%s %r is not an IPv4 address' % (what, value))
 
 
-def _masters(masters):
-    """``masters`` as a list of (name, IPv4Address), checked."""
+def _masters(masters, minimum=2):
+    """``masters`` as a list of (name, IPv4Address), checked: at least
+    ``minimum`` of them (haproxy may start with the first Master alone)."""
     checked = []
     for name, address in masters:
         if not _SERVER_NAME.match(name):
@@ -118,9 +122,9 @@ def _masters(masters):
             len(set(addresses)) != len(addresses):
         raise HaSetupError('Master names and addresses must be distinct: %s'
                            % ', '.join('%s=%s' % m for m in checked))
-    if not 2 <= len(checked) <= MAX_MASTERS:
-        raise HaSetupError('an HA control plane needs 2 to %d Masters, got '
-                           '%d' % (MAX_MASTERS, len(checked)))
+    if not minimum <= len(checked) <= MAX_MASTERS:
+        raise HaSetupError('an HA control plane needs %d to %d Masters, got '
+                           '%d' % (minimum, MAX_MASTERS, len(checked)))
     return checked
 
 
@@ -143,7 +147,7 @@ def haproxy_config(masters):
     (root and group haproxy only).
     """
     servers = ['    server %s %s:%d check' % (name, address, API_SERVER_PORT)
-               for name, address in _masters(masters)]
+               for name, address in _masters(masters, minimum=1)]
     lines = [
         'global',
         '    log /dev/log local0 notice',
@@ -474,14 +478,17 @@ def plan_service(service, current, wanted, running, pending=False):
     """The ``ServicePlan`` of one daemon.
 
     A daemon that does not run is started (after its file is written, if
-    it differs). A running keepalived whose file changes is restarted. A
-    running haproxy whose file changes is reloaded when the running one
-    is this driver's own configuration, in master-worker mode; the first
-    time the driver takes haproxy over (the package's configuration, not
-    a master-worker: SIGUSR2 would kill it) it is restarted, when nothing
-    is served through it yet. A running daemon with a ``pending`` change
-    (see ``PENDING``) is restarted: whatever state the interrupted
-    change left it in, a restart reads the file.
+    it differs). A running daemon whose file changes is reloaded when the
+    running one is this driver's own configuration: haproxy in
+    master-worker mode keeps its master and serves on; keepalived re-reads
+    its file on SIGHUP keeping its VRRP state, so the Master holding the
+    VIP keeps it (a restart would drop the VIP, and every API request
+    through it, until the next election). The first time the driver takes
+    a daemon over (the package's configuration: haproxy not in
+    master-worker mode, where SIGUSR2 would kill it) it is restarted,
+    when nothing is served through it yet. A running daemon with a
+    ``pending`` change (see ``PENDING``) is restarted: whatever state the
+    interrupted change left it in, a restart reads the file.
     """
     path = CONFIG_FILES[service]
     content = None if current == wanted else wanted
@@ -491,7 +498,7 @@ def plan_service(service, current, wanted, running, pending=False):
         action = 'restart'
     elif content is None:
         action = None
-    elif service == 'haproxy' and managed(current):
+    elif managed(current):
         action = 'reload'
     else:
         action = 'restart'
@@ -545,12 +552,12 @@ def action_commands(service, action, systemd, pid=None):
                 wait_command(service, 'stopped'),
                 ['service', service, 'start'],
                 wait_command(service, 'running')]
-    if action == 'reload' and service == 'haproxy':
+    if action == 'reload':
         if systemd:
-            return [['service', 'haproxy', 'reload']]
+            return [['service', service, 'reload']]
         if not _PID.match(pid or ''):
-            raise HaSetupError('no PID of the haproxy master to reload')
-        return [['kill', '-s', 'USR2', pid]]
+            raise HaSetupError('no PID of the %s master to reload' % service)
+        return [['kill', '-s', RELOAD_SIGNALS[service], pid]]
     raise ValueError('no %r action for %s' % (action, service))
 
 
@@ -601,11 +608,15 @@ def _apply(executor, service_plan, facts, report):
                           service_plan.action])
 
 
-def wanted_configs(addresses, node_address, masters, vip):
+def wanted_configs(addresses, node_address, masters, vip, backends=None):
     """(haproxy.cfg, keepalived.conf) of the Master at ``node_address``,
     given the host's ``addresses`` (``parse_addresses``): its priority
     comes from its place in ``masters``, its VRRP interface and the VIP's
-    prefix length from the address it holds."""
+    prefix length from the address it holds. haproxy balances over
+    ``backends`` (default: every Master): the Masters whose API server
+    runs, so that none is sent requests before it has joined."""
+    backends = _masters(backends if backends is not None else masters,
+                        minimum=1)
     masters = _masters(masters)
     own = _address(node_address, 'node address')
     order = [address for _, address in masters]
@@ -613,25 +624,27 @@ def wanted_configs(addresses, node_address, masters, vip):
         raise HaSetupError('%s is not one of the Masters (%s)' % (
             own, ', '.join(str(address) for address in order)))
     interface, prefixlen = interface_of(addresses, own)
-    return haproxy_config(masters), keepalived_config(
+    return haproxy_config(backends), keepalived_config(
         own, [address for address in order if address != own], vip,
         prefixlen, interface, priority(order.index(own)))
 
 
-def configure(executor, node_address, masters, vip, proxy, conf, report):
+def configure(executor, node_address, masters, vip, proxy, conf, report,
+              backends=None):
     """Bring haproxy and keepalived on one Master to the wanted state.
 
     ``masters`` is the ordered sequence of (node name, address) of every
     Master, this one (``node_address``) included; ``vip`` the cluster's
-    VIP; ``conf`` the driver's options (package_install_timeout). Returns
-    the ``Plan`` that was carried out.
+    VIP; ``conf`` the driver's options (package_install_timeout);
+    ``backends``: the Masters haproxy sends requests to (default: all).
+    Returns the ``Plan`` that was carried out.
     """
     host = executor.host
     with report_mod.step(host, 'HA control plane facts'):
         facts = gather_facts(executor)
     with report_mod.step(host, 'HA control plane configuration'):
         haproxy_cfg, keepalived_conf = wanted_configs(
-            facts.addresses, node_address, masters, vip)
+            facts.addresses, node_address, masters, vip, backends)
         changes = plan(facts, haproxy_cfg, keepalived_conf)
     with report_mod.step(host, 'HA control plane packages'):
         installed = packages.ensure_installed(

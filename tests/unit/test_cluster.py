@@ -418,3 +418,8 @@ def test_the_floating_ip_goes_into_the_certificate_at_init_only():
     assert '-e' not in cluster.script_argv(
         'master', plan(), M2, '10.0.0.5:16443', params.ClusterNetwork(),
         INFO, floating_ip='192.0.2.7')
+
+
+def test_a_masters_own_api_server():
+    assert cluster.api_server_url('10.0.0.1') == 'https://10.0.0.1:6443'
+    assert cluster.api_server_url('fd00::1') == 'https://[fd00::1]:6443'

@@ -75,8 +75,7 @@ def test_haproxy_has_no_statistics_page_and_no_password():
 
 
 @pytest.mark.parametrize('masters, reason', [
-    ([('master-0', '10.0.0.11')], 'needs 2 to 100 Masters, got 1'),
-    ([], 'needs 2 to 100 Masters, got 0'),
+    ([], 'needs 1 to 100 Masters, got 0'),
     ([('a b', '10.0.0.11'), ('c', '10.0.0.12')], "Master name 'a b'"),
     ([('a\nbind', '10.0.0.11'), ('c', '10.0.0.12')], 'Master name'),
     ([('-a', '10.0.0.11'), ('c', '10.0.0.12')], "Master name '-a'"),
@@ -86,6 +85,8 @@ def test_haproxy_has_no_statistics_page_and_no_password():
     ([('a', '10.0.0.11'), ('a', '10.0.0.12')], 'must be distinct'),
 ])
 def test_haproxy_refuses_bad_master_lists(masters, reason):
+    # (haproxy may balance over the first Master alone, until the others
+    # have joined; keepalived needs two, see wanted_configs)
     with pytest.raises(ha.HaSetupError) as caught:
         ha.haproxy_config(masters)
     assert reason in str(caught.value)
@@ -181,6 +182,16 @@ def test_wanted_configs_place_the_node_by_its_address():
                               priority=149)
 
 
+def test_haproxy_balances_over_the_given_backends_only():
+    """Until a Master has joined, requests are not sent to it."""
+    haproxy, conf = ha.wanted_configs(ha.parse_addresses(IP_ADDR),
+                                      '10.0.0.11', MASTERS, VIP,
+                                      backends=MASTERS[:1])
+    assert haproxy == ha.haproxy_config(MASTERS[:1])
+    assert conf == ha.wanted_configs(ha.parse_addresses(IP_ADDR),
+                                     '10.0.0.11', MASTERS, VIP)[1]
+
+
 @pytest.mark.parametrize('node, addresses, reason', [
     ('10.0.0.14', IP_ADDR, '10.0.0.14 is not one of the Masters '
      '(10.0.0.11, 10.0.0.12, 10.0.0.13)'),
@@ -272,6 +283,8 @@ def test_failed_facts_are_errors(extra, message):
 OURS = ha.haproxy_config(MASTERS)
 NEW = ha.haproxy_config(MASTERS[:2])
 PACKAGE_DEFAULT = b'global\n\tlog /dev/log local0\n\tdaemon\n'
+KEEPALIVED_OURS = ha.HEADER + b'vrrp_instance a {}\n'
+KEEPALIVED_NEW = ha.HEADER + b'vrrp_instance b {}\n'
 
 
 @pytest.mark.parametrize('service, current, wanted, running, content, '
@@ -299,7 +312,10 @@ PACKAGE_DEFAULT = b'global\n\tlog /dev/log local0\n\tdaemon\n'
     # SIGUSR2 would kill it).
     ('haproxy', PACKAGE_DEFAULT, OURS, '77', OURS, 'restart', False),
     ('haproxy', None, OURS, '77', OURS, 'restart', False),
-    # keepalived restarts on any change.
+    # keepalived reloads its own configuration (the VIP stays where it
+    # is) and restarts when it takes over another one.
+    ('keepalived', KEEPALIVED_OURS, KEEPALIVED_NEW, '78', KEEPALIVED_NEW,
+     'reload', False),
     ('keepalived', b'k', b'k2', '78', b'k2', 'restart', False),
     ('keepalived', None, b'k', '78', b'k', 'restart', False),
 ])
@@ -376,6 +392,9 @@ WAIT_RUNNING = ha.wait_command('keepalived', 'running')
     # driver does (init.d's reload would replace the master).
     ('haproxy', 'reload', True, '77', [['service', 'haproxy', 'reload']]),
     ('haproxy', 'reload', False, '77', [['kill', '-s', 'USR2', '77']]),
+    ('keepalived', 'reload', True, '78',
+     [['service', 'keepalived', 'reload']]),
+    ('keepalived', 'reload', False, '78', [['kill', '-s', 'HUP', '78']]),
 ])
 def test_action_commands(service, action, systemd, pid, commands):
     assert ha.action_commands(service, action, systemd, pid) == commands
@@ -384,7 +403,7 @@ def test_action_commands(service, action, systemd, pid, commands):
 @pytest.mark.parametrize('service, action, pid, error', [
     ('haproxy', 'reload', None, ha.HaSetupError),
     ('haproxy', 'reload', '-1', ha.HaSetupError),
-    ('keepalived', 'reload', '78', ValueError),
+    ('keepalived', 'reload', None, ha.HaSetupError),
     ('haproxy', 'stop', '77', ValueError),
 ])
 def test_impossible_actions(service, action, pid, error):
