@@ -398,7 +398,13 @@ class Testbed:
             self._build_base()
             self._subnet = self._subnet or _free_subnet()
             self.bridge_ip = str(self._subnet[1])
-            _run(['ip', 'link', 'add', self.bridge, 'type', 'bridge'])
+            # A fixed MAC: a bridge without one takes the lowest MAC of
+            # its ports, so plugging in a new VM's veth could change it
+            # and leave every host's neighbour entry for the bridge IP
+            # stale (half a minute without the test API server).
+            _run(['ip', 'link', 'add', self.bridge, 'address',
+                  _mac_for(ipaddress.ip_address(self.bridge_ip)),
+                  'type', 'bridge'])
             self._bridge_created = True
             _run(['ip', 'addr', 'add',
                   f'{self.bridge_ip}/{self._subnet.prefixlen}',

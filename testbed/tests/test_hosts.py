@@ -430,3 +430,21 @@ def test_ganesha_config_has_one_export_per_path_and_client_blocks():
             'Squash = All_Squash; }') in config
     assert ('CLIENT { Clients = 10.1.2.13; Access_Type = RW; '
             'Squash = Root_Squash; }') in config
+
+
+def test_the_bridge_keeps_its_mac_when_vms_come_and_go(tb):
+    """Host-side veths get random MACs; a bridge without an address of its
+    own would take the lowest one, changing the bridge IP's MAC under
+    every host's neighbour cache."""
+    def bridge(attribute):
+        with open('/sys/class/net/%s/%s' % (tb.bridge, attribute)) as stream:
+            return stream.read().strip()
+    # 3: NET_ADDR_SET, an address given by the user, which ports never
+    # change (random ones, 0 or 1, follow the lowest port MAC).
+    assert bridge('addr_assign_type') == '3'
+    before = bridge('address')
+    tb.add_host('mac-test', 'worker')
+    try:
+        assert bridge('address') == before
+    finally:
+        tb.remove_host('mac-test')
