@@ -16,10 +16,12 @@ if [ ! -x .venv/bin/python ]; then
     "$PYTHON" -m venv .venv
 fi
 stamp=.venv/.bootstrap-stamp
-inputs=$(cat requirements.txt test-requirements.txt setup.cfg | sha256sum | cut -d' ' -f1)
+inputs=$(cat requirements.txt test-requirements.txt setup.cfg \
+    upper-constraints.txt | sha256sum | cut -d' ' -f1)
 if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$inputs" ]; then
-    .venv/bin/pip install -q --upgrade pip
-    .venv/bin/pip install -q -r requirements.txt -r test-requirements.txt tox
-    .venv/bin/pip install -q -e .
+    .venv/bin/pip install -q -c upper-constraints.txt pip
+    .venv/bin/pip install -q -c upper-constraints.txt \
+        -r requirements.txt -r test-requirements.txt tox
+    .venv/bin/pip install -q -c upper-constraints.txt -e .
     echo "$inputs" > "$stamp"
 fi
