@@ -569,7 +569,7 @@ def test_hostile_manifest_is_a_finding(package, validate, body, content,
     assert code == 1
     assert ('manifest-invalid', MANIFEST_WHERE) in found
     text = message_of(validate, 'manifest-invalid', MANIFEST_WHERE)
-    assert MANIFEST_FILE in text and message in text
+    assert MANIFEST_FILE in text and (message is None or message in text)
 
 
 def test_manifest_fifo_does_not_block_validate(package, validate, body):

@@ -101,7 +101,9 @@ HOSTILE_MANIFESTS = [
     (billion_laughs(), 'expands to more than'),
     (pv('a', 'x').replace('  capacity:', '  capacity: &c [*c]\n  x:'),
      'recursive alias'),
-    ('[' * 20000 + ']' * 20000, 'nests deeper than 100 levels'),
+    # Refused by our depth limit or libyaml's (PyYAML >= 6.0.4), whichever
+    # trips first: any reason will do (None).
+    ('[' * 20000 + ']' * 20000, None),
     ('a: ' + 'x' * (2 << 20), 'larger than the limit of 1 MiB'),
     (b'apiVersion: v1\nkind: Persistent\xffVolume\n',
      'not valid UTF-8 (byte 0xff at offset 31)'),
@@ -126,7 +128,7 @@ def test_hostile_manifest_is_named_fast(package, content, message):
     reason = found[params.ROOT +
                    '.pv_registration_params[0].pv_manifest_file_path']
     assert reason.startswith("'Files/kubernetes/nfs-pv1.yaml'")
-    assert message in reason
+    assert message is None or message in reason
 
 
 @pytest.mark.parametrize('make, kind', [

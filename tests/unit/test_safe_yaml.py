@@ -30,8 +30,10 @@ HOSTILE_YAML = [
     (billion_laughs(), 'expands to more than 100000 nodes'),
     ('a: &a [*a]\n', 'recursive alias'),
     ('&a {x: [1, {y: *a}]}\n', 'recursive alias'),
-    ('[' * 20000 + ']' * 20000, 'nests deeper than 100 levels'),
-    ('{a: ' * 20000 + '1' + '}' * 20000, 'nests deeper than 100 levels'),
+    # Deep flow nesting: whichever limit trips first refuses it, ours or
+    # the one libyaml has had since PyYAML 6.0.4 (None: any LoadError).
+    ('[' * 20000 + ']' * 20000, None),
+    ('{a: ' * 20000 + '1' + '}' * 20000, None),
     (''.join('%s- \n' % ('  ' * n) for n in range(150)),
      'nests deeper than 100 levels'),
     ('a: &a x\nb: [%s]\n' % ', '.join(['*a'] * 101), 'more than 100 aliases'),
@@ -59,7 +61,7 @@ def test_hostile_yaml_is_a_load_error(loader, text, message):
     started = time.monotonic()
     with pytest.raises(safe_yaml.LoadError) as caught:
         safe_yaml.loads_all(text, LIMITS)
-    assert message in str(caught.value)
+    assert message is None or message in str(caught.value)
     assert time.monotonic() - started < 1
 
 
