@@ -16,6 +16,7 @@ from oslo_log import log as logging
 from kubernetes_mgmt_pv import cluster_feature
 from kubernetes_mgmt_pv import config
 from kubernetes_mgmt_pv import exceptions
+from kubernetes_mgmt_pv import redaction
 from kubernetes_mgmt_pv import remote
 from kubernetes_mgmt_pv import tacker_compat
 
@@ -31,16 +32,29 @@ _current_hook = threading.local()
 def _hook_scope():
     """One SSH session pool for the whole hook call, shared by the cluster
     and the persistent-volume features and closed when the hook returns,
-    so each host is logged in to once per hook."""
+    so each host is logged in to once per hook; and the secrets the hook
+    learned (the VIM password), which no error or log line may show."""
     if getattr(_current_hook, 'sessions', None) is not None:
         yield  # a hook calling another hook's implementation
         return
     _current_hook.sessions = remote.SessionPool(conf=config.options())
+    _current_hook.secrets = []
     try:
         yield
     finally:
         sessions, _current_hook.sessions = _current_hook.sessions, None
+        _current_hook.secrets = []
         sessions.close()
+
+
+def _hide(*secrets):
+    """Keep these values out of the hook's errors, logs and SSH output."""
+    secrets = [secret for secret in secrets if secret]
+    if getattr(_current_hook, 'sessions', None) is None or not secrets:
+        return
+    _current_hook.secrets.extend(secrets)
+    _current_hook.sessions.hide(*secrets)
+
 
 DRIVER_NAME = 'mgmt-drivers-kubernetes'
 
@@ -49,22 +63,32 @@ def _hook_boundary(hook, method):
     """``method`` letting only the driver's own errors out.
 
     Tacker shows a hook's exception to the operator as the LCM operation
-    error. The steps turn every failure they foresee into a
-    ``MgmtDriverError`` naming host and step; anything else (a paramiko,
-    socket, Unicode or YAML error, or a bug) becomes one naming the hook,
-    with its traceback in the log.
+    error, and logs it with its chain. The steps turn every failure they
+    foresee into a ``MgmtDriverError`` naming host and step; anything else
+    (a paramiko, socket, Unicode or YAML error, or a bug) becomes one
+    naming the hook, with its traceback in the log. Last line of defence:
+    no secret of the hook nor URL user info leaves in the message, the
+    chain or the log.
     """
     @functools.wraps(method)
     def hook_method(self, *args, **kwargs):
         with _hook_scope():
+            secrets = _current_hook.secrets
             try:
                 return method(self, *args, **kwargs)
-            except exceptions.MgmtDriverError:
-                raise
+            except exceptions.MgmtDriverError as error:
+                if redaction.safe_cause(error, secrets) is error:
+                    raise
+                LOG.error('%s failed: %s', hook,
+                          redaction.redacted_traceback(error, secrets))
+                raise exceptions.MgmtDriverError(
+                    redaction.redact(str(error), secrets)) from None
             except Exception as error:
-                LOG.exception('%s failed unexpectedly', hook)
-                raise exceptions.MgmtDriverError('%s failed: %s' % (
-                    hook, exceptions.failure_reason(error))) from error
+                LOG.error('%s failed unexpectedly: %s', hook,
+                          redaction.redacted_traceback(error, secrets))
+                raise exceptions.MgmtDriverError(redaction.redact(
+                    '%s failed: %s' % (hook, exceptions.failure_reason(error)),
+                    secrets)) from redaction.safe_cause(error, secrets)
     return hook_method
 
 
@@ -171,7 +195,12 @@ class KubernetesMgmtDriver(tacker_compat.VnflcmMgmtAbstractDriver):
         return tacker_compat.vnf_package_dir(context, vnf_instance)
 
     def vim_access_info(self, context, vnf_instance):
-        return tacker_compat.vim_access_info(context, vnf_instance)
+        """The OpenStack VIM's credentials; its password is hidden from
+        the hook's errors, logs and SSH output from now on."""
+        access_info = tacker_compat.vim_access_info(context, vnf_instance)
+        _hide(access_info.get('password'),
+              *redaction.url_secrets(access_info.get('auth_url')))
+        return access_info
 
     def register_vim(self, context, vnf_instance, name, access):
         """Register the cluster (cluster_workflow.ClusterAccess) as the

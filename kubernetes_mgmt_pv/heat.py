@@ -5,7 +5,8 @@ driver (see the contract, section 3), through the real python-heatclient on
 a keystoneauth1 session built from the VIM access_info. Every failure is
 turned into a HeatLookupError that names the stack, the resource and what
 is missing, so the operator can fix the VNF package or the VIM; no message
-ever contains the VIM password.
+(and no error chained to it) ever contains the VIM password or the user
+info of its auth_url.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from keystoneauth1.identity import v3
 from keystoneauth1 import session as keystone_session
 
 from kubernetes_mgmt_pv import exceptions
+from kubernetes_mgmt_pv import redaction
 
 AUTO_SCALING_GROUP = 'OS::Heat::AutoScalingGroup'
 # Nova server ids are UUIDs; the id goes into a Nova URL, so nothing else
@@ -90,6 +92,16 @@ def build_heat_client(access_info: dict):
     return heat_client_module.Client('1', **client_kwargs)
 
 
+def vim_secrets(heat_client):
+    """The VIM password (given alone and in the auth_url's user info) of
+    a client made by build_heat_client: no message may show it."""
+    auth = heat_client.http_client.session.auth
+    passwords = tuple(getattr(method, 'password', None)
+                      for method in auth.auth_methods)
+    return tuple(secret for secret in
+                 passwords + redaction.url_secrets(auth.auth_url) if secret)
+
+
 def _cert_verify(value):
     """Tacker stores cert_verify as the string 'True'/'False'."""
     if isinstance(value, bool):
@@ -109,6 +121,7 @@ class HeatStack:
     def __init__(self, heat_client, stack_id):
         self._heat = heat_client
         self.stack_id = stack_id
+        self._secrets = vim_secrets(heat_client)
 
     @property
     def client(self):
@@ -255,14 +268,14 @@ class HeatStack:
 
     def _resource_attributes(self, stack_id, resource_name):
         with _heat_errors('reading Heat resource %r of stack %s'
-                          % (resource_name, stack_id)):
+                          % (resource_name, stack_id), self._secrets):
             resource = self._heat.resources.get(stack_id=stack_id,
                                                 resource_name=resource_name)
         return getattr(resource, 'attributes', None) or {}
 
     def _list(self, stack_id):
         with _heat_errors('listing the resources of Heat stack %s'
-                          % stack_id):
+                          % stack_id, self._secrets):
             return self._heat.resources.list(stack_id=stack_id)
 
     def _listed_resource(self, stack_id, resource_name):
@@ -289,35 +302,41 @@ def _check_ip(stack_id, resource_name, attribute, value):
 
 
 @contextlib.contextmanager
-def _heat_errors(action):
+def _heat_errors(action, secrets):
     """Turn heatclient/keystoneauth failures into HeatLookupError.
 
-    Authentication failures get a fixed text: the server's reply is not
-    needed to act on them and is kept out of the message on principle.
+    The message never shows ``secrets`` or URL user info, and the original
+    error is chained only when its traceback shows none either: Tacker
+    logs the whole chain.
     """
     try:
         yield
-    except heat_exc.HTTPNotFound as error:
-        raise exceptions.HeatLookupError(
-            '%s: not found (%s)' % (action, _heat_message(error))) from error
-    except (keystone_exc.Unauthorized, heat_exc.HTTPUnauthorized) as error:
-        raise exceptions.HeatLookupError(
-            '%s: Keystone or Heat rejected the VIM credentials (HTTP 401); '
-            'check the username, password, project and domains of the VIM'
-            % action) from error
-    except keystone_exc.EndpointNotFound as error:
-        raise exceptions.HeatLookupError(
-            '%s: the Keystone service catalog has no orchestration endpoint '
-            '(in the VIM region, if one is set)' % action) from error
-    except keystone_exc.ConnectionError as error:
-        raise exceptions.HeatLookupError(
-            '%s: cannot connect: %s' % (action, error)) from error
-    except heat_exc.HTTPException as error:
-        raise exceptions.HeatLookupError('%s: Heat answered HTTP %s: %s' % (
-            action, error.code, _heat_message(error))) from error
     except (heat_exc.BaseException, keystone_exc.ClientException) as error:
-        raise exceptions.HeatLookupError(
-            '%s: %s: %s' % (action, type(error).__name__, error)) from error
+        raise exceptions.HeatLookupError(redaction.redact(
+            '%s: %s' % (action, _failure(error)), secrets)) from \
+            redaction.safe_cause(error, secrets)
+
+
+def _failure(error):
+    """Why a Heat call failed. Authentication failures get a fixed text:
+    the server's reply is not needed to act on them and is kept out of the
+    message on principle."""
+    if isinstance(error, heat_exc.HTTPNotFound):
+        return 'not found (%s)' % _heat_message(error)
+    if isinstance(error, (keystone_exc.Unauthorized,
+                          heat_exc.HTTPUnauthorized)):
+        return ('Keystone or Heat rejected the VIM credentials (HTTP 401); '
+                'check the username, password, project and domains of the '
+                'VIM')
+    if isinstance(error, keystone_exc.EndpointNotFound):
+        return ('the Keystone service catalog has no orchestration endpoint '
+                '(in the VIM region, if one is set)')
+    if isinstance(error, keystone_exc.ConnectionError):
+        return 'cannot connect: %s' % error
+    if isinstance(error, heat_exc.HTTPException):
+        return 'Heat answered HTTP %s: %s' % (error.code,
+                                              _heat_message(error))
+    return '%s: %s' % (type(error).__name__, error)
 
 
 def _heat_message(error):

@@ -3,7 +3,8 @@
 They go through the keystoneauth1 session of the Heat client, so the VIM
 credentials are sent to Keystone once per hook, and the compute endpoint
 comes from the same service catalog, region and interface as Heat's. No
-error message ever contains the VIM password or token.
+error message (nor an error chained to it) ever contains the VIM password,
+token or the user info of the auth_url.
 """
 
 from keystoneauth1 import adapter
@@ -11,6 +12,7 @@ from keystoneauth1 import exceptions as keystone_exc
 
 from kubernetes_mgmt_pv import exceptions
 from kubernetes_mgmt_pv import heat
+from kubernetes_mgmt_pv import redaction
 
 # Answers after which asking again later may succeed: the server is still
 # building (409), Nova is rate limiting or briefly unavailable.
@@ -42,6 +44,7 @@ class Compute:
             session=heat_http.session, auth=heat_http.auth,
             service_type='compute', interface=heat_http.interface,
             region_name=heat_http.region_name)
+        self._secrets = heat.vim_secrets(heat_client)
 
     def console_output(self, server_id, length=None) -> str:
         """The last ``length`` lines of server_id's console log, or all."""
@@ -54,25 +57,16 @@ class Compute:
                 '/servers/%s/action' % server_id,
                 json={'os-getConsoleOutput': {'length': length}},
                 raise_exc=False)
-        except keystone_exc.Unauthorized as error:
-            raise ConsoleOutputError(
-                '%s: Keystone rejected the VIM credentials (HTTP 401)'
-                % action, retry=False) from error
-        except keystone_exc.EndpointNotFound as error:
-            raise ConsoleOutputError(
-                '%s: the Keystone service catalog has no compute endpoint '
-                '(in the VIM region, if one is set)' % action,
-                retry=False) from error
-        except keystone_exc.ConnectionError as error:
-            raise ConsoleOutputError('%s: cannot connect: %s' % (
-                action, error), retry=True) from error
         except keystone_exc.ClientException as error:
-            raise ConsoleOutputError('%s: %s: %s' % (
-                action, type(error).__name__, error), retry=False) from error
-        if response.status_code != 200:
+            reason, retry = _failure(error)
             raise ConsoleOutputError(
+                redaction.redact('%s: %s' % (action, reason), self._secrets),
+                retry=retry) from redaction.safe_cause(error, self._secrets)
+        if response.status_code != 200:
+            raise ConsoleOutputError(redaction.redact(
                 '%s: Nova answered HTTP %d%s' % (
                     action, response.status_code, _explain(response)),
+                self._secrets),
                 retry=response.status_code in TRANSIENT_STATUSES)
         try:
             output = response.json()['output']
@@ -83,6 +77,18 @@ class Compute:
                 '%s: Nova answered without an "output" text' % action,
                 retry=False)
         return output
+
+
+def _failure(error):
+    """Why keystoneauth failed, and whether asking again may help."""
+    if isinstance(error, keystone_exc.Unauthorized):
+        return 'Keystone rejected the VIM credentials (HTTP 401)', False
+    if isinstance(error, keystone_exc.EndpointNotFound):
+        return ('the Keystone service catalog has no compute endpoint (in '
+                'the VIM region, if one is set)', False)
+    if isinstance(error, keystone_exc.ConnectionError):
+        return 'cannot connect: %s' % error, True
+    return '%s: %s' % (type(error).__name__, error), False
 
 
 def _explain(response):

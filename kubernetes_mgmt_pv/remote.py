@@ -9,7 +9,7 @@ input, never in its argument list, where ``ps`` and sudo's log would show it.
 Output is returned exactly as the host printed it: the steps parse it and
 write parts of it back (``/etc/fstab``, ``/etc/exports``). Secrets are
 scrubbed only from text that leaves the driver: log lines and error
-messages.
+messages (``redaction.redact``).
 
 A host that stops answering cannot hang a hook: SSH keepalives and a TCP
 user timeout detect a dead peer, and every operation on the connection
@@ -32,10 +32,10 @@ import paramiko
 from kubernetes_mgmt_pv import config
 from kubernetes_mgmt_pv import exceptions
 from kubernetes_mgmt_pv import host_keys
+from kubernetes_mgmt_pv import redaction
 
 LOG = logging.getLogger(__name__)
 
-_URL_CREDENTIALS = re.compile(r'(?P<scheme>[A-Za-z][A-Za-z0-9+.-]*://)[^/@\s]+@')
 _ENV_NAME = re.compile(r'^[A-Za-z_][A-Za-z0-9_]*$')
 # Exit status of the read script below when the file does not exist.
 _MISSING = 44
@@ -67,14 +67,6 @@ chmod -- "$mode" "$tmp"
 mv -f -- "$tmp" "$target"
 trap - EXIT
 '''
-
-
-def redact(text, secrets=()):
-    """Hide secrets and URL credentials (``scheme://user:pass@``) in text."""
-    for secret in secrets:
-        if secret:
-            text = text.replace(secret, '***')
-    return _URL_CREDENTIALS.sub(r'\g<scheme>***@', text)
 
 
 def describe_error(error):
@@ -416,7 +408,7 @@ class RemoteCommandExecutor(object):
         self._secrets += tuple(s for s in secrets if s)
 
     def _redact(self, text):
-        return redact(text, self._secrets)
+        return redaction.redact(text, self._secrets)
 
     def failure(self, description, result, stderr=None):
         """The error for a result the caller judged a failure, redacted
