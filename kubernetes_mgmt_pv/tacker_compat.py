@@ -18,6 +18,7 @@ import threading
 from oslo_log import log as logging
 
 from kubernetes_mgmt_pv import exceptions
+from kubernetes_mgmt_pv import redaction
 
 LOG = logging.getLogger(__name__)
 
@@ -140,32 +141,73 @@ def _find_vims(context, plugin, name, tenant_id):
                                              'tenant_id': tenant_id})
 
 
+CREDENTIAL_NAMES = {'bearer_token': 'bearer token',
+                    'ssl_ca_cert': 'CA certificate'}
+
+
+def changed_credentials(stored, bearer_token, ssl_ca_cert):
+    """The credentials of a registered Kubernetes VIM that differ from the
+    cluster's, in CREDENTIAL_NAMES order; empty when it needs no update.
+
+    ``stored`` is the VIM's auth_cred as Tacker decrypts it, or None when
+    it cannot be read (its key lost): then everything is replaced. A VIM
+    that authenticates otherwise (user and password, OIDC) has no
+    bearer_token, so it changes to the cluster's token.
+    """
+    wanted = {'bearer_token': bearer_token, 'ssl_ca_cert': ssl_ca_cert}
+    if stored is None:
+        return tuple(CREDENTIAL_NAMES)
+    return tuple(name for name in CREDENTIAL_NAMES
+                 if _credential(stored.get(name)) !=
+                 _credential(wanted[name]))
+
+
+def _credential(value):
+    """Tacker stores an absent CA as None, '' or the string 'None'."""
+    return None if value in (None, '', 'None') else value
+
+
 def register_kubernetes_vim(context, vnf_instance, name, auth_url,
                             bearer_token, ssl_ca_cert):
     """Register the cluster as the Kubernetes VIM ``name``; its id.
 
     A VIM of that name in the instance's project is reused when it points
-    at the same API server, and is an error otherwise. Tacker checks the
-    credentials against the cluster (GET /api/, list namespaces) and keeps
-    the token and CA encrypted (the key in Barbican). No node credential is
-    stored in the VIM. The VIM is then added to the instance's
-    vimConnectionInfo (once), and the instance saved.
+    at the same API server, and is an error otherwise. A reused VIM whose
+    token or CA differ from the cluster's (a cluster rebuilt at the same
+    address) is updated as ``PUT /v1.0/vims/{id}`` does; one whose
+    credentials match is left alone. Tacker checks the credentials against
+    the cluster (GET /api/, list namespaces) and keeps the token and CA
+    encrypted (the key in Barbican). No node credential is stored in the
+    VIM. The VIM is then added to the instance's vimConnectionInfo (once),
+    and the instance saved.
     """
     plugin = nfvo_plugin()
     tenant_id = _field(vnf_instance, 'tenant_id') or context.project_id
     vims = _find_vims(context, plugin, name, tenant_id)
+    shown_url = redaction.redact(auth_url)
     if vims:
         vim = vims[0]
         if vim['type'] != VIM_TYPE or not _same_url(vim['auth_url'],
                                                     auth_url):
-            raise exceptions.MgmtDriverError(
+            raise exceptions.MgmtDriverError(redaction.redact(
                 'A VIM named %r already exists (id %s, type %s) for %s, not '
                 'for this cluster\'s API server %s: choose another vim_name '
                 'or delete that VIM' % (name, vim['id'], vim['type'],
-                                        vim['auth_url'], auth_url))
+                                        vim['auth_url'], auth_url),
+                (bearer_token,)))
         vim_id = vim['id']
-        LOG.info('Kubernetes VIM %s (%s) already registered for %s',
-                 name, vim_id, auth_url)
+        changed = changed_credentials(
+            _stored_credentials(context, plugin, vim_id), bearer_token,
+            ssl_ca_cert)
+        if changed:
+            _update_credentials(context, plugin, name, vim_id, bearer_token,
+                                ssl_ca_cert)
+            LOG.info('Kubernetes VIM %s (%s) for %s: %s changed, updated',
+                     name, vim_id, shown_url, ' and '.join(
+                         CREDENTIAL_NAMES[field] for field in changed))
+        else:
+            LOG.info('Kubernetes VIM %s (%s) already registered for %s: '
+                     'credentials unchanged', name, vim_id, shown_url)
     else:
         body = {'vim': {
             'name': name,
@@ -185,11 +227,53 @@ def register_kubernetes_vim(context, vnf_instance, name, auth_url,
         except Exception as error:
             raise exceptions.MgmtDriverError(
                 'Registering the Kubernetes VIM %r (%s) in Tacker failed: %s'
-                % (name, auth_url, _vim_error_reason(error, bearer_token)))
+                % (name, shown_url, _vim_error_reason(error, bearer_token))
+            ) from redaction.safe_cause(error, (bearer_token,))
         LOG.info('Registered Kubernetes VIM %s (%s) for %s',
-                 name, vim_id, auth_url)
+                 name, vim_id, shown_url)
     _add_connection_info(vnf_instance, vim_id, auth_url)
     return vim_id
+
+
+def _stored_credentials(context, plugin, vim_id):
+    """The VIM's auth_cred decrypted as Tacker's LCM gets it (VimClient),
+    or None when Tacker cannot decrypt it (e.g. its key gone)."""
+    from tacker.vnfm import vim_client
+    vim = plugin.get_vim(context, vim_id, mask_password=False)
+    try:
+        return vim_client.VimClient()._build_vim_auth(vim)
+    except Exception as error:
+        LOG.warning('The credentials of Kubernetes VIM %s cannot be read '
+                    '(%s): replacing them', vim_id,
+                    redaction.redact(exceptions.failure_reason(error)))
+        return None
+
+
+def _update_credentials(context, plugin, name, vim_id, bearer_token,
+                        ssl_ca_cert):
+    """Replace token and CA of the VIM through NfvoPlugin.update_vim, as
+    Tacker's API does: Tacker checks them against the cluster, encrypts
+    them with a new key and deletes the old key. Both are always given:
+    a credential left out would be re-checked in its encrypted form."""
+    from tacker.extensions import nfvo
+    body = {'vim': {'auth_cred': {'bearer_token': bearer_token,
+                                  'ssl_ca_cert': ssl_ca_cert}}}
+    try:
+        plugin.update_vim(context, vim_id, body)
+    except nfvo.VimInUseException as error:
+        raise exceptions.MgmtDriverError(
+            'The Kubernetes VIM %r (%s) holds credentials of an earlier '
+            'cluster at this address, and Tacker refuses to update a VIM '
+            'that VNF(s) are deployed on (%s). Terminate them, or update '
+            'the VIM with "openstack vim set", then retry.' % (
+                name, vim_id, ', '.join(_vnfs_on_vim(context, vim_id)) or
+                'see "openstack vnflcm list"')) from error
+    except Exception as error:
+        raise exceptions.MgmtDriverError(
+            'Updating the credentials of the Kubernetes VIM %r (%s) in '
+            'Tacker failed: %s' % (name, vim_id,
+                                   _vim_error_reason(error, bearer_token))
+        ) from redaction.safe_cause(error, (bearer_token,))
 
 
 def _add_connection_info(vnf_instance, vim_id, auth_url):
@@ -315,10 +399,7 @@ def _vim_error_reason(error, *secrets):
                 'namespaces with the token)' % text)
     elif not isinstance(error, exceptions.MgmtDriverError):
         text = '%s: %s' % (type(error).__name__, text)
-    for secret in secrets:
-        if secret:
-            text = text.replace(secret, '***')
-    return text
+    return redaction.redact(text, secrets)
 
 
 def _is_kubernetes_api_error(error):

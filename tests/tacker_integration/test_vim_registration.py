@@ -12,6 +12,7 @@ SQLite file in WAL mode; an in-memory key manager plugged in as Barbican).
 """
 
 import datetime
+import logging
 import sqlite3
 import uuid
 
@@ -30,6 +31,7 @@ from tacker.vnflcm import utils as vnflcm_utils  # noqa: E402
 from kubernetes_mgmt_pv import cluster  # noqa: E402
 from kubernetes_mgmt_pv import exceptions  # noqa: E402
 from kubernetes_mgmt_pv import tacker_compat  # noqa: E402
+from testbed import kubeapi  # noqa: E402
 
 # The default project of conftest's hook_context.
 PROJECT = 'a1b2c3d4e5f60718293a4b5c6d7e8f90'
@@ -167,6 +169,137 @@ def test_second_registration_reuses_the_vim(
     assert len(kubernetes_infos(reread(hook_context, vnf_instance))) == 1
     assert len(kube_api.request_log) == requests  # nothing re-validated
     assert len(vim_secrets) == 1
+
+
+def stored_credentials(hook_context, instance):
+    """(token, CA) of the instance's Kubernetes VIM as Tacker's LCM
+    decrypts them."""
+    access = vnflcm_utils._get_vim(hook_context(), kubernetes_infos(
+        reread(hook_context, instance)))['access_info']
+    return access['bearer_token'], access['ssl_ca_cert']
+
+
+@pytest.fixture
+def vim_updates(vim_conf, monkeypatch):
+    """The VIM ids NfvoPlugin.update_vim is called with (it still runs)."""
+    calls = []
+    update = nfvo_plugin.NfvoPlugin.update_vim
+
+    def recorded(self, context, vim_id, vim):
+        calls.append(vim_id)
+        return update(self, context, vim_id, vim)
+    monkeypatch.setattr(nfvo_plugin.NfvoPlugin, 'update_vim', recorded)
+    return calls
+
+
+@pytest.fixture
+def rebuild(kube_api, service_account_credentials):
+    """rebuild(): the cluster rebuilt at kube_api's address, a new API
+    server on the same port with its own CA, and the token of the driver's
+    ServiceAccount on it; returns (api, (token, CA))."""
+    servers = []
+
+    def new_server():
+        kube_api.stop()
+        servers.append(kubeapi.KubeApiServer(host='127.0.0.1',
+                                             port=kube_api.port).start())
+        return servers[-1], service_account_credentials(
+            servers[-1], cluster.credentials_manifest()['items'])
+    yield new_server
+    for server in servers:
+        server.stop()
+
+
+def test_a_cluster_rebuilt_at_the_same_address_updates_the_vim(
+        hook_context, vnf_instance, kube_api, credentials, tacker_db,
+        vim_secrets, vim_updates, rebuild, caplog):
+    vim_id = register(hook_context, vnf_instance, kube_api, credentials)
+    old_keys = set(vim_secrets)
+    api, new_credentials = rebuild()
+    assert api.url == kube_api.url
+    assert new_credentials[0] != credentials[0]
+    assert new_credentials[1] != credentials[1]
+
+    again = register(hook_context, reread(hook_context, vnf_instance), api,
+                     new_credentials)
+
+    assert again == vim_id and vim_updates == [vim_id]
+    assert stored_credentials(hook_context, vnf_instance) == new_credentials
+    assert [row['id'] for row in live_vims(tacker_db)] == [vim_id]
+    assert len(kubernetes_infos(reread(hook_context, vnf_instance))) == 1
+    # Tacker checked the new ones on the new cluster, encrypted them with
+    # a new key and deleted the old key.
+    assert ('GET', '/api/') in api.request_log
+    assert len(vim_secrets) == 1 and not set(vim_secrets) & old_keys
+    assert new_credentials[0] not in caplog.text
+
+    # Registered once more with the same credentials: nothing to do.
+    register(hook_context, reread(hook_context, vnf_instance), api,
+             new_credentials)
+    assert vim_updates == [vim_id]
+
+
+def test_the_same_credentials_make_no_update(
+        hook_context, vnf_instance, kube_api, credentials, vim_secrets,
+        vim_updates, caplog):
+    register(hook_context, vnf_instance, kube_api, credentials)
+    keys = set(vim_secrets)
+    requests = len(kube_api.request_log)
+    caplog.set_level(logging.INFO, logger='kubernetes_mgmt_pv')
+
+    register(hook_context, reread(hook_context, vnf_instance), kube_api,
+             credentials)
+
+    assert vim_updates == []
+    assert set(vim_secrets) == keys
+    assert len(kube_api.request_log) == requests  # nothing re-validated
+    assert stored_credentials(hook_context, vnf_instance) == credentials
+    assert [record for record in caplog.records
+            if 'unchanged' in record.getMessage()]
+
+
+def test_a_rejected_update_keeps_the_old_credentials(
+        hook_context, vnf_instance, kube_api, credentials, tacker_db,
+        vim_secrets, vim_updates):
+    vim_id = register(hook_context, vnf_instance, kube_api, credentials)
+    keys = set(vim_secrets)
+    wrong = 'not-the-token-%s' % uuid.uuid4().hex
+
+    with pytest.raises(exceptions.MgmtDriverError) as error:
+        register(hook_context, reread(hook_context, vnf_instance), kube_api,
+                 (wrong, credentials[1]))
+
+    message = str(error.value)
+    assert VIM_NAME in message and vim_id in message
+    assert '401' in message and wrong not in message
+    assert vim_updates == [vim_id]
+    assert stored_credentials(hook_context, vnf_instance) == credentials
+    assert set(vim_secrets) == keys  # Tacker dropped the new key
+
+
+def test_a_vim_in_use_with_stale_credentials_is_an_error_naming_its_vnfs(
+        hook_context, vnf_instance, kube_api, credentials, vim_secrets,
+        rebuild):
+    vim_id = register(hook_context, vnf_instance, kube_api, credentials)
+    # Tacker's plugins loaded before the CNF's row is added, as in
+    # tacker-conductor (VNFMPlugin cannot load this bare row).
+    assert stored_credentials(hook_context, vnf_instance) == credentials
+    cnf_id = str(uuid.uuid4())
+    session = hook_context().session
+    session.add(vnfm_db.VNF(
+        id=cnf_id, tenant_id=PROJECT, name='cnf', status='ACTIVE',
+        vim_id=vim_id, deleted_at=datetime.datetime.min))
+    session.commit()
+    api, new_credentials = rebuild()
+
+    with pytest.raises(exceptions.MgmtDriverError) as error:
+        register(hook_context, reread(hook_context, vnf_instance), api,
+                 new_credentials)
+
+    message = str(error.value)
+    assert VIM_NAME in message and vim_id in message and cnf_id in message
+    assert new_credentials[0] not in message
+    assert stored_credentials(hook_context, vnf_instance) == credentials
 
 
 def test_a_vim_reused_by_a_new_instance_is_added_to_its_connection_info(
