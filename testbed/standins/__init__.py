@@ -35,6 +35,8 @@ API_SERVER = '/usr/lib/testbed/kube-apiserver-standin'
 API_SERVER_PID = '/run/kube-apiserver-standin.pid'
 # The etcd half of the kubeadm stand-in (a real etcd, see kubeadm_etcd.py).
 KUBEADM_ETCD = '/usr/lib/testbed/kubeadm_etcd.py'
+# Its reader of --config files (kubeadm_config.py).
+KUBEADM_CONFIG = '/usr/lib/testbed/kubeadm_config.py'
 ETCD = '/usr/bin/etcd'
 ETCD_LOG = '/var/log/etcd.log'
 DEFAULT_TIMEOUT = 60.0  # kubeadm's waits for API servers, in seconds
@@ -64,6 +66,7 @@ def packages(k8s_version=None):
         ('kubeadm', k8s_version, 'kubeadm stand-in for the testbed',
          [('kubeadm.py', '/usr/bin/kubeadm'),
           ('kubeadm_etcd.py', KUBEADM_ETCD),
+          ('kubeadm_config.py', KUBEADM_CONFIG),
           ('kube_apiserver_standin.py', API_SERVER)]),
         ('kubelet', k8s_version, 'kubelet stand-in for the testbed',
          [('kubelet.py', '/usr/bin/kubelet')]),

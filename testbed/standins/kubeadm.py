@@ -15,13 +15,16 @@ accepts only the command lines of the cluster contract:
     kubeadm join HOST:PORT --token T --discovery-token-ca-cert-hash sha256:H
                  [--control-plane --certificate-key K
                   --apiserver-advertise-address IP]
+    kubeadm join --config FILE   (a JoinConfiguration, see kubeadm_config.py)
     kubeadm token create [--ttl DURATION]
     kubeadm init phase upload-certs --upload-certs
     kubeadm reset [-f]
     kubeadm version [-o short|json]
 
 Every call is appended to /var/log/kubeadm-standin.log as one JSON line
-{"argv": [...], "time": <epoch seconds>} so tests can check what was run.
+{"argv": [...], "time": <epoch seconds>} so tests can check what was run;
+a call with --config also logs the file's configuration, its token and
+certificate key replaced by "***" ("config", or null if unreadable).
 The test API server (address, CA, admin token) is read from
 /etc/testbed/kube-upstream.json, which the testbed writes into each host.
 
@@ -59,6 +62,7 @@ import urllib.request
 # The etcd half (kubeadm_etcd.py) is installed next to the API server
 # stand-in; from a source tree it is next to this file.
 sys.path[:0] = ['/usr/lib/testbed', os.path.dirname(os.path.abspath(__file__))]
+import kubeadm_config  # noqa: E402
 import kubeadm_etcd as etcd  # noqa: E402
 
 PACKAGE_VERSION = '1.31.4-1.1'  # rewritten by testbed.standins when built
@@ -95,13 +99,17 @@ FLAGS = {
     'init phase upload-certs': {'upload-certs': False},
     'join': {'token': True, 'discovery-token-ca-cert-hash': True,
              'control-plane': False, 'certificate-key': True,
-             'apiserver-advertise-address': True},
+             'apiserver-advertise-address': True, 'config': True},
     'token create': {'ttl': True},
     'reset': {'force': False},
     'version': {'output': True},
 }
 SHORT_FLAGS = {'o': 'output', 'f': 'force'}
 GLOBAL_FLAGS = {'v': True}  # klog verbosity: >= 5 logs etcd retries
+# The flags kubeadm accepts next to --config (its isAllowedFlag).
+WITH_CONFIG = {'config', 'ignore-preflight-errors', 'dry-run', 'kubeconfig',
+               'node-name', 'kubeconfig-dir', 'upload-certs',
+               'print-join-command', 'rootfs', 'v', 'log-file'}
 
 
 class KubeadmError(Exception):
@@ -169,11 +177,28 @@ def split_endpoint(endpoint):
     return host, int(port)
 
 
+def config_path(args):
+    """The value of --config in args, or None."""
+    for index, arg in enumerate(args):
+        if arg.startswith('--config='):
+            return arg.partition('=')[2]
+        if arg == '--config' and index + 1 < len(args):
+            return args[index + 1]
+    return None
+
+
 def log_call(argv):
     """Append this call to the call log (best effort: non-root callers of
     `kubeadm version` cannot write to /var/log)."""
     entry = {'argv': [os.path.basename(argv[0])] + argv[1:],
              'time': time.time()}
+    config = config_path(argv[1:])
+    if config:
+        try:
+            entry['config'] = kubeadm_config.redacted(
+                kubeadm_config.load_join_configuration(config)[0])
+        except kubeadm_config.ConfigError:
+            entry['config'] = None
     try:
         with open(CALL_LOG, 'a') as log:
             log.write(json.dumps(entry) + '\n')
@@ -897,8 +922,41 @@ def download_certs(secret, key):
     etcd.install_ca(files['etcd-ca.crt'], files['etcd-ca.key'])
 
 
+def join_from_config(options):
+    """The join options a --config JoinConfiguration gives, as the flags
+    would; kubeadm refuses other flags next to --config."""
+    mixed = sorted(set(options) - WITH_CONFIG)
+    if mixed:
+        raise KubeadmError(f'can not mix \'--config\' with arguments '
+                           f'[{" ".join(mixed)}]')
+    try:
+        config, warnings = kubeadm_config.load_join_configuration(
+            options['config'])
+    except kubeadm_config.ConfigError as error:
+        raise KubeadmError(str(error))
+    for warning in warnings:
+        print(f'W0101 00:00:00.000000 strict decoding error: {warning}',
+              file=sys.stderr)
+    discovery = config.get('discovery') or {}
+    bootstrap = discovery.get('bootstrapToken') or {}
+    hashes = bootstrap.get('caCertHashes') or []
+    joined = {'token': bootstrap.get('token'),
+              'discovery-token-ca-cert-hash': hashes[0] if hashes else None}
+    control_plane = config.get('controlPlane')
+    if control_plane is not None:
+        local = control_plane.get('localAPIEndpoint') or {}
+        joined.update({'control-plane': True,
+                       'certificate-key': control_plane.get('certificateKey'),
+                       'apiserver-advertise-address':
+                           local.get('advertiseAddress')})
+    return ({key: value for key, value in joined.items() if value},
+            [bootstrap.get('apiServerEndpoint')])
+
+
 def cmd_join(options, positional):
     """Join this host as a worker or, with --control-plane, a master."""
+    if 'config' in options:  # an endpoint given as well is ignored
+        options, positional = join_from_config(options)
     if len(positional) != 1:
         raise KubeadmError('testbed: kubeadm join needs exactly one '
                            'API server endpoint HOST:PORT')

@@ -219,6 +219,25 @@ def prepare(host, kube):
                     f'KUBELET_EXTRA_ARGS=--node-ip={host.ip}\n')
 
 
+JOIN_CONFIG = '/run/testbed-join.yaml'
+
+
+def join_configuration(endpoint, token, ca_hash, key=None, address=None,
+                       version='v1beta4'):
+    """A JoinConfiguration as kubeadm's documentation writes one."""
+    lines = [f'apiVersion: kubeadm.k8s.io/{version}',
+             'kind: JoinConfiguration', 'discovery:', '  bootstrapToken:',
+             f'    apiServerEndpoint: "{endpoint}"']
+    if token is not None:
+        lines.append(f'    token: "{token}"')
+    lines += ['    caCertHashes:', f'    - "{ca_hash}"']
+    if key is not None:
+        lines += ['controlPlane:', '  localAPIEndpoint:',
+                  f'    advertiseAddress: "{address}"',
+                  f'  certificateKey: "{key}"']
+    return '\n'.join(lines) + '\n'
+
+
 class Cluster(types.SimpleNamespace):
     """The testbed, the API server and what the tests learnt so far."""
 
@@ -231,14 +250,16 @@ class Cluster(types.SimpleNamespace):
         return host
 
     def join_master(self, host, ssh=False, check=True):
-        """kubeadm join --control-plane through master1, with the last
-        uploaded certificate key."""
-        return self.kubeadm(
-            host, 'join', f'{self.master1.ip}:6443',
-            '--token', self.facts['token'],
-            '--discovery-token-ca-cert-hash', self.facts['hash'],
-            '--control-plane', '--certificate-key', self.facts['key'],
-            '--apiserver-advertise-address', host.ip, ssh=ssh, check=check)
+        """kubeadm join --config with a control-plane JoinConfiguration
+        through master1, with the last uploaded certificate key."""
+        host.write_file(JOIN_CONFIG, join_configuration(
+            f'{self.master1.ip}:6443', self.facts['token'],
+            self.facts['hash'], self.facts['key'], host.ip))
+        try:
+            return self.kubeadm(host, 'join', '--config', JOIN_CONFIG,
+                                ssh=ssh, check=check)
+        finally:
+            host.run(f'rm -f {JOIN_CONFIG}')
 
     def kubeadm(self, host, *args, check=True, ssh=False):
         """Run kubeadm on a host (as root, or over SSH with sudo as the
@@ -531,6 +552,37 @@ def test_join_rejects_wrong_token_hash_or_endpoint(cluster):
     cluster.facts.update(token=token, hash=good_hash)
 
 
+def test_join_config_is_checked_as_kubeadm_does(cluster):
+    """kubeadm join --config FILE: discovery needs the token, which must
+    be one the cluster signed; other flags cannot be mixed in."""
+    master, worker = cluster.master1, cluster.worker1
+    endpoint = f'{master.ip}:6443'
+    token, good_hash = cluster.facts['token'], cluster.facts['hash']
+    cases = [
+        (join_configuration(endpoint, None, good_hash), (),
+         'discovery.bootstrapToken.token'),
+        (join_configuration(endpoint, 'zzzzzz.0123456789abcdef', good_hash),
+         (), 'could not find a JWS signature'),
+        (join_configuration(endpoint, token, 'sha256:' + '0' * 64), (),
+         'none of the public keys'),
+        (join_configuration(endpoint, token, good_hash, version='v1beta9'),
+         (), 'v1beta9'),
+        (join_configuration(endpoint, token, good_hash), ('--token', token),
+         "can not mix '--config' with arguments [token]"),
+        ('apiVersion: v1\nkind: ConfigMap\n', (), 'JoinConfiguration'),
+    ]
+    for text, extra, message in cases:
+        worker.write_file(JOIN_CONFIG, text)
+        result = cluster.kubeadm(worker, 'join', '--config', JOIN_CONFIG,
+                                 *extra, check=False)
+        assert result.returncode == 1, text
+        assert message in result.stderr, result.stderr
+        assert token not in result.stderr
+    worker.run(f'rm -f {JOIN_CONFIG}')
+    assert worker.run('test -e /etc/kubernetes/kubelet.conf',
+                      check=False).returncode == 1
+
+
 def test_worker_joins_with_token_and_hash(cluster):
     master, worker, kube = cluster.master1, cluster.worker1, cluster.kube
     # The hash as the install script computes it from the Master's CA file.
@@ -793,6 +845,13 @@ def test_every_call_is_in_the_argument_log(cluster):
         host = cluster.testbed.hosts[name]
         log = standins.call_log(host)
         assert [entry['argv'] for entry in log] == calls, name
+        # A --config call logs the configuration, never its secrets.
+        for entry in log:
+            if '--config' in entry['argv'] and entry.get('config'):
+                bootstrap = entry['config']['discovery']['bootstrapToken']
+                assert bootstrap.get('token') in (None, '***')
+                assert cluster.facts['token'] not in json.dumps(
+                    entry['config'])
         times = [entry['time'] for entry in log]
         assert times == sorted(times)
         assert time.time() - 600 < times[0] <= time.time()
