@@ -21,6 +21,11 @@ INFO_BEGIN = '----- BEGIN KUBERNETES CLUSTER INFO -----'
 INFO_END = '----- END KUBERNETES CLUSTER INFO -----'
 INFO_KEYS = ('server', 'token', 'ca_cert_hash', 'certificate_key', 'ca_cert')
 ADMIN_KUBECONFIG = '/etc/kubernetes/admin.conf'
+# The line by which an install script says it reads the join secrets from
+# its standard input; scripts without it (packages built for earlier
+# releases) get them as -t/-k.
+SECRETS_ON_STDIN = re.compile(
+    rb'^# kubernetes-mgmt-pv-join-secrets: stdin[ \t]*\r?$', re.M)
 KUBELET_KUBECONFIG = '/etc/kubernetes/kubelet.conf'
 # The identity Tacker uses on the cluster: a ServiceAccount with a
 # long-lived token Secret (Kubernetes >= 1.24 creates none by itself).
@@ -263,11 +268,19 @@ def plan_install(masters, workers, facts, api_nodes):
                       if node is not leader and member(node)))
 
 
+def secrets_on_stdin(script):
+    """Whether the install script (bytes) reads the join secrets from its
+    standard input."""
+    return SECRETS_ON_STDIN.search(script) is not None
+
+
 def script_argv(role, plan, node, endpoint, network, join_info=None,
-                floating_ip=None):
+                floating_ip=None, legacy_secrets=False):
     """The install script's command line for node in ``role`` (leader,
     master or worker); the VIM's ``floating_ip`` goes into the API server
-    certificate, which Tacker checks against it."""
+    certificate, which Tacker checks against it. The join secrets go to
+    ``script_input``, unless ``legacy_secrets``: a script of the earlier
+    contract takes them here."""
     argv = ['bash', SCRIPT_PATH]
     if role == 'worker':
         argv += ['-w', node.fixed_ip]
@@ -282,10 +295,23 @@ def script_argv(role, plan, node, endpoint, network, join_info=None,
     if role == 'leader' and floating_ip:
         argv += ['-e', floating_ip]
     if role != 'leader':
-        argv += ['-t', join_info.token, '-s', join_info.ca_cert_hash]
-        if role == 'master':
-            argv += ['-k', join_info.certificate_key]
+        argv += ['-s', join_info.ca_cert_hash]
+        if legacy_secrets:
+            argv += ['-t', join_info.token]
+            if role == 'master':
+                argv += ['-k', join_info.certificate_key]
     return argv
+
+
+def script_input(role, join_info=None):
+    """The install script's standard input: the join secrets of a node
+    that joins (none for the leader)."""
+    if role == 'leader':
+        return b''
+    lines = ['token=%s' % join_info.token]
+    if role == 'master':
+        lines.append('certificate_key=%s' % join_info.certificate_key)
+    return ''.join(line + '\n' for line in lines).encode('ascii')
 
 
 def credentials_manifest():

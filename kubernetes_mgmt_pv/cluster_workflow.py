@@ -124,22 +124,42 @@ class ClusterWorkflow(flow.Flow):
                 report.record(executor.host, 'kubeadm reset', True,
                               'its cluster does not know it')
 
-    def _run_script(self, sessions, node, argv, env, report):
+    def _script_call(self, role, plan, node, endpoint, join_info=None,
+                     floating_ip=None):
+        """(argv, stdin) of the install script on node in ``role``."""
+        legacy = not cluster.secrets_on_stdin(self.script)
+        if legacy and role != 'leader':
+            LOG.warning('The install script of the VNF package has no "# '
+                        'kubernetes-mgmt-pv-join-secrets: stdin" line: it '
+                        'gets the join token and certificate key on its '
+                        'command line, where any user of %s sees them '
+                        'while it runs. Update it to read them from '
+                        'standard input (see the install script contract).',
+                        node.address)
+        return (cluster.script_argv(role, plan, node, endpoint,
+                                    self.params.network, join_info,
+                                    floating_ip, legacy_secrets=legacy),
+                cluster.script_input(role, join_info))
+
+    def _run_script(self, sessions, node, call, env, report):
+        """The install script with ``call`` (argv, stdin): the join
+        secrets travel on its standard input."""
+        argv, stdin = call
         executor = self.session(sessions, node)
         with report_mod.step(executor.host, 'Kubernetes install script'):
             result = executor.run(
-                argv, sudo=True, env=env or None,
+                argv, sudo=True, env=env or None, stdin=stdin,
                 timeout=self.conf.cluster_install_timeout,
                 description='install_k8s_cluster.sh on %s' % node.fixed_ip)
         report.record(executor.host, 'kubernetes node', True,
                       'installed with the install script')
         return result
 
-    def _run_master_script(self, sessions, node, argv, env, report):
+    def _run_master_script(self, sessions, node, call, env, report):
         """The script on a Master, and the join information it printed
         (its secrets redacted from then on)."""
         join_info = cluster.parse_join_info(
-            self._run_script(sessions, node, argv, env, report).stdout)
+            self._run_script(sessions, node, call, env, report).stdout)
         sessions.hide(*join_info.secrets)
         return join_info
 
@@ -228,9 +248,9 @@ class ClusterWorkflow(flow.Flow):
                 self.params.proxy, self.params.network,
                 endpoint, [node.fixed_ip for node in nodes])
             join_info = self._run_master_script(
-                sessions, plan.leader, cluster.script_argv(
-                    'leader', plan, plan.leader, endpoint,
-                    self.params.network, floating_ip=fip), env, report)
+                sessions, plan.leader, self._script_call(
+                    'leader', plan, plan.leader, endpoint, floating_ip=fip),
+                env, report)
             several_masters = len(masters) > 1
             if several_masters and plan.join_masters:
                 self._remove_stale_members(leader, plan.join_masters, report)
@@ -238,18 +258,18 @@ class ClusterWorkflow(flow.Flow):
                 # Each Master uploads the certificates again with a new
                 # key, which replaces the one it joined with.
                 join_info = self._run_master_script(
-                    sessions, node, cluster.script_argv(
-                        'master', plan, node, endpoint, self.params.network,
-                        join_info), env, report)
+                    sessions, node, self._script_call(
+                        'master', plan, node, endpoint, join_info), env,
+                    report)
                 serving.append(node)
                 if vip:
                     self._configure_ha(sessions, masters, facts, vip, report,
                                        serving)
             self.on_hosts('Worker join', {
                 node.address: functools.partial(
-                    self._run_script, sessions, node, cluster.script_argv(
-                        'worker', plan, node, endpoint, self.params.network,
-                        join_info), env, report)
+                    self._run_script, sessions, node, self._script_call(
+                        'worker', plan, node, endpoint, join_info), env,
+                    report)
                 for node in plan.join_workers})
             self._wait_ready(leader, [facts.node_name for _, facts in named])
             if several_masters:

@@ -43,9 +43,13 @@ _MISSING = 44
 # let us give up the command (a silent peer) is torn down.
 _CLOSE_GRACE = 2.0
 
-# Sources the variables given on standard input, then runs the command:
-# values never appear in the argument list.
-_WITH_ENV = 'set -a; . /dev/stdin; set +a; exec "$@"'
+# Reads the variables from the head of standard input (its size in bytes
+# on the first line, then the assignments; dd reads exactly that much),
+# then runs the command with the rest of standard input: values never
+# appear in the argument list.
+_WITH_ENV = ('IFS= read -r size; set -a; '
+             'eval "$(dd bs=1 count="$size" 2>/dev/null)"; set +a; '
+             'exec "$@"')
 _READ = 'if [ -e "$1" ]; then exec cat -- "$1"; fi; exit %d' % _MISSING
 # Replace a file atomically with standard input, through a symlink, keeping
 # the mode and owner of an existing file; refuse a truncated upload.
@@ -292,19 +296,19 @@ class RemoteCommandExecutor(object):
         """Run ``argv`` on the host and return its ``CommandResult``.
 
         ``stdin`` (bytes) is fed to the command. ``env`` values reach the
-        command through its standard input too, so they cannot be combined
-        with ``stdin``. The command runs in the C locale, so its messages
-        parse the same on every VM. ``description`` names the command in
-        logs and errors instead of its argument list. With ``check`` a
-        non-zero exit status raises ``RemoteCommandError``; a timeout or a
-        lost connection always does.
+        command through the head of its standard input, which a wrapper
+        reads before the command starts. The command runs in the C
+        locale, so its messages parse the same on every VM.
+        ``description`` names the command in logs and errors instead of
+        its argument list. With ``check`` a non-zero exit status raises
+        ``RemoteCommandError``; a timeout or a lost connection always
+        does.
         """
         argv = list(argv)
         description = self._redact(description or shlex.join(argv))
         if env:
-            if stdin is not None:
-                raise ValueError('env and stdin cannot be combined')
-            stdin = self._environment_script(env)
+            assignments = self._environment_script(env)
+            stdin = b'%d\n' % len(assignments) + assignments + (stdin or b'')
             argv = ['sh', '-c', _WITH_ENV, 'sh'] + argv
         argv = ['env', 'LC_ALL=C'] + argv
         if sudo:

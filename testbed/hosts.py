@@ -318,6 +318,12 @@ class Host:
         self.run(f'cat > {shlex.quote(path)}', input=text)
 
     @property
+    def written_files_dir(self):
+        """The runner's path of this host's overlay upper directory: every
+        file the host wrote, except on its tmpfs mounts (/run, /tmp)."""
+        return os.path.join(self._dir, 'upper')
+
+    @property
     def public_host_key_file(self):
         """The runner's path of this boot's public SSH host key."""
         return os.path.join(self._dir, 'upper', HOST_KEY.lstrip('/') + '.pub')

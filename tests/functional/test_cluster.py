@@ -13,6 +13,7 @@ from kubernetes_mgmt_pv import exceptions
 from testbed import cluster as cluster_mod
 from testbed import faults as faults_mod
 from testbed import hosts
+from testbed import standins
 from tests.functional.conftest import skip_without_testbed
 
 
@@ -22,6 +23,15 @@ def verb(calls):
     """The kubeadm subcommands in a host's call log."""
     return [' '.join(argv[1:3]) if argv[1] == 'init' and argv[2:3] == [
         'phase'] else argv[1] for argv in calls]
+
+
+def join_configuration(host):
+    """The JoinConfiguration of the one kubeadm join run on host, as the
+    stand-in logged it (secrets replaced by ***)."""
+    join, = [entry for entry in standins.call_log(host)
+             if entry['argv'][1] == 'join']
+    assert join['argv'][2] == '--config'
+    return join['config']
 
 
 def api_get(access, path):
@@ -71,10 +81,12 @@ def test_one_master_two_workers(simple, logins):
     assert init[init.index('--control-plane-endpoint') + 1] == \
         '%s:6443' % master.ip
     for worker in ('worker1', 'worker2'):
-        join, = [argv for argv in simple.kubeadm_calls(worker)
-                 if argv[1] == 'join']
-        assert join[2] == '%s:6443' % master.ip
-        assert '--control-plane' not in join
+        join = join_configuration(simple.host(worker))
+        assert join['discovery']['bootstrapToken'] == {
+            'apiServerEndpoint': '%s:6443' % master.ip, 'token': '***',
+            'caCertHashes': [join['discovery']['bootstrapToken'][
+                'caCertHashes'][0]]}
+        assert 'controlPlane' not in join
     # Every node resolves every other by name, from the driver's block.
     hosts = simple.host('worker2').read_file('/etc/hosts')
     assert '%s master1' % master.ip in hosts
@@ -156,10 +168,13 @@ def test_three_masters_behind_haproxy_and_keepalived(ha_cluster):
     assert cluster_mod.node_readiness(ha_cluster.host('master2')) == dict.fromkeys(names,
                                                                    'True')
     for name in ('master2', 'master3'):
-        join, = [argv for argv in ha_cluster.kubeadm_calls(name)
-                 if argv[1] == 'join']
-        assert join[2] == '%s:16443' % vip
-        assert '--control-plane' in join and '--certificate-key' in join
+        join = join_configuration(ha_cluster.host(name))
+        assert join['discovery']['bootstrapToken']['apiServerEndpoint'] == \
+            '%s:16443' % vip
+        assert join['controlPlane'] == {
+            'localAPIEndpoint': {
+                'advertiseAddress': ha_cluster.host(name).ip},
+            'certificateKey': '***'}
     for master in ha_cluster.nodes('master'):
         config = master.read_file('/etc/haproxy/haproxy.cfg')
         for other in ha_cluster.nodes('master'):

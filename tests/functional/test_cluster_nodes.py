@@ -8,6 +8,7 @@ from kubernetes_mgmt_pv import etcd
 from kubernetes_mgmt_pv import exceptions
 from testbed import cluster as cluster_mod
 from testbed import faults as faults_mod
+from testbed import standins
 from tests.functional.conftest import skip_without_testbed
 
 
@@ -180,9 +181,9 @@ def test_heal_of_a_master_of_three(ha_cluster):
             m.ip for m in ha_cluster.nodes('master'))
     assert cluster_mod.node_readiness(master3) == dict.fromkeys(
         ['master1', 'master2', 'master3', 'worker1'], 'True')
-    join, = [argv for argv in ha_cluster.kubeadm_calls('master2')
-             if argv[1] == 'join']
-    assert '--control-plane' in join
+    join, = [entry for entry in standins.call_log(ha_cluster.host('master2'))
+             if entry['argv'][1] == 'join']
+    assert join['config']['controlPlane']['certificateKey'] == '***'
 
 
 def test_a_master_heal_interrupted_after_the_etcd_removal_converges(

@@ -127,6 +127,17 @@ def test_truncated_content_is_never_installed(executor, host):
     assert 'kubernetes-mgmt-pv' not in host.run('ls /etc').stdout
 
 
+def test_environment_and_input_reach_the_command_together(executor):
+    """The variables head the standard input; the command reads the rest
+    (the install script's join secrets), byte for byte."""
+    data = b'token=abcdef.0123456789abcdef\n\xff\nno newline at the end'
+    result = executor.run(
+        ['sh', '-c', 'printf "%s|" "$http_proxy" "$no_proxy"; cat'],
+        sudo=True, stdin=data,
+        env={'http_proxy': "http://p:3128/'$x'", 'no_proxy': 'a,b\nc'})
+    assert result.stdout_bytes == (b"http://p:3128/'$x'|a,b\nc|" + data)
+
+
 def test_environment_stays_out_of_the_process_list(executor):
     proxy = 'http://user:s3cret@proxy.invalid:3128'
     result = executor.run(

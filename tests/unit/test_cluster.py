@@ -2,6 +2,7 @@
 
 import base64
 import json
+import os
 
 import pytest
 
@@ -11,6 +12,10 @@ from kubernetes_mgmt_pv import exceptions
 from kubernetes_mgmt_pv import params
 from kubernetes_mgmt_pv import topology
 
+SAMPLE_SCRIPT = os.path.join(
+    os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(
+        __file__)))), 'samples', 'kubernetes_pv_vnf', 'Scripts',
+    'install_k8s_cluster.sh')
 PEM = ('-----BEGIN CERTIFICATE-----\nMIIBfake\n'
        '-----END CERTIFICATE-----\n')
 ACCESS = params.NodeAccess('cp', 'cp', 'ubuntu', 'secret')
@@ -218,28 +223,67 @@ def test_a_fresh_single_master():
 
 # -- command lines -------------------------------------------------------------
 
-INFO = cluster.JoinInfo('https://10.0.0.5:16443', 'tok.en', 'sha256:h', 'key',
+TOKEN = 'abcdef.0123456789abcdef'
+KEY = '12' * 32
+INFO = cluster.JoinInfo('https://10.0.0.5:16443', TOKEN, 'sha256:h', KEY,
                         PEM)
 NETWORK = params.ClusterNetwork(pod_cidr='192.168.0.0/16',
                                 cluster_cidr='10.96.0.0/12')
 
 
-@pytest.mark.parametrize('role, target, join, expected', [
+@pytest.mark.parametrize('role, target, join, expected, stdin', [
     ('leader', M1, None,
      ['-m', '10.0.0.11,10.0.0.12,10.0.0.13', '-i', '10.0.0.5:16443',
-      '-p', '192.168.0.0/16', '-a', '10.96.0.0/12']),
+      '-p', '192.168.0.0/16', '-a', '10.96.0.0/12'], b''),
     ('master', M2, INFO,
      ['-m', '10.0.0.11,10.0.0.12,10.0.0.13', '-i', '10.0.0.5:16443',
-      '-p', '192.168.0.0/16', '-a', '10.96.0.0/12',
-      '-t', 'tok.en', '-s', 'sha256:h', '-k', 'key']),
+      '-p', '192.168.0.0/16', '-a', '10.96.0.0/12', '-s', 'sha256:h'],
+     b'token=' + TOKEN.encode() + b'\ncertificate_key=' + KEY.encode() +
+     b'\n'),
     ('worker', W1, INFO,
-     ['-w', '10.0.0.21', '-i', '10.0.0.5:16443', '-t', 'tok.en',
-      '-s', 'sha256:h']),
+     ['-w', '10.0.0.21', '-i', '10.0.0.5:16443', '-s', 'sha256:h'],
+     b'token=' + TOKEN.encode() + b'\n'),
 ])
-def test_script_command_lines(role, target, join, expected):
+def test_script_command_lines_carry_no_secret(role, target, join, expected,
+                                              stdin):
     argv = cluster.script_argv(role, plan(), target, '10.0.0.5:16443',
-                               NETWORK, join)
+                               NETWORK, join, floating_ip='192.0.2.7')
+    if role == 'leader':
+        expected = expected + ['-e', '192.0.2.7']
     assert argv == ['bash', cluster.SCRIPT_PATH] + expected
+    assert not [arg for arg in argv for secret in INFO.secrets
+                if secret in arg]
+    assert cluster.script_input(role, join) == stdin
+
+
+@pytest.mark.parametrize('role, target, expected', [
+    ('master', M2, ['-s', 'sha256:h', '-t', TOKEN, '-k', KEY]),
+    ('worker', W1, ['-s', 'sha256:h', '-t', TOKEN]),
+])
+def test_a_script_of_the_earlier_contract_gets_the_secrets_as_arguments(
+        role, target, expected):
+    argv = cluster.script_argv(role, plan(), target, '10.0.0.5:16443',
+                               params.ClusterNetwork(), INFO,
+                               legacy_secrets=True)
+    assert argv[-len(expected):] == expected
+
+
+@pytest.mark.parametrize('script, on_stdin', [
+    (b'#!/bin/bash\n# kubernetes-mgmt-pv-join-secrets: stdin\nmain\n', True),
+    (b'#!/bin/bash\r\n# kubernetes-mgmt-pv-join-secrets: stdin\r\n', True),
+    (b'#!/bin/bash\n# kubernetes-mgmt-pv-join-secrets: stdin?\n', False),
+    (b'#!/bin/bash\necho "# kubernetes-mgmt-pv-join-secrets: stdin"\n',
+     False),
+    (b'#!/bin/bash\nwhile getopts t:k: option; do :; done\n', False),
+])
+def test_the_script_says_whether_it_reads_the_secrets_on_stdin(script,
+                                                               on_stdin):
+    assert cluster.secrets_on_stdin(script) is on_stdin
+
+
+def test_the_sample_script_reads_the_secrets_on_stdin():
+    with open(SAMPLE_SCRIPT, 'rb') as stream:
+        assert cluster.secrets_on_stdin(stream.read())
 
 
 def test_default_cidrs_are_left_to_kubeadm():

@@ -6,11 +6,11 @@ No root, no network: the script runs with PATH pointing at a directory of
 fake commands (id, ip, dpkg-query, kubeadm, kubectl, curl, getent, ...)
 written here, plus symlinks to a few harmless real tools (sed, openssl,
 base64, ...). Argument checks run the script itself. Everything after them
-runs through a harness that sources the script, points its four path
+runs through a harness that sources the script, points its five path
 variables (/etc/kubernetes, /etc/default/kubelet, /etc/systemd/system,
-/usr/local/lib/kubernetes-mgmt-pv) into a temporary root, replaces the two
-functions that would change the machine (prepare_node, restart_kubelet)
-and calls main. The end-to-end run on real hosts is the functional
+/usr/local/lib/kubernetes-mgmt-pv, /run) into a temporary root, replaces
+the two functions that would change the machine (prepare_node,
+restart_kubelet) and calls main. The end-to-end run on real hosts is the functional
 tests' job.
 """
 
@@ -43,7 +43,8 @@ CALICO_VERSION = re.search(r"^readonly CALICO_VERSION='([^']+)'$", SOURCE,
 
 # Real tools the script may use that change nothing outside its arguments.
 TOOLS = ('base64', 'cat', 'chmod', 'cut', 'grep', 'head', 'install', 'mkdir',
-         'mv', 'openssl', 'rm', 'sed', 'sha256sum', 'tail', 'tee', 'tr')
+         'mktemp', 'mv', 'openssl', 'rm', 'sed', 'sha256sum', 'tail', 'tee',
+         'tr')
 
 THIS_IP = '10.0.0.5'
 OTHER_IP = '10.0.0.6'
@@ -60,12 +61,22 @@ END = '----- END KUBERNETES CLUSTER INFO -----'
 
 FAKE_HEAD = '#!%s\nimport json, os, shutil, sys\n' % sys.executable
 FAKE_LOG = '''
+def config_file():
+    """The content and mode of the file of --config, if any."""
+    if '--config' not in sys.argv:
+        return None
+    path = sys.argv[sys.argv.index('--config') + 1]
+    with open(path) as stream:
+        return {'path': path, 'text': stream.read(),
+                'mode': os.stat(path).st_mode & 0o777}
+
 def log():
     with open(os.environ['FAKE_LOG'], 'a') as stream:
         stream.write(json.dumps({
             'cmd': os.path.basename(sys.argv[0]), 'argv': sys.argv[1:],
             'http_proxy': os.environ.get('http_proxy'),
-            'no_proxy': os.environ.get('no_proxy')}) + '\\n')
+            'no_proxy': os.environ.get('no_proxy'),
+            'config': config_file()}) + '\\n')
 log()
 '''
 
@@ -145,7 +156,7 @@ elif argv[0] == 'init':
     sys.stderr.write('I1 kubeadm init done, token=%s\\n' % token)
 elif argv[0] == 'join':
     kubelet_conf()
-    if '--control-plane' in argv:
+    if 'controlPlane:' in config_file()['text']:
         control_plane_files()
     print('This node has joined the cluster')
 ''',
@@ -189,10 +200,12 @@ class Node(object):
         self.defaults = self.root / 'etc' / 'default' / 'kubelet'
         self.systemd = self.root / 'etc' / 'systemd' / 'system'
         self.lib = self.root / 'usr' / 'local' / 'lib' / 'kubernetes-mgmt-pv'
+        self.run_dir = self.root / 'run'
         self.home = tmp_path / 'home' / 'ubuntu'
         self.log = tmp_path / 'fake.log'
         self.manifest = self.lib / ('calico-%s.yaml' % CALICO_VERSION)
-        for directory in (self.defaults.parent, self.lib, self.home):
+        for directory in (self.defaults.parent, self.lib, self.home,
+                          self.run_dir):
             directory.mkdir(parents=True)
         self.manifest.write_text('kind: List\n')
         for tool in TOOLS:
@@ -222,13 +235,13 @@ class Node(object):
             (self.kube / 'admin.conf').write_text('kind: Config\n# admin\n')
             shutil.copy(self.env['FAKE_CA'], self.kube / 'pki' / 'ca.crt')
 
-    def run_script(self, *args, **env):
+    def run_script(self, *args, stdin='', **env):
         """Run the script itself, as the driver does."""
-        return subprocess.run([BASH, SCRIPT] + list(args),
+        return subprocess.run([BASH, SCRIPT] + list(args), input=stdin,
                               env=dict(self.env, **env), capture_output=True,
                               text=True, timeout=60)
 
-    def run_main(self, *args, extra='', **env):
+    def run_main(self, *args, extra='', stdin='', **env):
         """Source the script, redirect its paths, call main."""
         harness = textwrap.dedent('''
             source "$1"; shift
@@ -237,13 +250,15 @@ class Node(object):
             KUBELET_DEFAULTS=%s
             SYSTEMD_DIR=%s
             LIB_DIR=%s
+            RUN_DIR=%s
             prepare_node() { echo PREPARE_NODE_CALLED; }
             restart_kubelet() { echo RESTART_KUBELET_CALLED; }
             %s
             main "$@"
-        ''') % (self.kube, self.defaults, self.systemd, self.lib, extra)
+        ''') % (self.kube, self.defaults, self.systemd, self.lib,
+                self.run_dir, extra)
         return subprocess.run([BASH, '-c', harness, 'harness', SCRIPT]
-                              + list(args),
+                              + list(args), input=stdin,
                               env=dict(self.env, **env), capture_output=True,
                               text=True, timeout=60)
 
@@ -310,10 +325,13 @@ def test_bash_parses_it():
 def test_help_documents_the_contract(node):
     result = node.run_script('-h')
     assert result.returncode == 0
-    for text in ('-m IP1', '-w IP', '-i HOST:PORT', '-t TOKEN', '-k CERT_KEY',
-                 '-o FILE', 'http_proxy', BEGIN, 'certificate_key=', END,
-                 'Exit status', 'FAILED: <command> (exit <n>)'):
+    for text in ('-m IP1', '-w IP', '-i HOST:PORT', '-s HASH', '-o FILE',
+                 'standard input', 'token=<bootstrap token>',
+                 'certificate_key=<certificate key>', 'http_proxy', BEGIN,
+                 'certificate_key=', END, 'Exit status',
+                 'FAILED: <command> (exit <n>)'):
         assert text in result.stdout
+    assert '-t TOKEN' not in result.stdout
     assert node.calls() == []
 
 
@@ -332,10 +350,10 @@ def test_help_documents_the_contract(node):
     (['-w', THIS_IP, '-i', VIP, '-p', 'ten/8'], "-p: 'ten/8' is not a CIDR"),
     (['-m', THIS_IP, '-i', VIP, '-e', 'a b'],
      "-e: 'a b' is not a list of addresses and names"),
-    (['-w', THIS_IP, '-i', VIP, '-t', 'nope'], '-t: not a bootstrap token'),
+    (['-w', THIS_IP, '-i', VIP, '-t', JOIN_TOKEN], 'unknown option -t'),
     (['-w', THIS_IP, '-i', VIP, '-s', 'md5:00'], '-s: not sha256'),
-    (['-m', THIS_IP, '-i', VIP, '-k', 'xyz'], '-k: not a hexadecimal'),
-    (['-w', THIS_IP, '-i', VIP, '-k', JOIN_KEY], '-k is for Masters only'),
+    (['-m', OTHER_IP + ',' + THIS_IP, '-i', VIP, '-k', JOIN_KEY],
+     'unknown option -k'),
     (['-m', THIS_IP, '-i', VIP, 'extra'], "unexpected argument 'extra'"),
 ])
 def test_usage_errors_exit_2_naming_the_option(node, args, message):
@@ -346,11 +364,18 @@ def test_usage_errors_exit_2_naming_the_option(node, args, message):
     assert node.calls() == []
 
 
-def test_bad_arguments_are_never_echoed_when_secret(node):
-    secret = 'Not-A-Token-But-Secret'
-    result = node.run_script('-w', THIS_IP, '-i', VIP, '-t', secret)
+@pytest.mark.parametrize('stdin', [
+    'token=Not-A-Token-But-Secret\n',
+    'Not-A-Token-But-Secret\n',
+    'token=%s\ncertificate_key=Not-A-Token-But-Secret\n' % JOIN_TOKEN,
+])
+def test_bad_secrets_are_never_echoed(node, stdin):
+    result = node.run_main('-m', OTHER_IP + ',' + THIS_IP, '-i', VIP,
+                           '-s', JOIN_HASH, stdin=stdin)
     assert result.returncode == 2
-    assert secret not in result.stderr
+    assert 'standard input' in result.stderr
+    assert 'Not-A-Token-But-Secret' not in result.stderr + result.stdout
+    assert node.argvs('kubeadm') == []
 
 
 def test_not_root_is_a_usage_error(node):
@@ -372,14 +397,19 @@ def test_an_address_this_host_does_not_hold_is_a_usage_error(node, args,
     assert not node.defaults.exists()
 
 
-@pytest.mark.parametrize('args, message', [
-    (['-w', THIS_IP, '-s', JOIN_HASH], '-t TOKEN is required to join'),
-    (['-w', THIS_IP, '-t', JOIN_TOKEN], '-s sha256:HASH is required to join'),
-    (['-m', OTHER_IP + ',' + THIS_IP, '-t', JOIN_TOKEN, '-s', JOIN_HASH],
-     '-k CERT_KEY is required to join as a control-plane node'),
+@pytest.mark.parametrize('args, stdin, message', [
+    (['-w', THIS_IP, '-s', JOIN_HASH], '', 'token=TOKEN is required to join'),
+    (['-w', THIS_IP], 'token=%s\n' % JOIN_TOKEN,
+     '-s sha256:HASH is required to join'),
+    (['-m', OTHER_IP + ',' + THIS_IP, '-s', JOIN_HASH],
+     'token=%s\n' % JOIN_TOKEN,
+     'certificate_key=KEY is required to join as a control-plane node'),
+    (['-w', THIS_IP, '-s', JOIN_HASH],
+     'token=%s\ncertificate_key=%s\n' % (JOIN_TOKEN, JOIN_KEY),
+     'certificate_key is for Masters only'),
 ])
-def test_join_arguments_are_required_to_join(node, args, message):
-    result = node.run_main(*args, '-i', VIP)
+def test_join_arguments_are_required_to_join(node, args, stdin, message):
+    result = node.run_main(*args, '-i', VIP, stdin=stdin)
     assert result.returncode == 2
     assert message in result.stderr
     assert node.argvs('kubeadm') == []
@@ -589,17 +619,42 @@ def test_without_proxy_nothing_is_invented(node):
 
 # --- other Masters, Workers --------------------------------------------------
 
+def join_config(node):
+    """The --config file the one kubeadm join got, checked to be gone."""
+    join, = [call for call in node.calls('kubeadm')
+             if call['argv'][0] == 'join']
+    config = join['config']
+    assert join['argv'] == ['join', '--config', config['path']]
+    assert os.path.dirname(config['path']) == str(node.run_dir)
+    assert config['mode'] == 0o600
+    assert not os.path.exists(config['path'])
+    return config['text']
+
+
 def test_other_master_joins_the_control_plane(node, ca_cert):
     result = node.run_main('-m', '%s,%s' % (OTHER_IP, THIS_IP), '-i', VIP,
-                           '-t', JOIN_TOKEN, '-s', JOIN_HASH, '-k', JOIN_KEY)
+                           '-s', JOIN_HASH, stdin='token=%s\ncertificate_key'
+                           '=%s\n' % (JOIN_TOKEN, JOIN_KEY))
     assert result.returncode == 0, result.stderr
-    assert node.argvs('kubeadm') == [
-        ['join', VIP, '--token', JOIN_TOKEN,
-         '--discovery-token-ca-cert-hash', JOIN_HASH, '--control-plane',
-         '--certificate-key', JOIN_KEY,
-         '--apiserver-advertise-address', THIS_IP],
+    assert [argv[0] for argv in node.argvs('kubeadm')] == [
+        'join', 'token', 'init']
+    assert node.argvs('kubeadm')[1:] == [
         ['token', 'create', '--ttl', '2h'],
         ['init', 'phase', 'upload-certs', '--upload-certs']]
+    assert join_config(node) == textwrap.dedent('''\
+        apiVersion: kubeadm.k8s.io/v1beta4
+        kind: JoinConfiguration
+        discovery:
+          bootstrapToken:
+            apiServerEndpoint: "%s"
+            token: "%s"
+            caCertHashes:
+            - "%s"
+        controlPlane:
+          localAPIEndpoint:
+            advertiseAddress: "%s"
+          certificateKey: "%s"
+        ''') % (VIP, JOIN_TOKEN, JOIN_HASH, THIS_IP, JOIN_KEY)
     assert node.argvs('kubectl') == []  # Calico: first Master only
     assert cluster_info(result.stdout)['ca_cert_hash'] == (
         'sha256:' + ca_cert[1])
@@ -607,12 +662,15 @@ def test_other_master_joins_the_control_plane(node, ca_cert):
 
 
 def test_worker_joins_and_prints_no_block(node):
-    result = node.run_main('-w', THIS_IP, '-i', VIP, '-t', JOIN_TOKEN,
-                           '-s', JOIN_HASH)
+    result = node.run_main('-w', THIS_IP, '-i', VIP, '-s', JOIN_HASH,
+                           stdin='token=%s\n' % JOIN_TOKEN)
     assert result.returncode == 0, result.stderr
-    assert node.argvs('kubeadm') == [
-        ['join', VIP, '--token', JOIN_TOKEN,
-         '--discovery-token-ca-cert-hash', JOIN_HASH]]
+    text = join_config(node)
+    assert 'token: "%s"\n' % JOIN_TOKEN in text
+    assert 'apiServerEndpoint: "%s"\n' % VIP in text
+    assert 'controlPlane' not in text and 'certificateKey' not in text
+    for secret in (JOIN_TOKEN, JOIN_KEY):
+        assert secret not in result.stdout + result.stderr
     assert BEGIN not in result.stdout
     assert not (node.home / '.kube').exists()
     assert (node.defaults.read_text()
@@ -652,12 +710,12 @@ def test_a_worker_listed_as_master_fails_clearly(node):
 
 @pytest.mark.parametrize('args, failing, what', [
     (['-m', THIS_IP], 'init:3', 'kubeadm init'),
-    (['-w', THIS_IP, '-t', JOIN_TOKEN, '-s', JOIN_HASH], 'join:7',
-     'kubeadm join'),
+    (['-w', THIS_IP, '-s', JOIN_HASH], 'join:7', 'kubeadm join'),
 ])
 def test_a_failing_kubeadm_ends_with_the_failed_line(node, args, failing,
                                                      what):
-    result = node.run_main(*args, '-i', VIP, FAKE_KUBEADM_FAIL=failing)
+    result = node.run_main(*args, '-i', VIP, FAKE_KUBEADM_FAIL=failing,
+                           stdin='token=%s\n' % JOIN_TOKEN)
     status = int(failing.split(':')[1])
     assert result.returncode == status
     assert last_stderr_line(result) == '%s: FAILED: %s (exit %d)' % (
@@ -666,6 +724,7 @@ def test_a_failing_kubeadm_ends_with_the_failed_line(node, args, failing,
     assert INIT_TOKEN not in result.stderr
     assert BEGIN not in result.stdout
     assert 'Install Success!' not in result.stdout
+    assert os.listdir(node.run_dir) == []   # no join configuration left
 
 
 def test_any_failing_command_ends_with_the_failed_line(node):
@@ -710,8 +769,8 @@ def test_log_file_that_cannot_be_written_is_a_usage_error(node, tmp_path):
 
 
 def test_debug_traces_commands(node):
-    result = node.run_main('-w', THIS_IP, '-i', VIP, '-t', JOIN_TOKEN,
-                           '-s', JOIN_HASH, '-d')
+    result = node.run_main('-w', THIS_IP, '-i', VIP, '-s', JOIN_HASH, '-d',
+                           stdin='token=%s\n' % JOIN_TOKEN)
     assert result.returncode == 0, result.stderr
     assert re.search(r'^\++ kubeadm join ', result.stderr, re.M)
 

@@ -7,16 +7,22 @@
 # root: `sudo bash install_k8s_cluster.sh ARGS`, on the first Master first
 # (the others join with what it prints), then on the other Masters, then on
 # the Workers. An operator may ship another script instead if it keeps
-# this contract: the command line, the output block and the exit status
-# below.
+# this contract: the command line, the join secrets on standard input, the
+# output block and the exit status below.
+#
+# kubernetes-mgmt-pv-join-secrets: stdin
+#   (This line tells the driver that the script reads the bootstrap token
+#   and the certificate key from standard input. Without it the driver
+#   passes them as -t TOKEN and -k KEY, the contract of earlier releases,
+#   which any user of the node sees in `ps` while the script runs.)
 #
 # Usage:
 #   First Master:  install_k8s_cluster.sh -m IP1[,IP2,...] -i HOST:PORT
 #                      [-p POD_CIDR] [-a SERVICE_CIDR] [-e NAMES]
 #   Other Masters: install_k8s_cluster.sh -m IP1,IP2,... -i HOST:PORT
-#                      -t TOKEN -s sha256:HASH -k CERT_KEY [-p ..] [-a ..]
+#                      -s sha256:HASH [-p ..] [-a ..]  < JOIN_SECRETS
 #   Worker:        install_k8s_cluster.sh -w IP -i HOST:PORT
-#                      -t TOKEN -s sha256:HASH
+#                      -s sha256:HASH  < JOIN_SECRETS
 #
 # Options:
 #   -m IPS        Comma-separated addresses of all Masters. The Master that
@@ -36,17 +42,21 @@
 #                 API server certificate (kubeadm
 #                 --apiserver-cert-extra-sans), e.g. the floating IP Tacker
 #                 reaches the cluster at; used by the first Master's init.
-#   -t TOKEN      Bootstrap token, to join.
-#   -s HASH       sha256:<hex> hash of the cluster CA's public key, to join.
-#   -k KEY        Certificate key, to join as a control-plane node.
-#                 -t, -s (and -k on a Master) are required only when this
-#                 node actually has to join: not on the first Master, not
-#                 on a node that already has /etc/kubernetes/kubelet.conf.
+#   -s HASH       sha256:<hex> hash of the cluster CA's public key, to join;
+#                 required only when this node actually has to join: not on
+#                 the first Master, not on a node that already has
+#                 /etc/kubernetes/kubelet.conf.
 #   -o FILE       Also append the output to FILE (created 0600). The
 #                 cluster info block is not written to it.
 #   -d            Trace every command (set -x) on stderr. The trace shows
 #                 the token and the certificate key: debugging only.
 #   -h            Show this help.
+#
+# Join secrets: a node that has to join reads them from standard input,
+# never from its command line, one per line:
+#   token=<bootstrap token>
+#   certificate_key=<certificate key>     (Masters only)
+# A node that does not join does not read standard input.
 #
 # Environment:
 #   http_proxy, https_proxy, no_proxy
@@ -73,9 +83,12 @@
 #            [--service-cidr CIDR] [--apiserver-cert-extra-sans NAMES]
 #            --upload-certs
 #        (then the Calico manifest CALICO_VERSION is applied), or
-#        kubeadm join HOST:PORT --token T --discovery-token-ca-cert-hash H
-#            [--control-plane --certificate-key K
-#             --apiserver-advertise-address IP]
+#        kubeadm join --config FILE
+#      where FILE is a JoinConfiguration (kubeadm.k8s.io/v1beta4) with
+#      discovery.bootstrapToken (apiServerEndpoint HOST:PORT, token,
+#      caCertHashes [H]) and, on a Master, controlPlane (localAPIEndpoint
+#      advertiseAddress IP, certificateKey). FILE is created 0600 in /run
+#      and removed when kubeadm join returns or the script exits.
 #      The Calico manifest is downloaded before `kubeadm init` to
 #      /usr/local/lib/kubernetes-mgmt-pv/calico-CALICO_VERSION.yaml; a file
 #      already there (an offline image) is used as it is.
@@ -93,7 +106,8 @@
 #   ca_cert=<base64 of /etc/kubernetes/pki/ca.crt (PEM), one line>
 #   ----- END KUBERNETES CLUSTER INFO -----
 # The token and the certificate key appear nowhere else (kubeadm's own
-# output is shown with them masked), unless -d is given.
+# output is shown with them masked, no command line carries them), unless
+# -d is given.
 #
 # Exit status: 0 on success; 2 on a usage error (the message names the
 # option; the node is left untouched); otherwise the failing command's
@@ -123,6 +137,7 @@ KUBE_DIR='/etc/kubernetes'
 KUBELET_DEFAULTS='/etc/default/kubelet'
 SYSTEMD_DIR='/etc/systemd/system'
 LIB_DIR='/usr/local/lib/kubernetes-mgmt-pv'
+RUN_DIR='/run'
 
 # --- errors ----------------------------------------------------------------
 
@@ -153,7 +168,7 @@ usage() {
 # --- command line ------------------------------------------------------------
 
 masters='' worker='' endpoint='' pod_cidr='' service_cidr='' extra_sans=''
-token='' ca_hash='' cert_key='' log_file='' debug=''
+token='' ca_hash='' cert_key='' log_file='' debug='' join_config=''
 master_list=() node_ip='' role='' member=''
 
 readonly IP_RE='^[0-9A-Fa-f.:]+$'
@@ -167,7 +182,7 @@ readonly SANS_RE='^[A-Za-z0-9.:-]+(,[A-Za-z0-9.:-]+)*$'
 parse_options() {
     local option address
     OPTIND=1
-    while getopts ':m:w:i:p:a:e:t:s:k:o:dh' option; do
+    while getopts ':m:w:i:p:a:e:s:o:dh' option; do
         case "$option" in
             m) masters="$OPTARG" ;;
             w) worker="$OPTARG" ;;
@@ -175,9 +190,7 @@ parse_options() {
             p) pod_cidr="$OPTARG" ;;
             a) service_cidr="$OPTARG" ;;
             e) extra_sans="$OPTARG" ;;
-            t) token="$OPTARG" ;;
             s) ca_hash="$OPTARG" ;;
-            k) cert_key="$OPTARG" ;;
             o) log_file="$OPTARG" ;;
             d) debug=1 ;;
             h) usage; exit 0 ;;
@@ -207,7 +220,6 @@ parse_options() {
     else
         [[ "$worker" =~ $IP_RE ]] ||
             fail_usage "-w: '$worker' is not an IP address"
-        [ -z "$cert_key" ] || fail_usage '-k is for Masters only'
     fi
     if [ -n "$pod_cidr" ] && ! [[ "$pod_cidr" =~ $CIDR_RE ]]; then
         fail_usage "-p: '$pod_cidr' is not a CIDR"
@@ -218,15 +230,8 @@ parse_options() {
     if [ -n "$extra_sans" ] && ! [[ "$extra_sans" =~ $SANS_RE ]]; then
         fail_usage "-e: '$extra_sans' is not a list of addresses and names"
     fi
-    # Secrets are checked but never echoed.
-    if [ -n "$token" ] && ! [[ "$token" =~ $TOKEN_RE ]]; then
-        fail_usage '-t: not a bootstrap token ([a-z0-9]{6}.[a-z0-9]{16})'
-    fi
     if [ -n "$ca_hash" ] && ! [[ "$ca_hash" =~ $HASH_RE ]]; then
         fail_usage '-s: not sha256:<64 hex digits>'
-    fi
-    if [ -n "$cert_key" ] && ! [[ "$cert_key" =~ $KEY_RE ]]; then
-        fail_usage '-k: not a hexadecimal certificate key'
     fi
     local name value
     for name in http_proxy https_proxy no_proxy; do
@@ -250,8 +255,28 @@ find_node_ip() {
     done
 }
 
-# Sets node_ip, role (first-master, master, worker) and member; checks
-# that what a join needs was given.
+# Sets token and cert_key from the lines on standard input; checks them
+# without ever echoing them.
+read_join_secrets() {
+    local line
+    while IFS= read -r line || [ -n "$line" ]; do
+        case "$line" in
+            token=*) token="${line#token=}" ;;
+            certificate_key=*) cert_key="${line#certificate_key=}" ;;
+            '') ;;
+            *) fail_usage 'standard input: a line is neither token=... nor certificate_key=...' ;;
+        esac
+    done
+    if [ -n "$token" ] && ! [[ "$token" =~ $TOKEN_RE ]]; then
+        fail_usage 'standard input: token is not a bootstrap token ([a-z0-9]{6}.[a-z0-9]{16})'
+    fi
+    if [ -n "$cert_key" ] && ! [[ "$cert_key" =~ $KEY_RE ]]; then
+        fail_usage 'standard input: certificate_key is not hexadecimal'
+    fi
+}
+
+# Sets node_ip, role (first-master, master, worker) and member; reads and
+# checks what a join needs.
 find_role() {
     if [ -n "$masters" ]; then
         find_node_ip "${master_list[@]}"
@@ -271,10 +296,14 @@ find_role() {
     if [ -f "$KUBE_DIR/kubelet.conf" ]; then
         member=1
     elif [ "$role" != 'first-master' ]; then
-        [ -n "$token" ] || fail_usage "-t TOKEN is required to join (this $role is not a member yet)"
         [ -n "$ca_hash" ] || fail_usage "-s sha256:HASH is required to join (this $role is not a member yet)"
+        read_join_secrets
+        [ -n "$token" ] || fail_usage "standard input: token=TOKEN is required to join (this $role is not a member yet)"
         if [ "$role" = 'master' ] && [ -z "$cert_key" ]; then
-            fail_usage '-k CERT_KEY is required to join as a control-plane node'
+            fail_usage 'standard input: certificate_key=KEY is required to join as a control-plane node'
+        fi
+        if [ "$role" = 'worker' ] && [ -n "$cert_key" ]; then
+            fail_usage 'standard input: certificate_key is for Masters only'
         fi
     fi
 }
@@ -462,14 +491,34 @@ create_cluster() {
         fail "kubectl apply -f $(calico_manifest)" "$?"
 }
 
-join_cluster() {
-    local args=("$endpoint" --token "$token"
-                --discovery-token-ca-cert-hash "$ca_hash")
+# The JoinConfiguration of this node, with the secrets: kubeadm takes them
+# from a file, so no command line carries them (printf is a builtin).
+write_join_config() {
+    printf '%s\n' 'apiVersion: kubeadm.k8s.io/v1beta4' \
+        'kind: JoinConfiguration' 'discovery:' '  bootstrapToken:' \
+        "    apiServerEndpoint: \"${endpoint}\"" "    token: \"${token}\"" \
+        '    caCertHashes:' "    - \"${ca_hash}\""
     if [ "$role" = 'master' ]; then
-        args+=(--control-plane --certificate-key "$cert_key"
-               --apiserver-advertise-address "$node_ip")
+        printf '%s\n' 'controlPlane:' '  localAPIEndpoint:' \
+            "    advertiseAddress: \"${node_ip}\"" \
+            "  certificateKey: \"${cert_key}\""
     fi
-    run_masked 'kubeadm join' kubeadm join "${args[@]}"
+}
+
+remove_join_config() {
+    if [ -n "$join_config" ]; then
+        rm -f -- "$join_config"
+        join_config=''
+    fi
+}
+trap remove_join_config EXIT  # a failure or a signal too
+
+join_cluster() {
+    join_config="$(umask 077; mktemp "$RUN_DIR/kubeadm-join.XXXXXXXX")" ||
+        fail "mktemp $RUN_DIR/kubeadm-join.XXXXXXXX" "$?"
+    write_join_config > "$join_config"
+    run_masked 'kubeadm join' kubeadm join --config "$join_config"
+    remove_join_config
 }
 
 # --- Master outputs ------------------------------------------------------------
