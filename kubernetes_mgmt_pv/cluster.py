@@ -7,6 +7,7 @@ contract documented in the operator guide ("The install script contract").
 """
 
 import base64
+import collections
 import dataclasses
 import ipaddress
 import json
@@ -38,6 +39,15 @@ FACTS_SCRIPT = (
     'hostname; '
     'if [ -e %s ]; then echo joined; else echo fresh; fi; '
     'cat /etc/hosts 2>/dev/null || true' % KUBELET_KUBECONFIG)
+
+# cloud-init would set the host name back to Nova's at the next boot, and
+# kubelet registers with the host name.
+CLOUD_INIT_HOST_NAME = '/etc/cloud/cloud.cfg.d/90-kubernetes-mgmt-pv.cfg'
+# Sets the host name given as $1 for now and for every boot.
+HOST_NAME_SCRIPT = (
+    'printf "%%s\\n" "$1" > /etc/hostname && hostname "$1" && '
+    'mkdir -p /etc/cloud/cloud.cfg.d && '
+    'echo "preserve_hostname: true" > %s' % CLOUD_INIT_HOST_NAME)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -355,6 +365,48 @@ def parse_token_secret(output):
 
 
 _NODE_NAME = re.compile(r'^[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?$')
+# A host name as Nova and cloud-init make one: a single DNS label.
+_HOST_NAME = re.compile(r'^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$')
+
+
+def address_host_name(role, address):
+    """``<role>-<address>`` (``worker-10-0-0-12``): unique in the cluster
+    because addresses are, and the same for a VM re-created at the same
+    port."""
+    ip = ipaddress.ip_address(address)
+    text = ip.exploded if ip.version == 6 else str(ip)
+    return '%s-%s' % (role, re.sub('[.:]', '-', text))
+
+
+def host_names(nodes, facts, api_nodes):
+    """{address: host name} every Master and Worker must have before
+    kubeadm runs (``nodes``: topology.Node; ``facts``: NodeFacts by
+    address; ``api_nodes``: {Node name: InternalIP}).
+
+    A VM kubeadm ran on whose Node the cluster has at its address keeps
+    that Node's name: kubelet's certificate carries it. Any other VM keeps
+    the name cloud-init gave it when that is one DNS label no other VM
+    has or keeps; otherwise (Nova gives every member of a scaling group
+    the group's server name) it is named after its role and address.
+    """
+    names = {}
+    for node in nodes:
+        if facts[node.address].joined:
+            name = name_at(api_nodes, node.fixed_ip)
+            if name is not None:
+                names[node.address] = name
+    taken = set(names.values())
+    given = collections.Counter(facts[node.address].node_name
+                                for node in nodes if node.address not in names)
+    for node in nodes:
+        if node.address in names:
+            continue
+        own = facts[node.address].node_name
+        unique = given[own] == 1 and own not in taken
+        names[node.address] = (own if unique and _HOST_NAME.match(own)
+                               else address_host_name(node.role,
+                                                      node.fixed_ip))
+    return names
 
 
 def check_node_names(nodes_facts):

@@ -106,11 +106,19 @@ class ClusterWorkflow(flow.Flow):
                              cluster.api_server_url(node.fixed_ip)] +
                             list(args), sudo=True, **kwargs)
 
-    def _prepare(self, sessions, node, facts, lines, plan, report):
-        """The per-VM steps that need no cluster: /etc/hosts, the script,
-        and a reset of a VM joined to a cluster that is gone."""
+    def _prepare(self, sessions, node, facts, host_name, lines, plan,
+                 report):
+        """The per-VM steps that need no cluster: /etc/hosts, the host
+        name, the script, and a reset of a VM joined to a cluster that is
+        gone."""
         self._update_hosts(sessions, node, facts, lines, report)
         executor = self.session(sessions, node)
+        if facts.hostname != host_name:  # after /etc/hosts: sudo resolves it
+            with report_mod.step(executor.host, 'host name'):
+                executor.run(['sh', '-c', cluster.HOST_NAME_SCRIPT, 'sh',
+                              host_name], sudo=True)
+            report.record(executor.host, 'host name %s' % host_name, True,
+                          'was %s' % facts.hostname)
         if node in plan.script_nodes:
             with report_mod.step(executor.host, 'install script upload'):
                 executor.run(['install', '-d', '-m', '0755',
@@ -215,12 +223,15 @@ class ClusterWorkflow(flow.Flow):
         endpoint, vip, fip = self._addresses()
         with self.sessions() as sessions:
             self.preflight(sessions, nodes)
-            facts = self._gather(sessions, nodes)
+            gathered = self._gather(sessions, nodes)
+            api_nodes = self._api_nodes(sessions, masters, gathered)
+            names = cluster.host_names(nodes, gathered, api_nodes)
+            # From here on, every VM as it will be named.
+            facts = {address: dataclasses.replace(own, hostname=names[address])
+                     for address, own in gathered.items()}
             named = [(node, facts[node.address]) for node in nodes]
             cluster.check_node_names(named)
-            plan = cluster.plan_install(
-                masters, workers, facts,
-                self._api_nodes(sessions, masters, facts))
+            plan = cluster.plan_install(masters, workers, facts, api_nodes)
             LOG.info('Cluster plan: leader %s, join %d Master(s) and %d '
                      'Worker(s), %d already in the cluster',
                      plan.leader.address, len(plan.join_masters),
@@ -228,8 +239,9 @@ class ClusterWorkflow(flow.Flow):
             lines = cluster.hosts_lines(named)
             self.on_hosts('node preparation', {
                 node.address: functools.partial(
-                    self._prepare, sessions, node, facts[node.address],
-                    lines, plan, report) for node in nodes})
+                    self._prepare, sessions, node, gathered[node.address],
+                    names[node.address], lines, plan, report)
+                for node in nodes})
             # haproxy sends requests only to the Masters whose API server
             # runs: the leader (up once it has run kubeadm init) and the
             # members; each joining Master is added once it has joined.

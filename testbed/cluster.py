@@ -23,6 +23,7 @@ import uuid
 from kubernetes_mgmt_pv import config
 from kubernetes_mgmt_pv import mgmt_driver
 from kubernetes_mgmt_pv import params
+from testbed import cloud_init
 from testbed import openstack_api
 from testbed import pv_manifest
 from testbed import hosts
@@ -173,10 +174,14 @@ class VirtualCluster(object):
 
     def __init__(self, masters=1, workers=2, volumes=2,
                  purge_packages=('nfs-kernel-server',),
-                 install_cluster=False):
+                 install_cluster=False, nova_host_names=False):
         """``install_cluster``: the driver installs Kubernetes with the
         sample install script (on the kubeadm stand-ins); otherwise the
-        Masters come with a kubeconfig for an existing cluster."""
+        Masters come with a kubeconfig for an existing cluster.
+        ``nova_host_names``: the Masters and Workers boot with the host
+        names cloud-init gives the sample's group members on a real cloud
+        (all Workers ``workernode``), instead of the testbed's names."""
+        self.nova_host_names = nova_host_names
         self.master_count = masters
         self.worker_count = workers
         self.volume_count = volumes
@@ -329,14 +334,17 @@ class VirtualCluster(object):
         """Boot a Master or Worker VM and add it to its scaling group."""
         self._seq[role] += 1
         name = '%s%d' % (role, self._seq[role])
-        host = self.testbed.add_host(name, role)
+        server_name = role + 'Node'  # the sample BaseHOT's
+        host = self.testbed.add_host(
+            name, role, hostname=cloud_init.guest_host_name(server_name)
+            if self.nova_host_names else None)
         prepare_guest(host, self.kube, self.install_cluster)
         aspect, cp_name = ((MASTER_ASPECT, MASTER_CP) if role == 'master'
                            else (WORKER_ASPECT, WORKER_CP))
         vnfc = self.vnfcs[name] = _Vnfc(name, cp_name)
         vnfc.member_stack_id = self.openstack.add_group_member(
             self._groups[aspect])
-        self.openstack.add_server(vnfc.member_stack_id, role + 'Node',
+        self.openstack.add_server(vnfc.member_stack_id, server_name,
                                   server_id=vnfc.server_id,
                                   console_output=host.console_output())
         self.openstack.add_port(vnfc.member_stack_id, cp_name,

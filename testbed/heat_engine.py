@@ -8,7 +8,9 @@ Cinder:
 
 * ``OS::Nova::Server`` boots a test host (a network namespace with sshd),
   made a VM of the user guide's VNF with ``cluster.prepare_guest``; Nova's
-  console log of the server is the host's (with its real host key);
+  console log of the server is the host's (with its real host key); its
+  guest host name is the one cloud-init would set from its Nova name
+  (testbed.cloud_init), so the members of a scaling group share it;
 * ``OS::Neutron::Port`` gets the address of the host whose ``networks``
   name it; a port no server uses (the HA virtual IP) gets a free address
   of the testbed subnet that no host uses. Nothing else is ever handed out:
@@ -49,6 +51,7 @@ import uuid
 
 import yaml
 
+from testbed import cloud_init
 from testbed import hosts
 from testbed import kubeapi
 
@@ -663,19 +666,24 @@ class HeatEngine(object):
     def _create_server(self, stack, name, props):
         role = self._role(props.get('name') or name, props)
         volumes = self._server_volumes(stack, props)
-        host_name = self._host_name(role)
+        host_name = self._host_name(role)  # the testbed's, not the guest's
+        display_name = cloud_init.server_name(props, stack.name, name,
+                                              _short_id())
         server = self._resource(stack, name, SERVER, str(uuid.uuid4()),
                                 properties=props,
                                 status='CREATE_IN_PROGRESS')
+        server.attributes['name'] = display_name
         started = time.monotonic()
-        host = self.testbed.add_host(host_name, role, volumes=len(volumes),
-                                     volume_size_mb=self.volume_size_mb)
+        host = self.testbed.add_host(
+            host_name, role, volumes=len(volumes),
+            volume_size_mb=self.volume_size_mb,
+            hostname=cloud_init.guest_host_name(display_name))
         self._check_address(host.ip)
         self._prepare_host(host, stack)
         self._bind_server(stack, server, host, volumes)
         self._complete(server)
-        self._note('booted %s (%s, %s) for %s/%s in %.1fs' % (
-            host_name, role, host.ip, stack.name, name,
+        self._note('booted %s (%s, %s, host name %s) for %s/%s in %.1fs' % (
+            host_name, role, host.ip, host.hostname, stack.name, name,
             time.monotonic() - started))
 
     def _bind_server(self, stack, server, host, volumes):
@@ -685,8 +693,7 @@ class HeatEngine(object):
             self.hosts[server_id] = host.name
             self.fake._consoles[server_id] = host.console_output()
             server.attributes = {
-                'id': server_id, 'name': server.properties.get(
-                    'name', server.name),
+                'id': server_id, 'name': server.attributes['name'],
                 'status': 'ACTIVE', 'OS-EXT-STS:vm_state': 'active',
                 'OS-EXT-SRV-ATTR:host': 'testbed',
                 'addresses': {'testbed': [{

@@ -24,6 +24,7 @@ import time
 
 import paramiko
 
+from testbed import cloud_init
 from testbed import standins
 
 ROLES = ('storage', 'master', 'worker')
@@ -34,34 +35,9 @@ MAX_PREFIX_LEN = 10  # leaves room for 'v<seq>' in 15-char interface names
 # a replaced host presents a new key at the same address.
 HOST_KEY = '/etc/ssh/testbed_host_ed25519_key'
 HOST_KEY_CONFIG = '/etc/ssh/sshd_config.d/10-testbed-host-key.conf'
-# A Nova console log of an Ubuntu VM, as cloud-init's keys_to_console leaves
-# it: boot noise, the fingerprints block through logger (syslog header and
-# its "ec2" tag), then the public keys; serial lines end in CRLF.
-CONSOLE_LOG = """\
-[    0.000000] Linux version 5.15.0-91-generic (buildd@lcy02-amd64-045)
-[    2.315424] EXT4-fs (vda1): mounted filesystem with ordered data mode.
-[  OK  ] Started OpenBSD Secure Shell server.
-[   11.204915] cloud-init[812]: Cloud-init v. 23.3.3-0ubuntu0~22.04.1 \
-running 'modules:final' at Mon, 08 Jan 2024 10:11:10 +0000. Up 11.05 seconds.
-ci-info: no authorized SSH keys fingerprints found for user ubuntu.
-<14>Jan  8 10:11:12 ec2:
-<14>Jan  8 10:11:12 ec2: {rule}
-<14>Jan  8 10:11:12 ec2: -----BEGIN SSH HOST KEY FINGERPRINTS-----
-<14>Jan  8 10:11:12 ec2: {fingerprint}
-<14>Jan  8 10:11:12 ec2: -----END SSH HOST KEY FINGERPRINTS-----
-<14>Jan  8 10:11:12 ec2: {rule}
------BEGIN SSH HOST KEY KEYS-----
-{public_key}
------END SSH HOST KEY KEYS-----
-[   12.001234] cloud-init[905]: Cloud-init v. 23.3.3-0ubuntu0~22.04.1 \
-finished at Mon, 08 Jan 2024 10:11:12 +0000. Up 12.00 seconds
-
-Ubuntu 22.04.3 LTS {name} ttyS0
-
-{name} login: """
-
 # Runs inside fresh mount/PID/UTS/IPC namespaces.
 # Usage: boot.sh ROOT UPPER WORK HOSTNAME [vdX=MAJOR:MINOR ...] -- COMMAND...
+# HOSTNAME is the guest's host name, which cloud-init would set.
 BOOT_SCRIPT = r'''set -e
 R=$1 UPPER=$2 WORK=$3 NAME=$4
 shift 4
@@ -280,8 +256,11 @@ class Host:
     setup and assertions, while the code under test uses ssh_client().
     """
 
-    def __init__(self, name, role, ip, username, password):
-        self.name = name
+    def __init__(self, name, role, ip, username, password, hostname=None):
+        self.name = name  # unique in the testbed
+        # The guest's own host name, as cloud-init sets it from Nova's
+        # metadata: VMs of one scaling group share it on a real cloud.
+        self.hostname = hostname or name
         self.role = role
         self.ip = ip
         self.volumes = []  # in-host device paths, e.g. ['/dev/vdb']
@@ -335,8 +314,8 @@ class Host:
             public_key = f.read().strip()
         fingerprint = _run(['ssh-keygen', '-l', '-f',
                             self.public_host_key_file]).strip()
-        return CONSOLE_LOG.format(
-            name=self.name, rule='#' * 61, fingerprint=fingerprint,
+        return cloud_init.CONSOLE_LOG.format(
+            name=self.hostname, rule='#' * 61, fingerprint=fingerprint,
             public_key=public_key).replace('\n', '\r\n')
 
     def sshd_log(self):
@@ -435,15 +414,18 @@ class Testbed:
             cleanup(self._remove_workdir)
         cleanup.raise_first()
 
-    def add_host(self, name, role, volumes=0, volume_size_mb=256):
-        """Boot a VM with an sshd and `volumes` blank disks (/dev/vdb, ...)."""
+    def add_host(self, name, role, volumes=0, volume_size_mb=256,
+                 hostname=None):
+        """Boot a VM with an sshd and `volumes` blank disks (/dev/vdb, ...);
+        `hostname`: its guest host name (default: `name`)."""
         if role not in ROLES:
             raise ValueError(f'role must be one of {ROLES}, not {role!r}')
         if name in self.hosts:
             raise ValueError(f'host {name!r} already exists')
         disks = [self._new_volume(name, volume_size_mb)
                  for _ in range(volumes)]
-        host = self._start_host(name, role, self._free_ip(), disks)
+        host = self._start_host(name, role, self._free_ip(), disks,
+                                hostname or name)
         self._refresh_hosts_files()
         return host
 
@@ -466,7 +448,7 @@ class Testbed:
             disks = old._disks
         else:
             disks = [self._new_volume(name, d.size_mb) for d in old._disks]
-        host = self._start_host(name, old.role, ip, disks)
+        host = self._start_host(name, old.role, ip, disks, old.hostname)
         self._refresh_hosts_files()
         return host
 
@@ -522,16 +504,15 @@ class Testbed:
                 return str(address)
         raise RuntimeError(f'no free address in {self._subnet}')
 
-    def _hosts_file(self, name, ip):
-        """/etc/hosts for host `name` at `ip`: itself plus all current hosts.
-
-        Its own name must resolve, or sudo warns "unable to resolve host".
-        """
-        addresses = {h.name: h.ip for h in self.hosts.values()}
-        addresses[name] = ip
+    def _hosts_file(self, hostname, ip):
+        """/etc/hosts for the host at `ip`: itself first (its own name must
+        resolve, or sudo warns "unable to resolve host"), then every other
+        host by its guest host name, which several may share."""
         lines = ['127.0.0.1 localhost',
-                 '::1 localhost ip6-localhost ip6-loopback']
-        lines += [f'{a} {n}' for n, a in addresses.items()]
+                 '::1 localhost ip6-localhost ip6-loopback',
+                 f'{ip} {hostname}']
+        lines += [f'{h.ip} {h.hostname}' for h in self.hosts.values()
+                  if h.ip != ip]
         return '\n'.join(lines) + '\n'
 
     def _refresh_hosts_files(self):
@@ -543,13 +524,13 @@ class Testbed:
             block = re.search(r'^# BEGIN kubernetes-mgmt-pv.*?^# END '
                               r'kubernetes-mgmt-pv\n', current, re.M | re.S)
             host.write_file('/etc/hosts',
-                            self._hosts_file(host.name, host.ip) +
+                            self._hosts_file(host.hostname, host.ip) +
                             (block.group() if block else ''))
 
-    def _start_host(self, name, role, ip, disks):
+    def _start_host(self, name, role, ip, disks, hostname):
         """Boot a host; on any failure, undo what was done and re-raise."""
         self._seq += 1
-        host = Host(name, role, ip, self.username, self.password)
+        host = Host(name, role, ip, self.username, self.password, hostname)
         host._disks = disks
         host.volumes = [f'/dev/vd{chr(ord("b") + i)}'
                         for i in range(len(disks))]
@@ -561,9 +542,9 @@ class Testbed:
             _run(['cp', '-a', os.path.join(self.workdir, 'base', 'upper'),
                   upper])
             with open(os.path.join(upper, 'etc', 'hostname'), 'w') as f:
-                f.write(name + '\n')
+                f.write(hostname + '\n')
             with open(os.path.join(upper, 'etc', 'hosts'), 'w') as f:
-                f.write(self._hosts_file(name, ip))
+                f.write(self._hosts_file(hostname, ip))
             _new_host_key(upper, name)
             self._plug(host)
             devices = [f'{os.path.basename(path)}={disk.devno}'
@@ -572,7 +553,8 @@ class Testbed:
                 host._proc = subprocess.Popen(
                     ['ip', 'netns', 'exec', host._netns, *self._unshare(
                         f'{host._dir}/root', upper, f'{host._dir}/work',
-                        name, *devices, '--', '/usr/sbin/sshd', '-D', '-e')],
+                        hostname, *devices, '--', '/usr/sbin/sshd', '-D',
+                        '-e')],
                     stdin=subprocess.DEVNULL, stdout=log,
                     stderr=subprocess.STDOUT)
             host.pid = wait_for(lambda: self._init_pid(host),

@@ -39,7 +39,7 @@ class Session(object):
 
     def __init__(self):
         self.done = set()
-        self.nodes = {}  # step -> {node name: Ready?}
+        self.nodes = {}  # step -> {Node's InternalIP: Ready?}
         self.ops = {}  # step -> operation occurrence
 
     def need(self, *steps):
@@ -54,11 +54,17 @@ def s():
 
 
 def _ready_nodes(lab):
+    """{InternalIP: Ready?} of the Nodes: the VMs' host names are not
+    the testbed's (Nova gives group members one name; the driver renames
+    them)."""
     ready = {}
-    for name, node in lab.nodes().items():
+    for node in lab.nodes().values():
+        status = node.get('status', {})
         conditions = {c['type']: c['status']
-                      for c in node.get('status', {}).get('conditions', [])}
-        ready[name] = conditions.get('Ready') == 'True'
+                      for c in status.get('conditions', [])}
+        address, = [a['address'] for a in status.get('addresses', [])
+                    if a['type'] == 'InternalIP']
+        ready[address] = conditions.get('Ready') == 'True'
     return ready
 
 
@@ -147,6 +153,9 @@ def test_instantiate(lab, s):
     vdus = sorted(v['vduId'] for v in lab.vnfcs(s.instance_id))
     assert vdus == ['masterNode', 'storage_server', 'workerNode',
                     'workerNode']
+    # Both Workers booted with cloud-init's name for their Nova name.
+    assert [h.hostname for h in lab.engine.testbed.hosts.values()
+            if h.role == 'worker'] == ['workernode', 'workernode']
     check_storage_and_pvs(lab, s.instance_id)
     # The driver registered the cluster as a Kubernetes VIM.
     assert [v['name'] for v in k8s_vims(lab)] == [K8S_VIM]
@@ -173,7 +182,7 @@ def test_scale_out_workers(lab, s):
     host = lab.engine.testbed.hosts[s.added_host]
     assert cluster_mod.installed(host, 'nfs-common')
     _record_nodes(lab, s, 'scale_out')
-    s.scaled_out_node = host.name
+    s.scaled_out_node = host.ip
     s.done.add('scale_out')
 
 
@@ -182,6 +191,8 @@ def test_scale_in_workers(lab, s):
     before = lab.vnfcs(s.instance_id, 'workerNode')
     hosts_before = {lab.engine.hosts[v['computeResource']['resourceId']]
                     for v in before}
+    addresses = {name: lab.engine.testbed.hosts[name].ip
+                 for name in hosts_before}
     occ = s.ops['scale_in'] = lab.lcm(
         s.instance_id, 'scale', lab.sample_request('scale_in_worker.json'))
     _completed(occ, 'SCALE')
@@ -192,8 +203,9 @@ def test_scale_in_workers(lab, s):
     removed = hosts_before - hosts_after
     assert len(removed) == 1
     # Heat removed the oldest Worker, the one Tacker chose.
-    s.scaled_in_node = removed.pop()
-    assert s.scaled_in_node not in lab.engine.testbed.hosts
+    removed_host = removed.pop()
+    assert removed_host not in lab.engine.testbed.hosts
+    s.scaled_in_node = addresses[removed_host]
     check_storage_and_pvs(lab, s.instance_id)
     _record_nodes(lab, s, 'scale_in')
     s.done.add('scale_in')
@@ -214,6 +226,7 @@ def test_heal_a_worker(lab, s):
     assert lab.engine.hosts[new_server] == s.healed_node
     host = lab.engine.testbed.hosts[s.healed_node]
     assert cluster_mod.installed(host, 'nfs-common')
+    s.healed_address = host.ip
     check_storage_and_pvs(lab, s.instance_id)
     _record_nodes(lab, s, 'heal_worker')
     s.done.add('heal_worker')
@@ -372,7 +385,7 @@ def test_cluster_removed_worker_gone_after_scale_in(s):
 
 def test_cluster_healed_worker_ready(s):
     nodes = _nodes_at(s, 'heal_worker')
-    assert nodes.get(s.healed_node) is True, nodes
+    assert nodes.get(s.healed_address) is True, nodes
     assert len(nodes) == 3 and all(nodes.values()), nodes
 
 
