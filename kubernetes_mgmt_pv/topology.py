@@ -28,7 +28,9 @@ class Node(object):
     """One VM of the VNF and how to log in to it."""
     role: str  # MASTER, WORKER or STORAGE
     name: str  # the CP, or "<aspect id>/<member stack id>" in a group
-    address: str  # for SSH: the floating IP, else the fixed IP
+    address: str  # for SSH: the floating IP of ssh_cp_name, else its fixed IP
+    # The address inside the cluster: the fixed IP of nic_cp_name (Masters
+    # and Workers, as Tacker's sample driver uses it), else of ssh_cp_name.
     fixed_ip: str
     cp_name: str  # the SSH CP, which also leads Heat to the Nova server
     stack_id: str | None  # the group member stack; None: the top stack
@@ -194,6 +196,11 @@ class Topology(object):
 
 def _node(heat, role, access, stack_id, name):
     address = heat.cp_address(access.ssh_cp_name, stack_id=stack_id)
+    fixed_ip = address.fixed_ip
+    if role != STORAGE and access.nic_cp_name != access.ssh_cp_name:
+        # The SSH CP may be a floating IP or a management network.
+        fixed_ip = heat.cp_address(access.nic_cp_name,
+                                   stack_id=stack_id).fixed_ip
     return Node(role=role, name=name, address=address.ssh_host,
-                fixed_ip=address.fixed_ip, cp_name=access.ssh_cp_name,
+                fixed_ip=fixed_ip, cp_name=access.ssh_cp_name,
                 stack_id=stack_id, access=access)

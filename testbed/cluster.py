@@ -34,6 +34,10 @@ STORAGE_CP = 'storage_server_CP'
 MASTER_ASPECT, MASTER_CP = 'master_instance', 'masterNode_CP1'
 WORKER_ASPECT, WORKER_CP = 'worker_instance', 'workerNode_CP2'
 VIP_CP = 'vip_CP'
+# With a cluster network: the Masters' and Workers' ports on it (their
+# nic_cp_name), while ssh_cp_name stays on the first network.
+CLUSTER_CPS = {'master': 'masterNode_cluster_CP',
+               'worker': 'workerNode_cluster_CP'}
 INSTALL_SCRIPT = os.path.join(
     os.path.dirname(os.path.dirname(os.path.abspath(__file__))), 'samples',
     'kubernetes_pv_vnf', 'Scripts', 'install_k8s_cluster.sh')
@@ -174,13 +178,18 @@ class VirtualCluster(object):
 
     def __init__(self, masters=1, workers=2, volumes=2,
                  purge_packages=('nfs-kernel-server',),
-                 install_cluster=False, nova_host_names=False):
+                 install_cluster=False, nova_host_names=False,
+                 cluster_network=False):
         """``install_cluster``: the driver installs Kubernetes with the
         sample install script (on the kubeadm stand-ins); otherwise the
         Masters come with a kubeconfig for an existing cluster.
         ``nova_host_names``: the Masters and Workers boot with the host
         names cloud-init gives the sample's group members on a real cloud
-        (all Workers ``workernode``), instead of the testbed's names."""
+        (all Workers ``workernode``), instead of the testbed's names.
+        ``cluster_network``: every VM has a second NIC on a network of its
+        own; ``nic_cp_name`` names the ports on it, ``ssh_cp_name`` the
+        ports on the first network, and the VIP is on it."""
+        self.cluster_network = cluster_network
         self.nova_host_names = nova_host_names
         self.master_count = masters
         self.worker_count = workers
@@ -189,7 +198,8 @@ class VirtualCluster(object):
         self.vims = {}  # name -> VIM registered through the driver's seam
         self.instance_id, self.vnfd_id = str(uuid.uuid4()), str(uuid.uuid4())
         self.vip = None
-        self.testbed = hosts.Testbed(purge_packages=purge_packages)
+        self.testbed = hosts.Testbed(purge_packages=purge_packages,
+                                     cluster_network=cluster_network)
         self.openstack = openstack_api.FakeOpenStack()
         self.kube = None
         self.package_dir = None
@@ -222,7 +232,8 @@ class VirtualCluster(object):
                 'vnflcm_%s' % uuid.uuid4())
             if self.master_count > 1:
                 # The VIP: the subnet's last address, which no host takes.
-                self.vip = str(list(self.testbed._subnet.hosts())[-1])
+                self.vip = str(list((self.testbed.cluster_subnet or
+                                     self.testbed._subnet).hosts())[-1])
                 self.openstack.add_port(self.stack_id, VIP_CP,
                                         fixed_ips=[self.vip])
             storage = self.testbed.add_host('storage', 'storage',
@@ -246,7 +257,9 @@ class VirtualCluster(object):
         servers on the Masters and the VIP serve it."""
         server = kubeapi.KubeApiServer(
             host=self.testbed.bridge_ip,
-            extra_sans=tuple(str(a) for a in self.testbed._subnet.hosts()))
+            extra_sans=tuple(str(a) for subnet in (
+                self.testbed._subnet, self.testbed.cluster_subnet) if subnet
+                for a in subnet.hosts()))
         return server.start()
 
     def stop(self):
@@ -294,10 +307,12 @@ class VirtualCluster(object):
                 network_keys['cluster_cp_name'] = VIP_CP
         return {params.ROOT: dict(cluster_keys, **{
             'master_node': dict(login, aspect_id=MASTER_ASPECT,
-                                ssh_cp_name=MASTER_CP, nic_cp_name=MASTER_CP,
+                                ssh_cp_name=MASTER_CP,
+                                nic_cp_name=self._nic_cp('master'),
                                 **network_keys),
             'worker_node': dict(login, aspect_id=WORKER_ASPECT,
-                                ssh_cp_name=WORKER_CP, nic_cp_name=WORKER_CP),
+                                ssh_cp_name=WORKER_CP,
+                                nic_cp_name=self._nic_cp('worker')),
             'storage_server': dict(
                 login, password=STORAGE_PASSWORD,
                 ssh_cp_name=STORAGE_CP, nic_cp_name=STORAGE_CP,
@@ -350,7 +365,16 @@ class VirtualCluster(object):
         self.openstack.add_port(vnfc.member_stack_id, cp_name,
                                 fixed_ips=[host.ip],
                                 device_id=vnfc.server_id)
+        if self.cluster_network:  # kept by a heal, as Heat keeps ports
+            self.openstack.add_port(vnfc.member_stack_id, CLUSTER_CPS[role],
+                                    fixed_ips=[host.cluster_ip],
+                                    device_id=vnfc.server_id)
         return host
+
+    def _nic_cp(self, role):
+        if self.cluster_network:
+            return CLUSTER_CPS[role]
+        return MASTER_CP if role == 'master' else WORKER_CP
 
     def replace_host(self, name, same_ip=True, keep_volumes=False):
         """A heal as Heat does it: a new VM (fresh root fs, new Nova id),

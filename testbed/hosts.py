@@ -264,12 +264,13 @@ class Host:
         self.role = role
         self.ip = ip
         self.volumes = []  # in-host device paths, e.g. ['/dev/vdb']
+        self.cluster_ip = None  # eth1's, with a cluster network
         self.pid = None  # the host's PID 1 (sshd) as seen by the runner
         self._username = username
         self._password = password
         self._disks = []  # _Volume objects behind self.volumes
         self._proc = None  # `ip netns exec ... unshare` process
-        self._veth = None
+        self._veths = []
         self._netns = None
         self._dir = None
 
@@ -338,6 +339,10 @@ class Testbed:
 
     Names (prefix) and the /24 subnet are unique per instance, so several
     testbeds, e.g. from pytest-xdist workers, can run side by side.
+    With ``cluster_network`` every host also has eth1 on a second bridge
+    and /24 (``cluster_ip``, same last octet as ``ip``): a VM with a
+    management and a cluster network. The runner has an address on both,
+    as a Tacker host routed to both would.
     With ``install_standins`` (the default) every host has the kubeadm,
     kubelet and containerd stand-ins of testbed/standins installed as
     Debian packages; standins.connect_host() points them at an API server.
@@ -348,7 +353,7 @@ class Testbed:
     password = 'ubuntu'
 
     def __init__(self, prefix=None, subnet=None, purge_packages=(),
-                 install_standins=True):
+                 install_standins=True, cluster_network=False):
         self.prefix = prefix or f'tb{secrets.token_hex(3)}'
         if len(self.prefix) > MAX_PREFIX_LEN:
             raise ValueError(f'prefix longer than {MAX_PREFIX_LEN} chars')
@@ -358,7 +363,9 @@ class Testbed:
         self.hosts = {}
         self.bridge = f'{self.prefix}br'
         self.bridge_ip = None
-        self._bridge_created = False
+        self._bridges = []  # created, so stop() deletes them
+        self.cluster_bridge = f'{self.prefix}cbr' if cluster_network else None
+        self.cluster_subnet = None  # an ip_network once started
         self._volumes = []  # every attached volume, so stop() frees leftovers
         self._seq = 0
         self.workdir = None  # per-testbed temp dir: overlays, volume images
@@ -383,18 +390,10 @@ class Testbed:
             self._build_base()
             self._subnet = self._subnet or _free_subnet()
             self.bridge_ip = str(self._subnet[1])
-            # A fixed MAC: a bridge without one takes the lowest MAC of
-            # its ports, so plugging in a new VM's veth could change it
-            # and leave every host's neighbour entry for the bridge IP
-            # stale (half a minute without the test API server).
-            _run(['ip', 'link', 'add', self.bridge, 'address',
-                  _mac_for(ipaddress.ip_address(self.bridge_ip)),
-                  'type', 'bridge'])
-            self._bridge_created = True
-            _run(['ip', 'addr', 'add',
-                  f'{self.bridge_ip}/{self._subnet.prefixlen}',
-                  'dev', self.bridge])
-            _run(['ip', 'link', 'set', self.bridge, 'up'])
+            self._add_bridge(self.bridge, self._subnet)
+            if self.cluster_bridge:
+                self.cluster_subnet = _free_subnet()  # after the first
+                self._add_bridge(self.cluster_bridge, self.cluster_subnet)
         except BaseException:
             self.stop()
             raise
@@ -407,9 +406,8 @@ class Testbed:
         self.hosts.clear()
         for volume in list(self._volumes):
             cleanup(self._free_volume, volume)
-        if self._bridge_created:
-            cleanup(_run, ['ip', 'link', 'del', self.bridge])
-            self._bridge_created = False
+        while self._bridges:
+            cleanup(_run, ['ip', 'link', 'del', self._bridges.pop()])
         if self.workdir:
             cleanup(self._remove_workdir)
         cleanup.raise_first()
@@ -531,6 +529,10 @@ class Testbed:
         """Boot a host; on any failure, undo what was done and re-raise."""
         self._seq += 1
         host = Host(name, role, ip, self.username, self.password, hostname)
+        if self.cluster_subnet is not None:
+            host.cluster_ip = str(self.cluster_subnet.network_address + (
+                int(ipaddress.ip_address(ip)) -
+                int(self._subnet.network_address)))
         host._disks = disks
         host.volumes = [f'/dev/vd{chr(ord("b") + i)}'
                         for i in range(len(disks))]
@@ -566,21 +568,42 @@ class Testbed:
         self.hosts[name] = host
         return host
 
+    def _add_bridge(self, name, subnet):
+        """A bridge holding the subnet's first address, for the runner.
+
+        A fixed MAC: a bridge without one takes the lowest MAC of its
+        ports, so plugging in a new VM's veth could change it and leave
+        every host's neighbour entry for the bridge IP stale (half a minute
+        without the test API server).
+        """
+        _run(['ip', 'link', 'add', name, 'address', _mac_for(subnet[1]),
+              'type', 'bridge'])
+        self._bridges.append(name)
+        _run(['ip', 'addr', 'add', f'{subnet[1]}/{subnet.prefixlen}',
+              'dev', name])
+        _run(['ip', 'link', 'set', name, 'up'])
+
     def _plug(self, host):
-        """Give the host a netns with eth0 on the bridge and loopback up."""
+        """Give the host a netns with eth0 on the bridge (and eth1 on the
+        cluster bridge) and loopback up."""
         host._netns = f'{self.prefix}-{host.name}'
         _run(['ip', 'netns', 'add', host._netns])
-        veth = f'{self.prefix}v{self._seq}'
+        self._add_nic(host, 'eth0', 'v', self.bridge, host.ip, self._subnet)
+        if self.cluster_bridge:
+            self._add_nic(host, 'eth1', 'c', self.cluster_bridge,
+                          host.cluster_ip, self.cluster_subnet)
+        _run(['ip', '-n', host._netns, 'link', 'set', 'lo', 'up'])
+
+    def _add_nic(self, host, nic, tag, bridge, ip, subnet):
+        veth = f'{self.prefix}{tag}{self._seq}'
         _run(['ip', 'link', 'add', veth, 'type', 'veth', 'peer', 'name',
-              'eth0', 'address', _mac_for(ipaddress.ip_address(host.ip)),
+              nic, 'address', _mac_for(ipaddress.ip_address(ip)),
               'netns', host._netns])
-        host._veth = veth
-        _run(['ip', 'link', 'set', veth, 'master', self.bridge, 'up'])
+        host._veths.append(veth)
+        _run(['ip', 'link', 'set', veth, 'master', bridge, 'up'])
         netns = ['ip', '-n', host._netns]
-        _run([*netns, 'addr', 'add', f'{host.ip}/{self._subnet.prefixlen}',
-              'dev', 'eth0'])
-        _run([*netns, 'link', 'set', 'eth0', 'up'])
-        _run([*netns, 'link', 'set', 'lo', 'up'])
+        _run([*netns, 'addr', 'add', f'{ip}/{subnet.prefixlen}', 'dev', nic])
+        _run([*netns, 'link', 'set', nic, 'up'])
 
     @staticmethod
     def _init_pid(host):
@@ -613,8 +636,8 @@ class Testbed:
         cleanup = _Cleanup()
         if host._proc is not None:
             cleanup(self._kill, host)
-        if host._veth:
-            cleanup(_run, ['ip', 'link', 'del', host._veth])
+        for veth in host._veths:
+            cleanup(_run, ['ip', 'link', 'del', veth])
         if host._netns:
             cleanup(_run, ['ip', 'netns', 'del', host._netns])
         if free_volumes:

@@ -5,6 +5,7 @@ tests at the end run everywhere.
 """
 
 import glob
+import ipaddress
 import os
 import socket
 import subprocess
@@ -321,7 +322,7 @@ def test_remove_host_and_stop_leave_nothing_behind(make_testbed):
     testbed.remove_host('storage')
     assert hosts.pids_in_namespace(namespaces['storage']) == []
     assert set(leftovers(prefix, workdir)) == {
-        f'netns {prefix}-worker', f'link {worker._veth}',
+        f'netns {prefix}-worker', *(f'link {v}' for v in worker._veths),
         f'link {prefix}br', f'dir {workdir}'}
     assert not os.path.exists(storage._dir)
 
@@ -329,6 +330,29 @@ def test_remove_host_and_stop_leave_nothing_behind(make_testbed):
     assert hosts.pids_in_namespace(namespaces['worker']) == []
     assert leftovers(prefix, workdir) == []
     assert testbed.workdir is None
+
+
+@needs_testbed
+def test_a_cluster_network_is_a_second_nic_on_a_second_bridge(make_testbed):
+    testbed = make_testbed(cluster_network=True)
+    prefix, workdir = testbed.prefix, testbed.workdir
+    master = testbed.add_host('master', 'master')
+    worker = testbed.add_host('worker', 'worker')
+    cluster = testbed.cluster_subnet
+    assert not cluster.overlaps(ipaddress.ip_network(testbed.subnet))
+    for host in (master, worker):
+        assert ipaddress.ip_address(host.cluster_ip) in cluster
+        assert host.cluster_ip.split('.')[-1] == host.ip.split('.')[-1]
+        nics = host.run('ip -o -4 addr show').stdout
+        assert f'eth0    inet {host.ip}/24' in nics
+        assert f'eth1    inet {host.cluster_ip}/24' in nics
+    # The hosts reach each other, and the runner reaches them, on both.
+    banner = master.run(f"timeout 5 bash -c 'exec 3<>/dev/tcp/"
+                        f"{worker.cluster_ip}/22; head -c4 <&3'").stdout
+    assert banner == 'SSH-'
+    assert hosts.tcp_banner(worker.cluster_ip, 22).startswith(b'SSH-')
+    testbed.stop()
+    assert leftovers(prefix, workdir) == []
 
 
 @needs_testbed
