@@ -1,13 +1,73 @@
 """NFS client installation on Master/Worker nodes."""
 
+import dataclasses
+import ipaddress
+import secrets
+
+from kubernetes_mgmt_pv import export_access
 from kubernetes_mgmt_pv import packages
 from kubernetes_mgmt_pv import report as report_mod
+from kubernetes_mgmt_pv import storage
 
 CLIENT_PACKAGES = ('nfs-common',)
+OS_RELEASE = '/etc/os-release'
+
+# A node's facts in one command: its OS, its NFS client packages, and the
+# route (source address) towards each NFS server address. Arguments:
+# boundary, number of packages, the packages, the server addresses.
+_GATHER = r'''
+boundary=$1 count=$2
+shift 2
+''' + storage.FACT_FUNCTION + r'''
+fact os-release cat -- /etc/os-release
+while [ "$count" -gt 0 ]; do
+    fact "package $1" dpkg-query -W -f='${Status}' "$1"
+    shift
+    count=$((count - 1))
+done
+for server in "$@"; do fact "route $server" ip -o route get "$server"; done
+'''
 
 
-def install_nfs_client(executor, proxy, conf, report):
-    """Install nfs-common on one node unless it is already installed."""
+@dataclasses.dataclass(frozen=True)
+class ClientFacts(object):
+    os_release: str
+    statuses: dict  # {package: dpkg status}
+    sources: dict  # {server address: the node's source address or None}
+
+
+def gather_facts(executor, server_addresses):
+    """The node's ``ClientFacts`` from one command (no sudo)."""
+    servers = [str(ipaddress.ip_address(address))
+               for address in server_addresses]
+    boundary = 'kubernetes-mgmt-pv-%s' % secrets.token_hex(16)
+    argv = ['sh', '-c', _GATHER, 'sh', boundary, str(len(CLIENT_PACKAGES))]
+    argv += list(CLIENT_PACKAGES) + servers
+    result = executor.run(argv, description='gather facts: cat %s, '
+                          'dpkg-query, ip -o route get' % OS_RELEASE)
+    sections = storage.parse_sections(result.stdout_bytes, boundary)
+    os_release = sections['os-release']
+    statuses = {}
+    for package in CLIENT_PACKAGES:
+        statuses[package] = packages.parse_dpkg_status(
+            sections['package %s' % package])
+        if statuses[package] is None:
+            raise executor.failure('dpkg-query -W %s' % package,
+                                   sections['package %s' % package])
+    routes = {server: sections.get('route %s' % server) for server in servers}
+    return ClientFacts(
+        os_release.stdout if os_release.ok else '', statuses,
+        {server: export_access.parse_route_source(route.stdout)
+         if route is not None and route.ok else None
+         for server, route in routes.items()})
+
+
+def install_nfs_client(executor, proxy, conf, report, statuses=None):
+    """Install nfs-common on one node unless it is already installed.
+
+    ``statuses``: the packages' dpkg statuses if gathered already.
+    """
     with report_mod.step(executor.host, 'NFS client installation'):
         packages.ensure_installed(executor, CLIENT_PACKAGES, proxy,
-                                  conf.package_install_timeout, report)
+                                  conf.package_install_timeout, report,
+                                  statuses)

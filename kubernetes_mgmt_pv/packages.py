@@ -32,13 +32,18 @@ def parse_os_release(text):
 
 def check_supported_os(executor, supported):
     """Refuse hosts whose OS is not listed in ``supported`` (ID:VERSION_ID)."""
-    os_id, version = parse_os_release(
-        executor.read_file('/etc/os-release') or '')
+    return check_os_release(executor.host,
+                            executor.read_file('/etc/os-release') or '',
+                            supported)
+
+
+def check_os_release(host, text, supported):
+    """``check_supported_os`` of an os-release file already read."""
+    os_id, version = parse_os_release(text)
     if '%s:%s' % (os_id, version) not in supported:
         raise exceptions.UnsupportedOSError(
             '%s: operating system %s %s is not supported; supported: %s' % (
-                executor.host, os_id or 'unknown', version,
-                ', '.join(supported)))
+                host, os_id or 'unknown', version, ', '.join(supported)))
     return os_id, version
 
 

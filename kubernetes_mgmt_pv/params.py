@@ -37,6 +37,11 @@ STORAGE_PATH = ROOT + '.storage_server'
 _SAFE_PATH = re.compile(r'^(/[A-Za-z0-9._@+=,:-]+)+$')
 _HOSTNAME_LABEL = r'[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?'
 _HOSTNAME = re.compile(r'^%s(?:\.%s)*$' % (_HOSTNAME_LABEL, _HOSTNAME_LABEL))
+# exports(5) clients besides addresses and names: wildcard host names
+# ("*", "*.example.org", "node?", "node[0-9]") and NIS netgroups.
+_HOST_PATTERN = re.compile(r'^(?=.{1,253}$)(?=.*[*?\[])'
+                           r'[A-Za-z0-9*?\[\]-]+(?:\.[A-Za-z0-9*?\[\]-]+)*$')
+_NETGROUP = re.compile(r'^@[A-Za-z0-9_.-]{1,253}$')
 # Heat resource names as the driver puts them into Heat API URLs: a "/"
 # would reach another path of the endpoint (with the VIM token), so only
 # the characters the sample packages use are accepted.
@@ -333,11 +338,13 @@ class _Checker(object):
         value = self.text(parent, key, path)
         if value is None:
             return None
-        if _is_network(value) or _HOSTNAME.match(value):
+        if _is_network(value) or _HOSTNAME.match(value) or \
+                _HOST_PATTERN.match(value) or _NETGROUP.match(value):
             return value
         self.fail('%s.%s' % (path, key),
-                  'must be an IP address, a network in CIDR notation or a '
-                  'host name, got %s' % _shown(value))
+                  'must be an IP address, a network (CIDR or netmask), a '
+                  'host name, a wildcard (* ? [...]) or @netgroup, got %s'
+                  % _shown(value))
         return None
 
     def package_path(self, parent, key, path, required=True):

@@ -12,6 +12,7 @@ export) only when it lies on the filesystem of its volume.
 
 import collections
 import dataclasses
+import ipaddress
 import secrets
 import stat
 
@@ -30,21 +31,25 @@ NEW_FILESYSTEM = 'ext4'
 SERVER_PACKAGES = ('nfs-kernel-server',)
 
 
-# The storage server's facts in one command. Each fact is printed as a
-# section: "\n<boundary> <name>\n", the command's stdout, then
-# "\n<boundary> status <N>\n" and its stderr; the boundary is random, so
-# no file content can fake a section. Arguments: boundary, number of
-# volumes, (by-id link or '', device, mount_to) per volume, number of
-# packages, the packages, the fstab and exports files, export directories.
-_GATHER = r'''
-boundary=$1 count=$2
-shift 2
+# Facts in one command: the shell function "fact NAME COMMAND..." prints
+# a section: "\n<boundary> NAME\n", the command's stdout, then
+# "\n<boundary> status <N>\n" and its stderr; the boundary ($boundary) is
+# random, so no file content can fake a section.
+FACT_FUNCTION = r'''
 fact() {
     printf '\n%s %s\n' "$boundary" "$1"
     shift
     { err=$("$@" 2>&1 >&3 3>&-); status=$?; } 3>&1
     printf '\n%s status %d\n%s' "$boundary" "$status" "$err"
 }
+'''
+# The storage server's facts. Arguments: boundary, number of volumes,
+# (by-id link or '', device, mount_to) per volume, number of packages,
+# the packages, the fstab and exports files, export directories.
+_GATHER = r'''
+boundary=$1 count=$2
+shift 2
+''' + FACT_FUNCTION + r'''
 volume=0
 while [ "$volume" -lt "$count" ]; do
     link=$1 device=$2 mount_to=$3
@@ -464,17 +469,29 @@ def parse_exportfs(output):
     return active
 
 
-def missing_exports(exports, exportfs_output):
-    """The (export_dir, export_to) pairs that ``exportfs -v`` does not list.
+def listed_client(client):
+    """A client as ``exportfs -v`` lists it: ``*`` as ``<world>``, a
+    network by its prefix length whether written so or with a netmask,
+    a host name as the resolver spells it (``WORKER1`` as ``worker1``),
+    so names compare case-insensitively."""
+    if client in ('*', '<world>'):
+        return '<world>'
+    if '/' in client:
+        try:
+            return str(ipaddress.ip_network(client, strict=False))
+        except ValueError:
+            pass
+    return client.lower()
 
-    Host names are compared case-insensitively: exportfs prints a name as
-    the resolver spells it, so ``WORKER1`` is listed as ``worker1``.
-    """
-    active = {(directory, client.lower())
+
+def missing_exports(exports, exportfs_output):
+    """The (export_dir, export_to) pairs that ``exportfs -v`` does not
+    list (compared as ``listed_client``)."""
+    active = {(directory, listed_client(client))
               for directory, client in parse_exportfs(exportfs_output)}
     return sorted({(export.export_dir, export.export_to)
                    for export in exports
-                   if (export.export_dir, export.export_to.lower())
+                   if (export.export_dir, listed_client(export.export_to))
                    not in active})
 
 

@@ -7,11 +7,18 @@ per host for the whole flow and runs the idempotent steps.
 
 import functools
 
+from oslo_log import log as logging
+
+from kubernetes_mgmt_pv import exceptions
+from kubernetes_mgmt_pv import export_access
 from kubernetes_mgmt_pv import flow
 from kubernetes_mgmt_pv import nfs_client
+from kubernetes_mgmt_pv import packages
 from kubernetes_mgmt_pv import pv
 from kubernetes_mgmt_pv import report as report_mod
 from kubernetes_mgmt_pv import storage as storage_mod
+
+LOG = logging.getLogger(__name__)
 
 REGISTRATION = 'PersistentVolume registration'
 
@@ -42,6 +49,93 @@ class PvWorkflow(flow.Flow):
         cps = {manifest.nfs_server_cp for manifest in self.manifests}
         return {cp: self.heat.cp_address(cp).fixed_ip for cp in sorted(cps)}
 
+    def _server_addresses(self, servers):
+        """The addresses the nodes mount from: the PVs' NFS servers, else
+        the Storage server's fixed IP."""
+        return sorted(set(servers.values())) or [
+            self.topology.storage.fixed_ip]
+
+    # -- the export check (before any change) -------------------------------
+
+    def _client_preflight(self, sessions, nodes, server_addresses,
+                          storage=None, reachable_only=False):
+        """{address: nfs_client.ClientFacts} of the nodes, each from one
+        command, with their OS checked; the Storage server's OS too, when
+        given, at the same time.
+
+        ``reachable_only``: nodes that do not answer SSH are left out (the
+        export check then uses their nic_cp_name address) and their OS is
+        not checked: nothing is installed on them.
+        """
+        facts = {}
+
+        def client(node):
+            if reachable_only and not flow.answers_ssh(node.address):
+                LOG.warning('%s does not answer SSH: its route to the '
+                            'Storage server is unknown', node.address)
+                return
+            executor = self.session(sessions, node)
+            found = nfs_client.gather_facts(executor, server_addresses)
+            if not reachable_only:
+                packages.check_os_release(executor.host, found.os_release,
+                                          self.conf.supported_os)
+            facts[node.address] = found
+
+        tasks = {node.address: functools.partial(client, node)
+                 for node in nodes}
+        if storage is not None:
+            tasks[storage.address] = functools.partial(
+                self._check_os, sessions, storage)
+        self.on_hosts('pre-flight check', tasks)
+        return facts
+
+    def _check_os(self, sessions, node):
+        packages.check_supported_os(self.session(sessions, node),
+                                    self.conf.supported_os)
+
+    def _clients(self, nodes, facts, server_addresses):
+        """export_access.Client of each address a node mounts from."""
+        clients = []
+        for node in nodes:
+            named = '%s %s (%s)' % (node.role, node.address, node.name)
+            sources = facts[node.address].sources if node.address in facts \
+                else {}
+            for address in server_addresses:
+                source = sources.get(address)
+                if source is None:
+                    LOG.warning('%s: no route to the Storage server %s found;'
+                                ' the exports are checked against its '
+                                'nic_cp_name address %s', named, address,
+                                node.fixed_ip)
+                    client = export_access.Client(named, node.fixed_ip,
+                                                  from_route=False)
+                else:
+                    client = export_access.Client(named, source)
+                if client not in clients:
+                    clients.append(client)
+        return clients
+
+    def _check_exports(self, sessions, nodes, facts, server_addresses):
+        """Refuse, before any change, exports that leave a node out."""
+        exports = self.params.storage.exports
+        clients = self._clients(nodes, facts, server_addresses)
+        wanted = export_access.lookups(
+            exports, [client.address for client in clients])
+        resolution = export_access.Resolution()
+        if wanted:
+            storage = self.topology.storage
+            with report_mod.step(storage.address, 'export_to resolution'):
+                resolution = export_access.resolve(
+                    self.session(sessions, storage), wanted)
+        findings = export_access.check(exports, clients, resolution)
+        for node, address, directory, targets in findings.unverified:
+            LOG.warning('%s at %s: cannot check whether %s grants it %s; '
+                        'if not, it cannot mount that PersistentVolume',
+                        node, address, ', '.join(targets), directory)
+        if findings.violations:
+            raise exceptions.StorageSetupError(
+                export_access.refusal(findings.violations))
+
     # -- flows --------------------------------------------------------------
 
     def _setup_storage(self, sessions, node, attachments, report):
@@ -50,9 +144,10 @@ class PvWorkflow(flow.Flow):
                                          self.params.proxy, self.conf,
                                          report)
 
-    def _install_client(self, sessions, node, report):
+    def _install_client(self, sessions, node, facts, report):
         nfs_client.install_nfs_client(self.session(sessions, node),
-                                      self.params.proxy, self.conf, report)
+                                      self.params.proxy, self.conf, report,
+                                      facts[node.address].statuses)
 
     def _register(self, executor, servers, report):
         if self.manifests:
@@ -65,12 +160,15 @@ class PvWorkflow(flow.Flow):
         report = report_mod.Report()
         storage, nodes = self.topology.storage, self.topology.cluster_nodes
         attachments, servers = self._volume_attachments(), self._nfs_servers()
+        addresses = self._server_addresses(servers)
         with self.sessions() as sessions:
-            self.preflight(sessions, [storage] + nodes)
+            facts = self._client_preflight(sessions, nodes, addresses,
+                                           storage=storage)
+            self._check_exports(sessions, nodes, facts, addresses)
             # The storage server and the clients do not depend on each
             # other: set them up at the same time.
             tasks = {node.address: functools.partial(
-                self._install_client, sessions, node, report)
+                self._install_client, sessions, node, facts, report)
                 for node in nodes}
             tasks[storage.address] = functools.partial(
                 self._setup_storage, sessions, storage, attachments, report)
@@ -105,10 +203,15 @@ class PvWorkflow(flow.Flow):
         """heal_end of the storage server: set up the new VM, PVs again."""
         report = report_mod.Report()
         storage, masters = self.topology.storage, self.topology.masters
+        nodes = self.topology.cluster_nodes
         attachments, servers = self._volume_attachments(), self._nfs_servers()
+        addresses = self._server_addresses(servers)
         with self.sessions() as sessions:
             kubectl = self.kubectl_session(sessions, masters, REGISTRATION)
-            self.preflight(sessions, [storage])
+            facts = self._client_preflight(sessions, nodes, addresses,
+                                           storage=storage,
+                                           reachable_only=True)
+            self._check_exports(sessions, nodes, facts, addresses)
             self._setup_storage(sessions, storage, attachments, report)
             self._register(kubectl, servers, report)
         return self.finish('rebuild_storage', report)
@@ -116,10 +219,12 @@ class PvWorkflow(flow.Flow):
     def install_clients(self, nodes):
         """NFS client on new or healed nodes (topology.Node)."""
         report = report_mod.Report()
+        addresses = self._server_addresses(self._nfs_servers())
         with self.sessions() as sessions:
-            self.preflight(sessions, nodes)
+            facts = self._client_preflight(sessions, nodes, addresses)
+            self._check_exports(sessions, nodes, facts, addresses)
             self.on_hosts('NFS client installation', {
                 node.address: functools.partial(self._install_client,
-                                                sessions, node, report)
+                                                sessions, node, facts, report)
                 for node in nodes})
         return self.finish('install_clients', report)

@@ -198,6 +198,8 @@ class VirtualCluster(object):
         self.vims = {}  # name -> VIM registered through the driver's seam
         self.instance_id, self.vnfd_id = str(uuid.uuid4()), str(uuid.uuid4())
         self.vip = None
+        # The clients of every export (default: the testbed's subnet).
+        self.export_to = None
         self.testbed = hosts.Testbed(purge_packages=purge_packages,
                                      cluster_network=cluster_network)
         self.openstack = openstack_api.FakeOpenStack()
@@ -321,8 +323,9 @@ class VirtualCluster(object):
                      'mount_to': mount}
                     for n, mount in enumerate(self.mount_points(), 1)],
                 nfs_server_setup_params=[
-                    {'export_dir': path, 'export_to': self.testbed.subnet}
-                    for path in self.export_dirs()]),
+                    {'export_dir': path, 'export_to': client}
+                    for path in self.export_dirs()
+                    for client in self.export_to or [self.testbed.subnet]]),
             'pv_registration_params': [
                 {'pv_manifest_file_path':
                     'Files/kubernetes/nfs-pv%d.yaml' % n,

@@ -251,10 +251,12 @@ def test_export_directory_off_its_volume_is_neither_chowned_nor_exported(
 
 
 def test_export_to_host_name_in_capitals_converges(cluster, caplog):
-    """exportfs -v lists WORKER1 as worker1; a re-run changes nothing."""
+    """exportfs -v lists WORKER1 as worker1; a re-run changes nothing.
+    (The subnet, exported too, grants the other nodes.)"""
     params = cluster.additional_params()
     params['k8s_cluster_installation_param']['storage_server'][
-        'nfs_server_setup_params'][0]['export_to'] = 'WORKER1'
+        'nfs_server_setup_params'].append(
+            {'export_dir': cluster.export_dirs()[0], 'export_to': 'WORKER1'})
     driver = cluster.driver()
     driver.instantiate_end(None, cluster.vnf_instance(), _request(params),
                            None, None)
@@ -369,6 +371,47 @@ def test_pv_that_never_becomes_available_is_rolled_back(cluster):
     cluster.kube.release_pending('nfs-pv2')
     cluster.instantiate_end()  # the re-run completes what failed
     assert_pvs_available(cluster)
+
+
+def test_export_to_that_leaves_a_worker_out_is_refused_before_any_change(
+        cluster):
+    master, worker1, worker2 = (cluster.host(name) for name in
+                                ('master1', 'worker1', 'worker2'))
+    cluster.export_to = [master.ip, worker1.hostname]  # an address, a name
+    with pytest.raises(exceptions.StorageSetupError) as caught:
+        cluster.instantiate_end()
+    message = str(caught.value)
+    assert 'worker %s (worker_instance/' % worker2.ip in message, message
+    for export in cluster.export_dirs():
+        assert "%s by export_to '%s', '%s'" % (
+            export, master.ip, worker1.hostname) in message, message
+    granted = ('master %s' % master.ip, 'worker %s' % worker1.ip)
+    assert not [node for node in granted if node in message], message
+    assert untouched(cluster)
+    assert not installed(cluster.host('storage'), 'nfs-kernel-server')
+
+
+def test_wildcard_export_to_is_matched_on_the_storage_servers_names(
+        cluster):
+    """The Storage server's resolver names every node: master? and
+    worker? grant them all."""
+    cluster.export_to = ['master?', 'WORKER?']
+    cluster.instantiate_end()
+    active = {(e.path, e.client) for e in nfs.parse_exportfs(
+        cluster.host('storage').run('exportfs -v').stdout)}
+    assert active == {(d, c) for d in cluster.export_dirs()
+                      for c in ('master?', 'WORKER?')}
+    assert_pvs_available(cluster)
+
+
+def test_scale_out_of_a_worker_outside_the_exports_is_refused(cluster):
+    cluster.export_to = [host.ip for host in cluster.nodes()]
+    cluster.instantiate_end()
+    new = cluster.add_node('worker')
+    with pytest.raises(exceptions.StorageSetupError) as caught:
+        cluster.scale_end([new])
+    assert 'worker %s (' % new.ip in str(caught.value)
+    assert not installed(new, 'nfs-common')
 
 
 def test_unsupported_os_is_refused_before_any_change(cluster):

@@ -186,7 +186,7 @@ def test_each_flow_reports_only_what_it_did(monkeypatch, caplog):
         def get(self, host, username, password, host_key_policy=None):
             return types.SimpleNamespace(host=host)
 
-    def install_nfs_client(executor, proxy, conf, outcomes):
+    def install_nfs_client(executor, proxy, conf, outcomes, statuses):
         outcomes.record(executor.host, 'package nfs-common', True)
 
     monkeypatch.setattr(flow.remote, 'SessionPool', Sessions)
@@ -194,23 +194,30 @@ def test_each_flow_reports_only_what_it_did(monkeypatch, caplog):
                         lambda executor, supported: None)
     monkeypatch.setattr(workflows.nfs_client, 'install_nfs_client',
                         install_nfs_client)
+    monkeypatch.setattr(
+        workflows.nfs_client, 'gather_facts',
+        lambda executor, servers: workflows.nfs_client.ClientFacts(
+            'ID=ubuntu\nVERSION_ID=22.04\n', {},
+            {server: executor.host for server in servers}))
     parsed = params.parse(sample())
+    storage = topology.Node('storage', 'storage', '10.0.0.5', '10.0.0.5',
+                            'storage_server_CP', None, parsed.storage)
     monkeypatch.setattr(topology.Topology, 'resolve',
                         lambda heat, params, overrides: topology.Topology(
-                            heat, []))
+                            heat, [storage]))
     workflow = workflows.PvWorkflow(parsed, [], heat=None)
 
-    def node(address):
+    def node(address):  # inside the sample's export_to 10.10.0.0/24
         return topology.Node('worker', address, address, address,
                              'workerNode_CP2', 'member-' + address,
                              parsed.worker)
 
     caplog.set_level('INFO', logger=flow.__name__)
-    first = workflow.install_clients([node('10.0.0.21')])
-    second = workflow.install_clients([node('10.0.0.22')])
+    first = workflow.install_clients([node('10.10.0.21')])
+    second = workflow.install_clients([node('10.10.0.22')])
     assert first is not second
-    assert [o.host for o in first.outcomes] == ['10.0.0.21']
-    assert [o.host for o in second.outcomes] == ['10.0.0.22']
+    assert [o.host for o in first.outcomes] == ['10.10.0.21']
+    assert [o.host for o in second.outcomes] == ['10.10.0.22']
     assert [r.getMessage() for r in caplog.records
             if r.name == flow.__name__] == [
         'install_clients done: 1 step(s) changed, 0 unchanged'] * 2

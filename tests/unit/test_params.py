@@ -102,6 +102,8 @@ def test_export_dir_must_be_a_safe_absolute_path(bad):
 
 @pytest.mark.parametrize('good', [
     '10.10.0.0/24', '10.10.0.5', 'fd00:1::/64', 'nfs-client.example.com',
+    '10.10.0.0/255.255.255.0', '*', '*.example.org', 'node?', 'node[0-9]',
+    '@nfs-clients',
 ])
 def test_export_to_accepts_hosts_and_networks(good):
     value = sample()
@@ -111,7 +113,7 @@ def test_export_to_accepts_hosts_and_networks(good):
 
 
 @pytest.mark.parametrize('bad', [
-    '10.10.0.0/24(rw,no_root_squash)', '*', '10.0.0.0/33', 'a b', '',
+    '10.10.0.0/24(rw,no_root_squash)', '10.0.0.0/33', '@', '*(rw)', 'a b', '',
     'host;reboot',
 ])
 def test_export_to_rejects_anything_else(bad):
