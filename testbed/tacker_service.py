@@ -911,8 +911,10 @@ class TackerLab(object):
 
     def instantiate_request(self, vim_id, sample='instantiate_simple.json'):
         """The sample request, adapted where it must be for this cloud: the
-        network ids (the testbed network), the VIM id, and the Storage
-        server's password (the testbed's guest has its own)."""
+        network ids (the testbed network), the VIM id, the Storage
+        server's password (the testbed's guest has its own) and every
+        export_to (the sample's 10.10.0.0/24 is the user guide's network;
+        the nodes here are on the testbed's subnet)."""
         with open(os.path.join(REQUESTS, sample)) as handle:
             request = json.load(handle)
         for link in request.get('extVirtualLinks', []):
@@ -922,6 +924,8 @@ class TackerLab(object):
         storage = request['additionalParams'][
             'k8s_cluster_installation_param']['storage_server']
         storage['password'] = self.cluster.STORAGE_PASSWORD
+        for export in storage['nfs_server_setup_params']:
+            export['export_to'] = self.engine.testbed.subnet
         return request
 
     @staticmethod

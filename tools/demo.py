@@ -93,6 +93,12 @@ def main():
                                     install_cluster=True) as cluster:
         for host in cluster.testbed.hosts.values():
             print('    %-8s %-7s %s' % (host.name, host.role, host.ip))
+        print('    exports of the request (nfs_server_setup_params):')
+        for export in cluster.additional_params()[
+                'k8s_cluster_installation_param']['storage_server'][
+                'nfs_server_setup_params']:
+            print('      %s -> export_to %s' % (export['export_dir'],
+                                                export['export_to']))
 
         step('instantiate_end: Kubernetes cluster, VIM, storage server, '
              'NFS clients, PVs', cluster.instantiate_end)

@@ -87,6 +87,16 @@ def operator_checks(lab, instance_id, pvs=True):
             raise Failed('/dev/vdb is not mounted on the Storage server')
 
 
+def print_exports(additional_params):
+    """What the request exports to: the testbed's subnet, where the
+    sample has the user guide's network."""
+    storage = additional_params['k8s_cluster_installation_param'][
+        'storage_server']
+    section('nfs_server_setup_params of the request', '\n'.join(
+        '%s -> export_to %s' % (export['export_dir'], export['export_to'])
+        for export in storage['nfs_server_setup_params']))
+
+
 def expect(occ, state='COMPLETED'):
     if occ['operationState'] != state:
         raise Failed('%s ended %s, expected %s: %s' % (
@@ -120,7 +130,9 @@ def run(lab, workdir):
     instance_id = lab.client.post('/vnflcm/v1/vnf_instances',
                                   {'vnfdId': vnfd_id}, expect=201).body['id']
     print('VNF instance %s' % instance_id)
-    lcm('instantiate', 'instantiate', lab.instantiate_request(vim['id']))
+    request = lab.instantiate_request(vim['id'])
+    print_exports(request['additionalParams'])
+    lcm('instantiate', 'instantiate', request)
     operator_checks(lab, instance_id)
 
     banner('Scale out the Workers (samples/requests/scale_out_worker.json)')

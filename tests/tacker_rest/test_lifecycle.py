@@ -135,16 +135,24 @@ def test_instantiate(lab, s):
     s.instance_id = instance['id']
     assert instance['instantiationState'] == 'NOT_INSTANTIATED'
     request = lab.instantiate_request(s.vim_id)
-    # Only the network ids, the VIM id and the storage password differ
-    # from the sample; additionalParams are the sample's otherwise.
+    # Only the network ids, the VIM id, the storage password and the
+    # export_to (the testbed's subnet instead of the user guide's network,
+    # which the driver would refuse) differ from the sample;
+    # additionalParams are the sample's otherwise.
     sample = lab.sample_request('instantiate_simple.json')
     assert request['flavourId'] == sample['flavourId']
     storage = request['additionalParams'][
         'k8s_cluster_installation_param']['storage_server']
     sample_storage = sample['additionalParams'][
         'k8s_cluster_installation_param']['storage_server']
-    assert dict(storage, password=None) == dict(sample_storage,
-                                                password=None)
+
+    def as_sent(exports, export_to):
+        return [dict(export, export_to=export_to) for export in exports]
+
+    assert dict(storage, password=None, nfs_server_setup_params=None) == \
+        dict(sample_storage, password=None, nfs_server_setup_params=None)
+    assert storage['nfs_server_setup_params'] == as_sent(
+        sample_storage['nfs_server_setup_params'], lab.engine.testbed.subnet)
     occ = s.ops['instantiate'] = lab.lcm(s.instance_id, 'instantiate',
                                          request)
     _completed(occ, 'INSTANTIATE')
