@@ -74,8 +74,8 @@ class Violation(object):
     def __str__(self):
         source = ('its address towards the Storage server' if
                   self.client.from_route else
-                  'its nic_cp_name address (its route to the Storage '
-                  'server is unknown)')
+                  'its nic_cp_name address: its route to the Storage '
+                  'server is unknown')
         return '%s at %s (%s) is not granted %s by export_to %s: %s' % (
             self.client.node, self.client.address, source, self.export_dir,
             ', '.join(repr(target) for target in self.export_to),
@@ -241,7 +241,8 @@ def refusal(violations):
     """The operator's error for ``check``'s violations."""
     return ('NFS export check failed: %d Master/Worker node address(es) '
             'not granted by the exports, whose PersistentVolumes they '
-            'could never mount; nothing was changed on any host: %s. Make '
-            'each export_to grant these addresses (the network of the '
-            'nodes\' nic_cp_name ports)' % (
-                len(violations), '; '.join(str(v) for v in violations)))
+            'could never mount; nothing was changed for the persistent '
+            'volumes on any host: %s. Make each export_to grant these '
+            'addresses (the network of the nodes\' nic_cp_name ports)' % (
+                len({violation.client for violation in violations}),
+                '; '.join(str(violation) for violation in violations)))

@@ -93,13 +93,16 @@ def test_check(wanted, clients, violations, unverified):
 def test_refusal_names_node_address_directory_and_export_to():
     fallback = export_access.Client('master 192.0.2.5 (master/1)',
                                     '10.1.2.5', from_route=False)
-    findings = export_access.check(exports(('/v/a', '10.10.0.0/24')),
-                                   [WORKER, fallback], RESOLVED)
+    findings = export_access.check(
+        exports(('/v/a', '10.10.0.0/24'), ('/v/b', '10.10.0.0/24')),
+        [WORKER, fallback], RESOLVED)
     message = export_access.refusal(findings.violations)
     for text in ('worker 192.0.2.12 (worker/1) at 10.1.2.12',
                  'master 192.0.2.5 (master/1) at 10.1.2.5',
                  "/v/a by export_to '10.10.0.0/24'",
-                 'its nic_cp_name address', 'nothing was changed'):
+                 "/v/b by export_to '10.10.0.0/24'",
+                 'its nic_cp_name address', '2 Master/Worker node',
+                 'nothing was changed'):
         assert text in message, message
 
 
