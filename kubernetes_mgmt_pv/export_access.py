@@ -233,7 +233,10 @@ def parse_route_source(output):
     words = output.split()
     for key, value in zip(words, words[1:]):
         if key == 'src':
-            return value
+            try:
+                return str(ipaddress.ip_address(value))
+            except ValueError:
+                return None
     return None
 
 

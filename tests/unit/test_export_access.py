@@ -142,6 +142,8 @@ def test_resolution_from_getent():
     ('10.1.2.5 via 10.1.3.1 dev eth1 src 10.1.3.12 uid 1000', '10.1.3.12'),
     ('local 127.0.0.1 dev lo src 127.0.0.1 uid 0', '127.0.0.1'),
     ('', None),
+    ('10.1.2.5 dev eth0 src', None),
+    ('10.1.2.5 dev eth0 src eth0', None),
 ])
 def test_route_source(output, source):
     assert export_access.parse_route_source(output) == source
