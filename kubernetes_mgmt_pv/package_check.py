@@ -94,10 +94,10 @@ def check(package_dir, request, found):
         found.warning('param-warning', warning.path, warning.reason)
     # The cross-checks see only the values that parsed: an invalid one is
     # already a param-invalid finding, and cannot name a file or resource.
-    _check_script(package_dir, parsed.params, found)
+    invalid_paths = {error.path for error in parsed.errors}
+    _check_script(package_dir, parsed.params, invalid_paths, found)
     _check_manifests(package_dir, parsed.params, found)
-    _check_heat(package_dir, flavour, parsed.params,
-                {error.path for error in parsed.errors}, found)
+    _check_heat(package_dir, flavour, parsed.params, invalid_paths, found)
     _check_vnfd(package_dir, flavour, parsed.params, found)
 
 
@@ -191,13 +191,19 @@ def _check_artifact_hash(package_dir, block, found):
 
 # -- the install script, PersistentVolume manifests and NFS exports ----------
 
-def _check_script(package_dir, model, found):
+def _check_script(package_dir, model, invalid_paths, found):
+    where = params.ROOT + '.script_path'
     if model.script_path is None:
+        if where not in invalid_paths:
+            found.warning('script-absent', where,
+                          'not given: the driver installs no Kubernetes, so '
+                          'the Masters must already run it (only the '
+                          'persistent volumes are set up)')
         return
     root = os.path.realpath(package_dir)
     path = os.path.realpath(os.path.join(root, model.script_path))
     if not (_within(path, root) and os.path.isfile(path)):
-        found.error('script-missing', params.ROOT + '.script_path',
+        found.error('script-missing', where,
                     '%s is not a file of the package; the cluster install '
                     'uploads it to every node' % model.script_path)
 
@@ -314,7 +320,7 @@ def _check_heat(package_dir, flavour, model, invalid_paths, found):
         # on the top-level stack, where they are not.
         if access is not None and path + '.aspect_id' not in invalid_paths:
             _check_node_cps(hot, found, path, access)
-    if model.script_path is not None and model.master is not None:
+    if model.master is not None:
         _check_cluster_addresses(hot, found, model)
 
 
@@ -322,16 +328,22 @@ def _check_cluster_addresses(hot, found, model):
     """A flavour that starts with several Masters names the port of their
     VIP, a top-level resource; the VIP's floating IP is one too. With one
     Master the driver uses its own address (the user guide's simple
-    request names the Master's CP there)."""
+    request names the Master's CP there, in the member template), yet a
+    name that no template of the BaseHOT defines is a typo all the same."""
     network = model.network
     masters = _initial_masters(hot, model.master.aspect_id)
+    where = params.MASTER_PATH + '.cluster_cp_name'
     if network.cluster_cp_name and masters > 1:
-        _top_resource(hot, found, params.MASTER_PATH + '.cluster_cp_name',
-                      network.cluster_cp_name, _CP_TYPES[:1])
+        _top_resource(hot, found, where, network.cluster_cp_name,
+                      _CP_TYPES[:1])
+    elif network.cluster_cp_name:
+        _any_resource(hot, found, where, network.cluster_cp_name,
+                      _CP_TYPES[:1])
     if network.cluster_fip_name:
         _top_resource(hot, found, params.MASTER_PATH + '.cluster_fip_name',
                       network.cluster_fip_name, _CP_TYPES[1:])
-    if masters > 1 and not network.cluster_cp_name:
+    if (model.script_path is not None and masters > 1
+            and not network.cluster_cp_name):
         found.error('vip-missing', params.MASTER_PATH + '.cluster_cp_name',
                     'is required: scaling group %s of %s/%s starts with %d '
                     'Masters, which share the virtual IP of that port'
@@ -383,6 +395,26 @@ def _top_resource(hot, found, where, name, types):
                                      ' or '.join(types)))
         return None
     return _mapping(resource)
+
+
+def _any_resource(hot, found, where, name, types):
+    """A finding unless `name` is a resource of one of `types` in the top
+    template or a nested one."""
+    if not params.is_resource_name(name):
+        return
+    holders = [(hot.top_name, hot.resources)] + [
+        ('nested/' + f, _mapping(hot.nested[f].get('resources')))
+        for f in hot.nested_holding(name)]
+    kinds = {template: _mapping(resources[name]).get('type')
+             for template, resources in holders if name in resources}
+    if not kinds:
+        found.error('hot-resource-missing', where, '%s is not a resource of '
+                    'any template of %s' % (name, hot.directory))
+    elif not set(kinds.values()) & set(types):
+        template, kind = sorted(kinds.items())[0]
+        found.error('hot-resource-type', where, '%s is a %s in %s/%s; '
+                    'expected %s' % (name, kind, hot.directory, template,
+                                     ' or '.join(types)))
 
 
 def _check_node_cps(hot, found, path, access):

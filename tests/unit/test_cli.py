@@ -404,6 +404,40 @@ def test_the_vip_and_its_floating_ip_are_top_level_resources(
         (code, params.ROOT + '.master_node.' + key)})
 
 
+@pytest.mark.parametrize('key, value, finding', [
+    # The simple request's value: the Master's CP in its member template.
+    ('cluster_cp_name', 'masterNode_CP1', None),
+    ('cluster_cp_name', 'masterNode_CP9', 'hot-resource-missing'),
+    ('cluster_cp_name', 'masterNode', 'hot-resource-type'),
+    ('cluster_cp_name', 'storage_server_volume', 'hot-resource-type'),
+    ('cluster_fip_name', 'masterNode_FIP9', 'hot-resource-missing'),
+])
+def test_cluster_addresses_are_checked_with_one_master_too(
+        built_zip, validate, body, key, value, finding):
+    cluster_params(body)['master_node'][key] = value
+    expected = ((1, {(finding, params.ROOT + '.master_node.' + key)})
+                if finding else (0, set()))
+    assert validate(built_zip, body) == expected
+
+
+@pytest.mark.parametrize('script', [True, False])
+def test_a_request_without_script_path_is_warned(built_zip, validate, body,
+                                                 script):
+    """Without it the driver installs no Kubernetes: the Masters must
+    already run it. A cluster_cp_name that names nothing is still found."""
+    if not script:
+        del cluster_params(body)['script_path']
+    cluster_params(body)['master_node']['cluster_cp_name'] = 'vip_CP9'
+    code, findings = validate(built_zip, body)
+    where = params.ROOT + '.script_path'
+    assert code == 1
+    assert (('script-absent', where) in findings) is not script
+    assert ('hot-resource-missing',
+            params.ROOT + '.master_node.cluster_cp_name') in findings
+    warnings = [f for f in validate.findings if f['code'] == 'script-absent']
+    assert all(f['severity'] == 'warning' for f in warnings)
+
+
 def test_member_template_of_a_group_is_missing(package, validate, body):
     os.unlink(package / 'BaseHOT' / 'simple' / 'nested' /
               'simple_nested_worker.yaml')
