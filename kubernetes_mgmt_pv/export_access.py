@@ -17,20 +17,16 @@ import collections
 import dataclasses
 import fnmatch
 import ipaddress
-import secrets
 
-from kubernetes_mgmt_pv import storage
+from kubernetes_mgmt_pv import facts
 
 EVERYONE = '*'
 WILDCARD_CHARACTERS = frozenset('*?[')
 
 # The Storage server's resolver in one command: "forward NAME" runs
 # getent ahosts NAME, "reverse ADDRESS" getent hosts ADDRESS, each printed
-# as a section (storage.parse_sections).
-_RESOLVE = r'''
-boundary=$1
-shift
-''' + storage.FACT_FUNCTION + r'''
+# as a section (see ``facts``).
+_RESOLVE = facts.PROLOGUE + r'''
 while [ "$#" -gt 1 ]; do
     case $1 in
     forward) fact "forward $2" getent ahosts -- "$2" ;;
@@ -217,12 +213,9 @@ def resolve(executor, wanted):
     """Run ``wanted`` (see ``lookups``) on the Storage server at once."""
     if not wanted:
         return Resolution()
-    boundary = 'kubernetes-mgmt-pv-%s' % secrets.token_hex(16)
-    argv = ['sh', '-c', _RESOLVE, 'sh', boundary]
-    argv += [value for lookup in wanted for value in lookup]
-    result = executor.run(argv, description='gather facts: getent ahosts, '
-                          'getent hosts')
-    sections = storage.parse_sections(result.stdout_bytes, boundary)
+    sections = facts.gather(
+        executor, _RESOLVE, [value for lookup in wanted for value in lookup],
+        'getent ahosts, getent hosts')
     for key, failed in failed_lookups(sections).items():
         raise executor.failure('getent %s' % key, failed)
     return parse_resolution(sections)

@@ -39,12 +39,11 @@ init.d scripts cannot do the job:
 import dataclasses
 import ipaddress
 import re
-import secrets
 
 from kubernetes_mgmt_pv import exceptions
+from kubernetes_mgmt_pv import facts
 from kubernetes_mgmt_pv import packages
 from kubernetes_mgmt_pv import report as report_mod
-from kubernetes_mgmt_pv import storage
 
 HAPROXY_CONFIG = '/etc/haproxy/haproxy.cfg'
 KEEPALIVED_CONFIG = '/etc/keepalived/keepalived.conf'
@@ -300,19 +299,10 @@ _RUNNING = r'''running() {
     echo "$pid"
 }
 '''
-# The facts of one Master in one command, in storage.parse_sections'
-# format. Arguments: boundary, the two configuration files, the number of
-# packages and the packages, then (name, pid file, pending marker) of
-# each daemon.
-_GATHER = _RUNNING + r'''boundary=$1
-shift
-fact() {
-    printf '\n%s %s\n' "$boundary" "$1"
-    shift
-    { err=$("$@" 2>&1 >&3 3>&-); status=$?; } 3>&1
-    printf '\n%s status %d\n%s' "$boundary" "$status" "$err"
-}
-fact addresses ip -o -4 addr show
+# The facts of one Master in one command (see ``facts``). Arguments: the
+# two configuration files, the number of packages and the packages, then
+# (name, pid file, pending marker) of each daemon.
+_GATHER = facts.PROLOGUE + _RUNNING + r'''fact addresses ip -o -4 addr show
 for file in "$1" "$2"; do
     if [ -e "$file" ]; then fact "file $file" cat -- "$file"; fi
 done
@@ -438,15 +428,12 @@ def parse_facts(executor, sections):
 
 def gather_facts(executor):
     """Every fact of one Master, from one command."""
-    boundary = 'kubernetes-mgmt-pv-%s' % secrets.token_hex(16)
-    argv = ['sh', '-c', _GATHER, 'sh', boundary, HAPROXY_CONFIG,
-            KEEPALIVED_CONFIG, str(len(HA_PACKAGES))] + list(HA_PACKAGES)
+    arguments = [HAPROXY_CONFIG, KEEPALIVED_CONFIG, len(HA_PACKAGES)]
+    arguments += list(HA_PACKAGES)
     for name in SERVICES:
-        argv += [name, PID_FILES[name], PENDING[name]]
-    result = executor.run(argv, sudo=True,
-                          description='gather facts: %s' % GATHERED)
-    return parse_facts(executor,
-                       storage.parse_sections(result.stdout_bytes, boundary))
+        arguments += [name, PID_FILES[name], PENDING[name]]
+    return parse_facts(executor, facts.gather(executor, _GATHER, arguments,
+                                              GATHERED, sudo=True))
 
 
 # -- decisions ----------------------------------------------------------------
@@ -505,19 +492,19 @@ def plan_service(service, current, wanted, running, pending=False):
     return ServicePlan(service, path, content, action)
 
 
-def plan(facts, haproxy_cfg, keepalived_conf):
+def plan(gathered, haproxy_cfg, keepalived_conf):
     """What to change on a Master, given its ``Facts`` and the wanted
     configuration files: packages first (the daemons are planned from the
     facts gathered after their installation), else each daemon's file
     and action, haproxy first."""
-    missing = packages.missing_packages(HA_PACKAGES, facts.packages)
+    missing = packages.missing_packages(HA_PACKAGES, gathered.packages)
     if missing:
         return Plan(install=tuple(missing))
     wanted = {'haproxy': haproxy_cfg, 'keepalived': keepalived_conf}
     return Plan(services=tuple(
-        plan_service(name, facts.files.get(CONFIG_FILES[name]),
-                     wanted[name], facts.running.get(name),
-                     name in facts.pending)
+        plan_service(name, gathered.files.get(CONFIG_FILES[name]),
+                     wanted[name], gathered.running.get(name),
+                     name in gathered.pending)
         for name in SERVICES))
 
 
@@ -575,10 +562,10 @@ def check_haproxy_config(executor, content):
             'installed)' % HAPROXY_CONFIG, result)
 
 
-def _apply(executor, service_plan, facts, report):
+def _apply(executor, service_plan, gathered, report):
     host = executor.host
     service = service_plan.service
-    pending = service in facts.pending
+    pending = service in gathered.pending
     with report_mod.step(host, '%s configuration' % service):
         if service_plan.content is not None:
             if service == 'haproxy':
@@ -595,8 +582,8 @@ def _apply(executor, service_plan, facts, report):
     with report_mod.step(host, '%s service' % service):
         if service_plan.action is not None:
             for argv in action_commands(service, service_plan.action,
-                                        facts.systemd,
-                                        facts.running.get(service)):
+                                        gathered.systemd,
+                                        gathered.running.get(service)):
                 executor.run(argv, sudo=True, timeout=SERVICE_TIMEOUT * 2,
                              description=describe(argv))
         if pending:
@@ -641,22 +628,22 @@ def configure(executor, node_address, masters, vip, proxy, conf, report,
     """
     host = executor.host
     with report_mod.step(host, 'HA control plane facts'):
-        facts = gather_facts(executor)
+        gathered = gather_facts(executor)
     with report_mod.step(host, 'HA control plane configuration'):
         haproxy_cfg, keepalived_conf = wanted_configs(
-            facts.addresses, node_address, masters, vip, backends)
-        changes = plan(facts, haproxy_cfg, keepalived_conf)
+            gathered.addresses, node_address, masters, vip, backends)
+        changes = plan(gathered, haproxy_cfg, keepalived_conf)
     with report_mod.step(host, 'HA control plane packages'):
         installed = packages.ensure_installed(
             executor, HA_PACKAGES, proxy, conf.package_install_timeout,
-            report, facts.packages)
+            report, gathered.packages)
         if installed:  # the packages' own files and, with systemd, daemons
-            facts = gather_facts(executor)
-            changes = plan(facts, haproxy_cfg, keepalived_conf)
+            gathered = gather_facts(executor)
+            changes = plan(gathered, haproxy_cfg, keepalived_conf)
             if changes.install:
                 raise HaSetupError('dpkg does not list %s as installed '
                                    'after apt-get' % ', '.join(
                                        changes.install))
     for service_plan in changes.services:
-        _apply(executor, service_plan, facts, report)
+        _apply(executor, service_plan, gathered, report)
     return changes

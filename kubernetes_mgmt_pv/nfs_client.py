@@ -2,23 +2,20 @@
 
 import dataclasses
 import ipaddress
-import secrets
 
 from kubernetes_mgmt_pv import export_access
+from kubernetes_mgmt_pv import facts
 from kubernetes_mgmt_pv import packages
 from kubernetes_mgmt_pv import report as report_mod
-from kubernetes_mgmt_pv import storage
 
 CLIENT_PACKAGES = ('nfs-common',)
 OS_RELEASE = '/etc/os-release'
 
 # A node's facts in one command: its OS, its NFS client packages, and the
 # route (source address) towards each NFS server address. Arguments:
-# boundary, number of packages, the packages, the server addresses.
-_GATHER = r'''
-boundary=$1 count=$2
-shift 2
-''' + storage.FACT_FUNCTION + r'''
+# number of packages, the packages, the server addresses.
+_GATHER = facts.PROLOGUE + r'''count=$1
+shift
 fact os-release cat -- /etc/os-release
 while [ "$count" -gt 0 ]; do
     fact "package $1" dpkg-query -W -f='${Status}' "$1"
@@ -40,12 +37,9 @@ def gather_facts(executor, server_addresses):
     """The node's ``ClientFacts`` from one command (no sudo)."""
     servers = [str(ipaddress.ip_address(address))
                for address in server_addresses]
-    boundary = 'kubernetes-mgmt-pv-%s' % secrets.token_hex(16)
-    argv = ['sh', '-c', _GATHER, 'sh', boundary, str(len(CLIENT_PACKAGES))]
-    argv += list(CLIENT_PACKAGES) + servers
-    result = executor.run(argv, description='gather facts: cat %s, '
-                          'dpkg-query, ip -o route get' % OS_RELEASE)
-    sections = storage.parse_sections(result.stdout_bytes, boundary)
+    sections = facts.gather(
+        executor, _GATHER, [len(CLIENT_PACKAGES)] + list(CLIENT_PACKAGES) +
+        servers, 'cat %s, dpkg-query, ip -o route get' % OS_RELEASE)
     os_release = sections['os-release']
     statuses = {}
     for package in CLIENT_PACKAGES:

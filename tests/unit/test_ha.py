@@ -9,9 +9,9 @@ import subprocess
 import pytest
 
 from kubernetes_mgmt_pv import exceptions
+from kubernetes_mgmt_pv import facts
 from kubernetes_mgmt_pv import ha
 from kubernetes_mgmt_pv import remote
-from kubernetes_mgmt_pv import storage
 
 INSTALLED = 'install ok installed'
 MASTERS = [('master-0', '10.0.0.11'), ('master-1', '10.0.0.12'),
@@ -235,33 +235,33 @@ EXECUTOR = remote.RemoteCommandExecutor('10.0.0.11', 'ubuntu', 'password')
 
 
 def gathered(**extra):
-    facts = {'addresses': (0, IP_ADDR.encode()),
-             'package_haproxy': (0, INSTALLED.encode()),
-             'package_keepalived': (0, INSTALLED.encode()),
-             'running_haproxy': (0, b'77\n'),
-             'running_keepalived': (1, b'')}
-    facts.update(extra)
+    answers = {'addresses': (0, IP_ADDR.encode()),
+               'package_haproxy': (0, INSTALLED.encode()),
+               'package_keepalived': (0, INSTALLED.encode()),
+               'running_haproxy': (0, b'77\n'),
+               'running_keepalived': (1, b'')}
+    answers.update(extra)
     output = b''
-    for name, (status, stdout) in facts.items():
+    for name, (status, stdout) in answers.items():
         for prefix in ('package', 'running', 'file', 'pending'):
             name = name.replace(prefix + '_', prefix + ' ', 1)
         output += b'\nB %s\n%s\nB status %d\n' % (name.encode(), stdout,
                                                   status)
-    return storage.parse_sections(output, 'B')
+    return facts.parse_sections(output, 'B')
 
 
 def test_facts_from_one_gathering():
-    facts = ha.parse_facts(EXECUTOR, gathered(**{
+    found = ha.parse_facts(EXECUTOR, gathered(**{
         'file_' + ha.HAPROXY_CONFIG: (0, b'global\n'),
         'pending_keepalived': (0, b''), 'systemd': (0, b'')}))
-    assert facts.addresses[1] == ('eth0', ipaddress.IPv4Interface(
+    assert found.addresses[1] == ('eth0', ipaddress.IPv4Interface(
         '10.0.0.11/24'))
-    assert facts.files == {ha.HAPROXY_CONFIG: b'global\n',
+    assert found.files == {ha.HAPROXY_CONFIG: b'global\n',
                            ha.KEEPALIVED_CONFIG: None}
-    assert facts.running == {'haproxy': '77', 'keepalived': None}
-    assert facts.packages == {'haproxy': INSTALLED, 'keepalived': INSTALLED}
-    assert facts.systemd
-    assert facts.pending == {'keepalived'}
+    assert found.running == {'haproxy': '77', 'keepalived': None}
+    assert found.packages == {'haproxy': INSTALLED, 'keepalived': INSTALLED}
+    assert found.systemd
+    assert found.pending == {'keepalived'}
     plain = ha.parse_facts(EXECUTOR, gathered())
     assert not plain.systemd and plain.pending == frozenset()
 
@@ -325,8 +325,8 @@ def test_plan_of_one_daemon(service, current, wanted, running, content,
         ha.ServicePlan(service, ha.CONFIG_FILES[service], content, action)
 
 
-def facts(haproxy=None, keepalived=None, running=(None, None),
-          statuses=(INSTALLED, INSTALLED), systemd=False, pending=()):
+def master_facts(haproxy=None, keepalived=None, running=(None, None),
+                 statuses=(INSTALLED, INSTALLED), systemd=False, pending=()):
     return ha.Facts(
         addresses=ha.parse_addresses(IP_ADDR),
         files={ha.HAPROXY_CONFIG: haproxy, ha.KEEPALIVED_CONFIG: keepalived},
@@ -337,31 +337,31 @@ def facts(haproxy=None, keepalived=None, running=(None, None),
 
 @pytest.mark.parametrize('gathered_facts, install, services', [
     # Packages first; the daemons are planned after their installation.
-    (facts(statuses=('unknown ok not-installed', INSTALLED)),
+    (master_facts(statuses=('unknown ok not-installed', INSTALLED)),
      ('haproxy',), ()),
-    (facts(statuses=('deinstall ok config-files',
-                     'unknown ok not-installed')),
+    (master_facts(statuses=('deinstall ok config-files',
+                            'unknown ok not-installed')),
      ('haproxy', 'keepalived'), ()),
     # A fresh Master: both files written, both daemons started, in order.
-    (facts(haproxy=PACKAGE_DEFAULT), (), (
+    (master_facts(haproxy=PACKAGE_DEFAULT), (), (
         ha.ServicePlan('haproxy', ha.HAPROXY_CONFIG, OURS, 'start'),
         ha.ServicePlan('keepalived', ha.KEEPALIVED_CONFIG, b'k',
                        'start'))),
     # A re-run: nothing.
-    (facts(OURS, b'k', ('77', '78')), (), (
+    (master_facts(OURS, b'k', ('77', '78')), (), (
         ha.ServicePlan('haproxy', ha.HAPROXY_CONFIG),
         ha.ServicePlan('keepalived', ha.KEEPALIVED_CONFIG))),
     # A Master list change.
-    (facts(NEW, b'old', ('77', '78')), (), (
+    (master_facts(NEW, b'old', ('77', '78')), (), (
         ha.ServicePlan('haproxy', ha.HAPROXY_CONFIG, OURS, 'reload'),
         ha.ServicePlan('keepalived', ha.KEEPALIVED_CONFIG, b'k',
                        'restart'))),
     # An interrupted reload of haproxy, completed by a restart.
-    (facts(OURS, b'k', ('77', '78'), pending=['haproxy']), (), (
+    (master_facts(OURS, b'k', ('77', '78'), pending=['haproxy']), (), (
         ha.ServicePlan('haproxy', ha.HAPROXY_CONFIG, None, 'restart'),
         ha.ServicePlan('keepalived', ha.KEEPALIVED_CONFIG))),
     # keepalived stopped by someone: only started again.
-    (facts(OURS, b'k', ('77', None)), (), (
+    (master_facts(OURS, b'k', ('77', None)), (), (
         ha.ServicePlan('haproxy', ha.HAPROXY_CONFIG),
         ha.ServicePlan('keepalived', ha.KEEPALIVED_CONFIG, None,
                        'start'))),
@@ -483,7 +483,7 @@ def test_gathering_script_reads_every_fact(tmp_path, sleeper):
             'keepalived', str(tmp_path / 'none.pid'), str(pidfile)]
     output = subprocess.run(argv, capture_output=True, env=dict(
         os.environ, LC_ALL='C')).stdout
-    found = storage.parse_sections(output, 'B')
+    found = facts.parse_sections(output, 'B')
     assert found['file %s' % config].stdout_bytes == \
         b'global\n\xe9 no final newline'
     assert 'file %s' % (tmp_path / 'missing.conf') not in found
