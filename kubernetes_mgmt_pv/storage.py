@@ -13,13 +13,12 @@ export) only when it lies on the filesystem of its volume.
 import collections
 import dataclasses
 import ipaddress
-import secrets
 import stat
 
 from kubernetes_mgmt_pv import exceptions
+from kubernetes_mgmt_pv import facts
 from kubernetes_mgmt_pv import managed_block
 from kubernetes_mgmt_pv import packages
-from kubernetes_mgmt_pv import remote
 from kubernetes_mgmt_pv import report as report_mod
 
 EXPORTS_FILE = '/etc/exports'
@@ -31,25 +30,36 @@ NEW_FILESYSTEM = 'ext4'
 SERVER_PACKAGES = ('nfs-kernel-server',)
 
 
-# Facts in one command: the shell function "fact NAME COMMAND..." prints
-# a section: "\n<boundary> NAME\n", the command's stdout, then
-# "\n<boundary> status <N>\n" and its stderr; the boundary ($boundary) is
-# random, so no file content can fake a section.
-FACT_FUNCTION = r'''
-fact() {
-    printf '\n%s %s\n' "$boundary" "$1"
-    shift
-    { err=$("$@" 2>&1 >&3 3>&-); status=$?; } 3>&1
-    printf '\n%s status %d\n%s' "$boundary" "$status" "$err"
+# Whether a device's first and last MiB (where a GPT keeps its backup)
+# are all zeros: "<region> zero|data|unreadable" per region, after its
+# size. Data that blkid knows no signature of (a raw tar stream, an
+# unknown format) is found here.
+BLANK_REGION = 1024 * 1024
+_REGIONS_FUNCTIONS = r'''
+region() {
+    if dd if="$2" bs=65536 iflag=skip_bytes,count_bytes skip="$3" \
+            count="$4" status=none | cmp -s -n "$4" - /dev/zero; then
+        echo "$1 zero"
+    elif dd if="$2" of=/dev/null bs=65536 iflag=skip_bytes,count_bytes \
+            skip="$3" count="$4" status=none; then
+        echo "$1 data"
+    else
+        echo "$1 unreadable"
+    fi
 }
-'''
-# The storage server's facts. Arguments: boundary, number of volumes,
+regions() {
+    size=$(blockdev --getsize64 "$1") || return 1
+    length=$((size < %(region)d ? size : %(region)d))
+    echo "size $size"
+    region first "$1" 0 "$length"
+    region last "$1" $((size - length)) "$length"
+}
+''' % {'region': BLANK_REGION}
+# The storage server's facts. Arguments: number of volumes,
 # (by-id link or '', device, mount_to) per volume, number of packages,
 # the packages, the fstab and exports files, export directories.
-_GATHER = r'''
-boundary=$1 count=$2
-shift 2
-''' + FACT_FUNCTION + r'''
+_GATHER = facts.PROLOGUE + _REGIONS_FUNCTIONS + r'''count=$1
+shift
 volume=0
 while [ "$volume" -lt "$count" ]; do
     link=$1 device=$2 mount_to=$3
@@ -65,6 +75,7 @@ while [ "$volume" -lt "$count" ]; do
             -printf '%P\0' -quit
     fi
     fact "probe $volume" blkid -p -o export -- "$device"
+    fact "regions $volume" regions "$device"
     volume=$((volume + 1))
 done
 fact mounts findmnt -r -n -o TARGET,MAJ:MIN
@@ -84,20 +95,9 @@ if [ "$#" -gt 0 ]; then
 fi
 if command -v exportfs >/dev/null; then fact exportfs exportfs -v; fi
 '''
-GATHERED = ('readlink -e, stat -L, find, blkid -p, findmnt, dpkg-query, '
+GATHERED = ('readlink -e, stat -L, find, blkid -p, dd of the first and '
+            'last MiB, findmnt, dpkg-query, '
             'cat %s %s, exportfs -v' % (FSTAB_FILE, EXPORTS_FILE))
-
-
-def parse_sections(output, boundary):
-    """``{name: CommandResult}`` of each fact in the gathering output."""
-    parts = output.split(b'\n' + boundary.encode('ascii') + b' ')[1:]
-    sections = {}
-    for head, tail in zip(parts[::2], parts[1::2]):
-        name, _, stdout = head.partition(b'\n')
-        status, _, stderr = tail.partition(b'\n')
-        sections[name.decode('utf-8', 'surrogateescape')] = \
-            remote.CommandResult(int(status.split()[1]), stdout, stderr)
-    return sections
 
 
 def gather_facts(executor, volumes, package_names, directories):
@@ -106,14 +106,11 @@ def gather_facts(executor, volumes, package_names, directories):
     ``volumes`` are (by-id link or '', Nova's device, mount_to). A fact
     whose command failed is only an error for the step that needs it.
     """
-    boundary = 'kubernetes-mgmt-pv-%s' % secrets.token_hex(16)
-    argv = ['sh', '-c', _GATHER, 'sh', boundary, str(len(volumes))]
-    argv += [value for volume in volumes for value in volume]
-    argv += [str(len(package_names))] + list(package_names)
-    argv += [FSTAB_FILE, EXPORTS_FILE] + list(directories)
-    result = executor.run(argv, sudo=True,
-                          description='gather facts: %s' % GATHERED)
-    return parse_sections(result.stdout_bytes, boundary)
+    arguments = [len(volumes)]
+    arguments += [value for volume in volumes for value in volume]
+    arguments += [len(package_names)] + list(package_names)
+    arguments += [FSTAB_FILE, EXPORTS_FILE] + list(directories)
+    return facts.gather(executor, _GATHER, arguments, GATHERED, sudo=True)
 
 
 def by_id_link(attachment):
@@ -289,13 +286,34 @@ def check_mount_point(point):
             'mount_to' % (point.mount_to, point.entry, point.device))
 
 
-def plan_filesystem(device, probe):
-    """mkfs of ``device`` if blkid found no signature at all, else None.
+def parse_regions(result):
+    """``{'first': state, 'last': state}`` of the device's first and last
+    MiB (state: zero, data or unreadable); None when they were not read."""
+    if result is None or not result.ok:
+        return None
+    states = dict(line.split(' ', 1) for line in result.stdout.split('\n')
+                  if ' ' in line)
+    if not {'first', 'last'} <= states.keys():
+        return None
+    return {'first': states['first'], 'last': states['last']}
 
-    A filesystem is never formatted again; a device holding anything
-    else (a partition table, RAID or LVM member) is refused.
+
+def plan_filesystem(device, probe, regions):
+    """mkfs of ``device`` if it is blank, else None.
+
+    Blank: blkid found no signature at all and the first and last MiB are
+    all zeros. A filesystem is never formatted again; a device holding
+    anything else (a partition table, RAID or LVM member, or data blkid
+    knows no signature of, such as a raw tar stream) is refused.
     """
     if not probe:
+        found = _data_found(regions)
+        if found:
+            raise exceptions.StorageSetupError(
+                '%s holds no filesystem signature, but %s; refusing to '
+                'format it. If that data is not needed, wipe the volume '
+                '(wipefs -a, then zero its first and last MiB) and re-run'
+                % (device, found))
         return ['mkfs', '-t', NEW_FILESYSTEM, '-q', '--', device]
     if not probe.get('TYPE'):
         raise exceptions.StorageSetupError(
@@ -303,6 +321,16 @@ def plan_filesystem(device, probe):
             'format it' % (device, ', '.join(
                 '%s=%s' % item for item in sorted(probe.items()))))
     return None
+
+
+def _data_found(regions):
+    """What keeps a device without signature from being blank, or ''."""
+    if regions is None:
+        return 'its first and last MiB could not be read'
+    found = ['%s in its %s MiB' % (
+        'data' if state == 'data' else 'an unreadable block', region)
+        for region, state in sorted(regions.items()) if state != 'zero']
+    return ' and '.join(found)
 
 
 def filesystem_identity(device, probe):
@@ -328,12 +356,10 @@ def _checked_probe(executor, device, result):
     return probe
 
 
-def ensure_filesystem(executor, device, probe, report):
-    """Create ext4 on ``device`` as ``plan_filesystem`` decides.
-
-    Returns the filesystem's (type, UUID).
+def ensure_filesystem(executor, device, probe, mkfs, report):
+    """Create ext4 on ``device`` when ``plan_filesystem`` decided to
+    (``mkfs``). Returns the filesystem's (type, UUID).
     """
-    mkfs = plan_filesystem(device, probe)
     if mkfs is None:
         report.record(executor.host, 'filesystem %s' % device, False,
                       probe['TYPE'])
@@ -530,9 +556,9 @@ def ensure_exports(executor, exports, current, exportfs_output, report):
     return reexport
 
 
-def _file(executor, facts, path):
+def _file(executor, gathered, path):
     """A gathered file's content (None: the file does not exist)."""
-    result = facts.get('file %s' % path)
+    result = gathered.get('file %s' % path)
     if result is None:
         return None
     if not result.ok:
@@ -540,18 +566,18 @@ def _file(executor, facts, path):
     return result.stdout_bytes
 
 
-def _package_statuses(executor, facts, package_names):
+def _package_statuses(executor, gathered, package_names):
     statuses = {}
     for package in package_names:
-        result = facts['package %s' % package]
+        result = gathered['package %s' % package]
         statuses[package] = packages.parse_dpkg_status(result)
         if statuses[package] is None:
             raise executor.failure('dpkg-query -W %s' % package, result)
     return statuses
 
 
-def _exportfs_output(executor, facts):
-    result = facts.get('exportfs')
+def _exportfs_output(executor, gathered):
+    result = gathered.get('exportfs')
     if result is None:
         return ''
     if not result.ok:
@@ -559,9 +585,9 @@ def _exportfs_output(executor, facts):
     return result.stdout
 
 
-def _mount_points(executor, facts, devices, volumes):
+def _mount_points(executor, gathered, devices, volumes):
     """The ``MountPoint`` of each volume from the gathered facts."""
-    mounts = facts['mounts']
+    mounts = gathered['mounts']
     if not mounts.ok:
         raise executor.failure('findmnt -r -n -o TARGET,MAJ:MIN', mounts)
     mounts = parse_mounts(mounts.stdout)
@@ -569,20 +595,20 @@ def _mount_points(executor, facts, devices, volumes):
     for index, (device, (link, nova_device, mount_to)) in enumerate(
             zip(devices, volumes)):
         # The script stat'ed the by-id link when it existed.
-        located = located_device(None, facts.get('link %d' % index))
+        located = located_device(None, gathered.get('link %d' % index))
         stated = nova_device if located is None else link
-        stats = _checked_stat(executor, facts['stat %d' % index],
+        stats = _checked_stat(executor, gathered['stat %d' % index],
                               [stated, mount_to])
         if stated in stats:
             stats[device] = stats.pop(stated)
-        points.append(mount_point(device, mount_to, stats, mounts,
-                                  parse_entry(facts.get('entry %d' % index))))
+        entry = parse_entry(gathered.get('entry %d' % index))
+        points.append(mount_point(device, mount_to, stats, mounts, entry))
     return points
 
 
-def _check_listing(executor, point, facts, index):
+def _check_listing(executor, point, gathered, index):
     """Fail when the mount point had to be listed and find failed."""
-    entry = facts.get('entry %d' % index)
+    entry = gathered.get('entry %d' % index)
     if needs_listing(point) and entry is not None and not entry.ok:
         raise executor.failure(
             'find -H %s -mindepth 1 -maxdepth 1' % point.mount_to, entry)
@@ -595,9 +621,9 @@ def setup_storage_server(executor, storage, attachments, proxy, conf,
     ``attachments`` maps each volume_resource_id to its Heat attachment.
     Facts come from one command; a fact that an earlier step changed
     (export directories after a mount, /etc/exports after the server's
-    installation) is looked at again. Every mount point is checked before
-    any volume is formatted or mounted, so a refused mount leaves the host
-    as it was.
+    installation) is looked at again. Every mount point and every format
+    decision is checked before any volume is formatted or mounted, so a
+    refused mount or format leaves the host as it was.
     """
     host = executor.host
     volumes = [(by_id_link(attachments[volume.volume_resource_id]),
@@ -605,45 +631,51 @@ def setup_storage_server(executor, storage, attachments, proxy, conf,
                 volume.mount_to) for volume in storage.volumes]
     directories = list(dict.fromkeys(e.export_dir for e in storage.exports))
     with report_mod.step(host, 'storage server facts'):
-        facts = gather_facts(executor, volumes, SERVER_PACKAGES, directories)
+        gathered = gather_facts(executor, volumes, SERVER_PACKAGES,
+                                directories)
     devices = []
     for index, volume in enumerate(storage.volumes):
         with report_mod.step(host, 'device lookup for volume %s'
                              % volume.volume_resource_id):
             devices.append(locate_device(
                 executor, attachments[volume.volume_resource_id],
-                facts.get('link %d' % index), report))
+                gathered.get('link %d' % index), report))
     with report_mod.step(host, 'volume inspection'):
-        points = _mount_points(executor, facts, devices, volumes)
+        points = _mount_points(executor, gathered, devices, volumes)
+    probes, formats = [], []
     for index, point in enumerate(points):
         with report_mod.step(host, 'mount %s' % point.mount_to):
-            _check_listing(executor, point, facts, index)
+            _check_listing(executor, point, gathered, index)
             check_mount_point(point)
+        with report_mod.step(host, 'format %s' % point.device):
+            probes.append(_checked_probe(executor, point.device,
+                                         gathered['probe %d' % index]))
+            formats.append(plan_filesystem(
+                point.device, probes[-1],
+                parse_regions(gathered.get('regions %d' % index))))
     fstab = []
     mounted = False
-    for index, point in enumerate(points):
+    for point, probe, mkfs in zip(points, probes, formats):
         with report_mod.step(host, 'format %s' % point.device):
-            probe = _checked_probe(executor, point.device,
-                                   facts['probe %d' % index])
             fstype, uuid = ensure_filesystem(executor, point.device, probe,
-                                             report)
+                                             mkfs, report)
         with report_mod.step(host, 'mount %s' % point.mount_to):
             mounted |= ensure_mounted(executor, point, fstype, report)
         fstab.append((uuid, point.mount_to, fstype))
     with report_mod.step(host, '%s update' % FSTAB_FILE):
         changed = managed_block.ensure_block(
-            executor, FSTAB_FILE, _file(executor, facts, FSTAB_FILE),
+            executor, FSTAB_FILE, _file(executor, gathered, FSTAB_FILE),
             fstab_lines(fstab))
         report.record(host, FSTAB_FILE, changed)
     with report_mod.step(host, 'NFS server installation'):
         installed = packages.ensure_installed(
             executor, SERVER_PACKAGES, proxy, conf.package_install_timeout,
-            report, _package_statuses(executor, facts, SERVER_PACKAGES))
+            report, _package_statuses(executor, gathered, SERVER_PACKAGES))
     with report_mod.step(host, 'export directories'):
         if mounted:  # the directories were looked at before the mount
             found = stat_directories(executor, directories)
         elif directories:
-            found = _checked_stat(executor, facts['directories'],
+            found = _checked_stat(executor, gathered['directories'],
                                   directories)
         else:
             found = {}
@@ -656,6 +688,6 @@ def setup_storage_server(executor, storage, attachments, proxy, conf,
             current = executor.read_bytes(EXPORTS_FILE, sudo=True)
             listing = _exportfs_listing(executor)
         else:
-            current = _file(executor, facts, EXPORTS_FILE)
-            listing = _exportfs_output(executor, facts)
+            current = _file(executor, gathered, EXPORTS_FILE)
+            listing = _exportfs_output(executor, gathered)
         ensure_exports(executor, storage.exports, current, listing, report)

@@ -232,6 +232,52 @@ def test_mount_over_a_non_empty_directory_is_refused(cluster):
     assert_storage_ready(cluster)
 
 
+# Data that blkid knows no signature of, as a user would leave it: a raw
+# tar stream at the start of the volume, or a few bytes in its last MiB
+# (where a GPT keeps its backup header).
+WRITE_TAR = ('mkdir -p /srv/data && echo precious > /srv/data/keep.txt && '
+             'tar -C /srv/data -cf {device} keep.txt')
+WRITE_TAIL = ('printf precious | dd of={device} bs=1 conv=notrunc '
+              'status=none seek=$(($(blockdev --getsize64 {device}) - 4096))')
+
+
+@pytest.mark.parametrize('write, found', [
+    (WRITE_TAR, 'data in its first MiB'),
+    (WRITE_TAIL, 'data in its last MiB'),
+])
+def test_data_without_a_signature_is_never_formatted(cluster, write, found):
+    storage = cluster.host('storage')
+    device = storage.volumes[1]
+    storage.run(write.format(device=device))
+    before = storage.run('sha256sum %s' % device).stdout
+    assert storage.run('blkid -p %s' % device, check=False).returncode == 2
+    with pytest.raises(exceptions.NodeStepError) as caught:
+        cluster.instantiate_end()
+    message = str(caught.value)
+    assert ('format {device} failed on {ip}: {device} holds no filesystem '
+            'signature, but {found}; refusing to format it'.format(
+                device=device, ip=storage.ip, found=found)) in message, message
+    # Decided before any volume was formatted or mounted: volume1, blank,
+    # is untouched too, and the data is as it was.
+    mounts = storage.run('findmnt -rn -o TARGET').stdout.split()
+    assert '/volume1' not in mounts and '/volume2' not in mounts
+    assert storage.run('blkid -p %s' % storage.volumes[0],
+                       check=False).returncode == 2
+    assert storage.run('sha256sum %s' % device).stdout == before
+    if write == WRITE_TAR:
+        assert storage.run('tar -xOf %s keep.txt' % device).stdout == \
+            'precious\n'
+
+    storage.run('wipefs -a %s && dd if=/dev/zero of=%s bs=1M count=1 '
+                'conv=notrunc status=none' % (device, device))
+    if write == WRITE_TAIL:
+        storage.run('dd if=/dev/zero of={device} bs=1 count=4096 '
+                    'conv=notrunc status=none seek=$(($(blockdev '
+                    '--getsize64 {device}) - 4096))'.format(device=device))
+    cluster.instantiate_end()  # wiped deliberately: formatted now
+    assert_storage_ready(cluster)
+
+
 def test_export_directory_off_its_volume_is_neither_chowned_nor_exported(
         instantiated):
     """An export directory replaced by a symlink to data elsewhere."""

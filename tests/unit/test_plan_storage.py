@@ -1,11 +1,13 @@
 """The storage server's decisions as tables: facts and desired state in,
 commands or file contents out (or a refusal). No host, no executor."""
 
+import re
 import stat
 
 import pytest
 
 from kubernetes_mgmt_pv import exceptions
+from kubernetes_mgmt_pv import facts
 from kubernetes_mgmt_pv import managed_block
 from kubernetes_mgmt_pv import params
 from kubernetes_mgmt_pv import remote
@@ -33,7 +35,7 @@ def test_sections_keep_stdout_bytes_status_and_stderr_apart():
               b'\nkubernetes-mgmt-pv-0123 stat 0\n/dev/vdb\t252:16\t61b0\n'
               b'\nkubernetes-mgmt-pv-0123 status 1\n'
               b'stat: cannot statx \'/volume1\': No such file or directory')
-    sections = storage.parse_sections(output, boundary)
+    sections = facts.parse_sections(output, boundary)
     assert sorted(sections) == ['file /etc/fstab', 'probe 0', 'stat 0']
     fstab = sections['file /etc/fstab']
     assert (fstab.exit_status, fstab.stdout_bytes, fstab.stderr) == (
@@ -76,22 +78,55 @@ def test_first_entry_of_a_mount_point(output, entry):
 
 # -- the volume's filesystem --------------------------------------------------
 
-@pytest.mark.parametrize('probe, plan', [
-    ({}, MKFS),                                              # blank device
-    ({'TYPE': 'ext4', 'UUID': 'u1'}, None),                  # ext4 present
-    ({'TYPE': 'xfs', 'UUID': 'u2'}, None),                   # never reformat
-    ({'PTTYPE': 'gpt'}, 'holds no filesystem but other data (PTTYPE=gpt)'),
-    ({'TYPE': '', 'USAGE': 'raid'},
+ZEROS = {'first': 'zero', 'last': 'zero'}
+
+
+@pytest.mark.parametrize('probe, regions, plan', [
+    ({}, ZEROS, MKFS),                                       # blank device
+    ({'TYPE': 'ext4', 'UUID': 'u1'}, ZEROS, None),           # ext4 present
+    ({'TYPE': 'ext4', 'UUID': 'u1'}, None, None),            # regions moot
+    ({'TYPE': 'xfs', 'UUID': 'u2'}, ZEROS, None),            # never reformat
+    ({'PTTYPE': 'gpt'}, ZEROS,
+     'holds no filesystem but other data (PTTYPE=gpt)'),
+    ({'TYPE': '', 'USAGE': 'raid'}, ZEROS,
      'holds no filesystem but other data (TYPE=, USAGE=raid)'),
+    # No signature blkid knows, yet not blank: a raw tar stream, a GPT
+    # backup at the end, a block that cannot be read.
+    ({}, {'first': 'data', 'last': 'zero'},
+     'holds no filesystem signature, but data in its first MiB'),
+    ({}, {'first': 'zero', 'last': 'data'},
+     'holds no filesystem signature, but data in its last MiB'),
+    ({}, {'first': 'data', 'last': 'data'},
+     'holds no filesystem signature, but data in its first MiB and data '
+     'in its last MiB'),
+    ({}, {'first': 'zero', 'last': 'unreadable'},
+     'holds no filesystem signature, but an unreadable block in its last '
+     'MiB'),
+    ({}, None, 'holds no filesystem signature, but its first and last MiB '
+     'could not be read'),
 ])
-def test_filesystem_plan(probe, plan):
+def test_filesystem_plan(probe, regions, plan):
     if isinstance(plan, str):
         with pytest.raises(exceptions.StorageSetupError,
-                           match=r'^/dev/vdb ' + plan.replace('(', r'\(')
-                           .replace(')', r'\)') + '; refusing to format it'):
-            storage.plan_filesystem('/dev/vdb', probe)
+                           match=r'^/dev/vdb ' + re.escape(plan) +
+                           '; refusing to format it'):
+            storage.plan_filesystem('/dev/vdb', probe, regions)
     else:
-        assert storage.plan_filesystem('/dev/vdb', probe) == plan
+        assert storage.plan_filesystem('/dev/vdb', probe, regions) == plan
+
+
+@pytest.mark.parametrize('result, regions', [
+    ((0, 'size 4096\nfirst zero\nlast zero\n'), ZEROS),
+    ((0, 'size 8388608\nfirst data\nlast unreadable\n'),
+     {'first': 'data', 'last': 'unreadable'}),
+    ((0, 'size 0\nfirst zero\n'), None),         # cut short
+    ((1, ''), None),                               # blockdev failed
+    (None, None),                                  # not gathered
+])
+def test_regions_parsed(result, regions):
+    if result is not None:
+        result = remote.CommandResult(result[0], result[1].encode(), b'')
+    assert storage.parse_regions(result) == regions
 
 
 @pytest.mark.parametrize('probe, identity', [

@@ -38,6 +38,9 @@ SET_UP = {
 }
 
 
+BLANK = (0, 'size 1073741824\nfirst zero\nlast zero\n', '')
+
+
 class FakeStorageServer(object):
     """Answers the gathering command with ``facts``; records every
     command; any other command succeeds with no output."""
@@ -99,6 +102,7 @@ def test_a_blank_volume_is_formatted_then_probed_again():
     facts.update({
         'stat 0': (0, '/dev/vdb\t252:16\t61b0\n', ''),
         'probe 0': (2, '', ''),
+        'regions 0': BLANK,
         'mounts': (0, '/ 252:1\n', ''),
         'file /etc/exports': (0, b'', ''),
         'directories': (0, '', ''),
@@ -111,6 +115,29 @@ def test_a_blank_volume_is_formatted_then_probed_again():
         # The fake's blkid after mkfs prints nothing: the step says so.
         set_up(host)
     assert [argv[0] for argv in host.commands] == ['sh', 'mkfs', 'blkid']
+
+
+@pytest.mark.parametrize('regions, found', [
+    ((0, 'size 1073741824\nfirst data\nlast zero\n', ''),
+     'data in its first MiB'),
+    ((0, 'size 1073741824\nfirst zero\nlast data\n', ''),
+     'data in its last MiB'),
+    ((1, '', 'blockdev: boom'), 'its first and last MiB could not be read'),
+])
+def test_data_without_a_signature_is_never_formatted(regions, found):
+    """A raw tar stream has no signature blkid knows: refused before any
+    command that changes the host, the device and what was found named."""
+    facts = dict(SET_UP)
+    del facts['link 0'], facts['entry 0']
+    facts.update({'stat 0': (0, '/dev/vdb\t252:16\t61b0\n', ''),
+                  'probe 0': (2, '', ''), 'regions 0': regions,
+                  'mounts': (0, '/ 252:1\n', '')})
+    host = FakeStorageServer(facts)
+    with pytest.raises(exceptions.StepError,
+                       match='^format /dev/vdb failed on 10.0.0.5: /dev/vdb '
+                             'holds no filesystem signature, but ' + found):
+        set_up(host)
+    assert [argv[0] for argv in host.commands] == ['sh']
 
 
 @pytest.mark.parametrize('fact, answer, refusal', [
