@@ -17,6 +17,7 @@ Masters), one Master holding the VIP and the API answering there from
 outside the cluster, and the Kubernetes VIM registered at the VIP.
 """
 
+import json
 import ssl
 import urllib.request
 
@@ -47,11 +48,21 @@ def openstack_vim_id(lab):
     return lab.register_openstack_vim()['id']
 
 
-def nodes(lab):
+def instance_masters(lab, instance_id):
+    """The test hosts of the instance's Masters (by Nova id, not by role:
+    an earlier module's VNF may have left some)."""
+    return sorted((lab.engine.testbed.hosts[lab.engine.hosts[
+        vnfc['computeResource']['resourceId']]]
+        for vnfc in lab.vnfcs(instance_id, 'masterNode')),
+        key=lambda host: host.ip)
+
+
+def nodes(lab, master):
     """{InternalIP: (control plane?, Ready?)} as kubectl on a Master (whose
     kubeconfig points at the VIP) shows them."""
     found = {}
-    for node in lab.nodes().values():
+    for node in json.loads(lab.kubectl('get', 'nodes', '-o', 'json',
+                                       master=master))['items']:
         conditions = {c['type']: c['status']
                       for c in node['status'].get('conditions', [])}
         address, = [a['address'] for a in node['status']['addresses']
@@ -69,9 +80,9 @@ def etcd_members(master):
                   for member_id, _, urls in etcd.parse_members(output))
 
 
-def vip_holders(lab, vip):
+def vip_holders(masters, vip):
     """The Masters whose eth0 carries the VIP."""
-    return [master for master in lab.masters() if ' %s/' % vip in
+    return [master for master in masters if ' %s/' % vip in
             master.run('ip -o -4 addr show dev eth0').stdout]
 
 
@@ -95,12 +106,12 @@ def check_control_plane(lab, instance_id):
     """Three Ready Masters (and every Worker Ready) on the API server, the
     same three etcd members on every Master, exactly one Master holding
     the VIP, the API answering there, and the Kubernetes VIM registered at
-    the VIP; returns (VIP, etcd members)."""
+    the VIP; returns (VIP, etcd members, the Master holding the VIP)."""
     vip = lab.cp_address(instance_id, 'vip_CP')
-    masters = lab.masters()
+    masters = instance_masters(lab, instance_id)
     addresses = sorted(master.ip for master in masters)
     assert len(addresses) == 3 and vip not in addresses
-    listed = nodes(lab)
+    listed = nodes(lab, masters[0])
     assert sorted(ip for ip, (control, _) in listed.items() if control) == \
         addresses, listed
     assert len(listed) == 5 and all(ready for _, ready in listed.values()), \
@@ -112,7 +123,7 @@ def check_control_plane(lab, instance_id):
         assert etcd_members(master) == members, master.name
     holders = hosts.wait_for(
         lambda: (lambda found: found if len(found) == 1 else None)(
-            vip_holders(lab, vip)),
+            vip_holders(masters, vip)),
         'exactly one Master to hold %s' % vip, timeout=VIP_DEADLINE)
     assert hosts.wait_for(lambda: api_at_vip(lab, instance_id, vip),
                           'the API at %s' % vip, timeout=VIP_DEADLINE) == \
