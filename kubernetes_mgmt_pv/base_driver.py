@@ -133,7 +133,9 @@ class KubernetesMgmtDriver(tacker_compat.VnflcmMgmtAbstractDriver):
 
     def terminate_start(self, context, vnf_instance, terminate_vnf_request,
                         grant, grant_request, **kwargs):
-        pass
+        self.cluster.terminate_start(
+            context, vnf_instance, terminate_vnf_request, grant,
+            grant_request, **kwargs)
 
     def terminate_end(self, context, vnf_instance, terminate_vnf_request,
                       grant, grant_request, **kwargs):

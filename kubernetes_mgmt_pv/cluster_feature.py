@@ -39,9 +39,19 @@ class ClusterFeature(object):
         if params is not None:
             self._install(context, vnf_instance, params)
 
+    def terminate_start(self, context, vnf_instance, terminate_vnf_request,
+                        grant, grant_request, **kwargs):
+        """Delete the VIM this instance registered while its VMs still
+        exist: Tacker refuses while VNFs are deployed on it, and the
+        terminate then stops before Heat deletes anything."""
+        params = self._params(vnf_instance)
+        if params is not None:
+            self._deregister(context, vnf_instance, params)
+
     def terminate_end(self, context, vnf_instance, terminate_vnf_request,
                       grant, grant_request, **kwargs):
-        """Delete the VIM this instance registered (if it still exists)."""
+        """Delete the VIM this instance registered, if terminate_start
+        did not (a VNFD that routes only terminate_end)."""
         params = self._params(vnf_instance)
         if params is not None:
             self._deregister(context, vnf_instance, params)
@@ -85,7 +95,8 @@ class ClusterFeature(object):
             'scale_name_list' in kwargs and 'scale_out_id_list' not in kwargs
         if params is None or not (scale_vnf_request.type == 'SCALE_IN' or
                                   rollback) or \
-                not self._scales_workers(params, scale_vnf_request):
+                not self._scales_workers(vnf_instance, params,
+                                         scale_vnf_request):
             return
         workflow = self._workflow(context, vnf_instance, params,
                                   scale_vnf_request)
@@ -101,7 +112,8 @@ class ClusterFeature(object):
         """SCALE_OUT: the new Workers join the cluster (all at once)."""
         params = self._params(vnf_instance)
         if params is None or scale_vnf_request.type != 'SCALE_OUT' or \
-                not self._scales_workers(params, scale_vnf_request):
+                not self._scales_workers(vnf_instance, params,
+                                         scale_vnf_request):
             return
         workflow = self._workflow(context, vnf_instance, params,
                                   scale_vnf_request)
@@ -141,9 +153,12 @@ class ClusterFeature(object):
         return params, (workflow, workflow.topology.healed(servers))
 
     @staticmethod
-    def _scales_workers(params, scale_vnf_request):
-        """True for the Worker aspect; refuses the Master aspect (etcd and
-        the control plane are changed by heals, one Master at a time)."""
+    def _scales_workers(vnf_instance, params, scale_vnf_request):
+        """True for the Worker aspect; refuses an aspect the VNF does not
+        have, and the Master aspect (etcd and the control plane are
+        changed by heals, one Master at a time)."""
+        lcm_requests.check_scale_aspect(vnf_instance, params,
+                                        scale_vnf_request)
         access = lcm_requests.scaled_node_access(params, scale_vnf_request)
         if access is not None and access is params.master:
             raise exceptions.MgmtDriverError(

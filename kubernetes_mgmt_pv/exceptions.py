@@ -34,6 +34,45 @@ class ParameterErrors(MgmtDriverError):
         super().__init__('\n'.join(lines))
 
 
+class UnknownTargetError(MgmtDriverError):
+    """An LCM request names what the VNF instance does not have.
+
+    ``unknown`` lists (JSON path in the request, value); ``known`` the
+    values it may name. Raised before the hook changes anything, rather
+    than acting on the targets it does know.
+    """
+
+    def __init__(self, unknown, what, known):
+        self.unknown = list(unknown)
+        self.known = list(known)
+        super().__init__('%s (known: %s); nothing was changed' % (
+            '; '.join('%s: %s is not %s' % (path, _shown(value), what)
+                      for path, value in self.unknown),
+            ', '.join(_shown(value) for value in self.known) or 'none'))
+
+
+def check_known(entries, known, what):
+    """Raise UnknownTargetError for the (JSON path, value) entries whose
+    value is not in ``known`` (shown sorted)."""
+    known = list(known)
+    unknown = [(path, value) for path, value in entries
+               if value not in known]
+    if unknown:
+        raise UnknownTargetError(unknown, what, sorted(set(known), key=str))
+
+
+def indexed(path, values):
+    """(JSON path of each item, item) of the list at ``path``."""
+    return [('%s[%d]' % (path, index), value)
+            for index, value in enumerate(values)]
+
+
+def _shown(value, limit=80):
+    """A request value quoted, and cut: the request is anyone's text."""
+    text = repr(value)
+    return text if len(text) <= limit else text[:limit - 3] + '...'
+
+
 class HeatLookupError(MgmtDriverError):
     """A Heat resource or one of its attributes needed by the driver is missing."""
 

@@ -5,6 +5,7 @@ cluster and the persistent-volume features.
 
 import dataclasses
 
+from kubernetes_mgmt_pv import exceptions
 from kubernetes_mgmt_pv import params as params_mod
 from kubernetes_mgmt_pv import topology
 
@@ -40,12 +41,19 @@ def additional_params(vnf_instance, request=None):
 def heal_targets(vnf_instance, heal_vnf_request, params):
     """Classify the VNFCs of a heal request by their CP descriptor ids.
 
-    No vnfcInstanceId means the entire cluster (SOL003).
+    No vnfcInstanceId means the entire cluster (SOL003). An id the
+    instance does not have is refused, not skipped.
     """
-    wanted = set(getattr(heal_vnf_request, 'vnfc_instance_id', None) or [])
-    targets = HealTargets(entire_cluster=not wanted)
+    requested = list(getattr(heal_vnf_request, 'vnfc_instance_id', None)
+                     or [])
     info = vnf_instance.instantiated_vnf_info
-    for vnfc in getattr(info, 'vnfc_resource_info', None) or []:
+    vnfcs = getattr(info, 'vnfc_resource_info', None) or []
+    exceptions.check_known(exceptions.indexed('vnfcInstanceId', requested),
+                           [vnfc.id for vnfc in vnfcs],
+                           'a VNFC of this VNF instance')
+    wanted = set(requested)
+    targets = HealTargets(entire_cluster=not wanted)
+    for vnfc in vnfcs:
         if vnfc.id not in wanted:
             continue
         cpds = {cp.cpd_id for cp in vnfc.vnfc_cp_info or []}
@@ -67,3 +75,23 @@ def scaled_node_access(params, scale_vnf_request):
                 access.aspect_id == scale_vnf_request.aspect_id):
             return access
     return None
+
+
+def check_scale_aspect(vnf_instance, params, scale_vnf_request):
+    """Refuse an aspectId that is neither in the instance's scaleStatus
+    (the VNFD's aspects) nor a Master/Worker aspect of the parameters."""
+    info = getattr(vnf_instance, 'instantiated_vnf_info', None)
+    known = [scale.aspect_id for scale in _field(info, 'scale_status') or []]
+    known += [access.aspect_id for access in (params.master, params.worker)
+              if access is not None and access.aspect_id is not None]
+    exceptions.check_known([('aspectId', scale_vnf_request.aspect_id)],
+                           known, 'a scaling aspect of this VNF instance')
+
+
+def _field(obj, name):
+    """obj.name, None when unset (an unset field of a Tacker object
+    raises instead)."""
+    try:
+        return getattr(obj, name, None)
+    except NotImplementedError:
+        return None

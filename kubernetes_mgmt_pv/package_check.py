@@ -25,8 +25,8 @@ ERROR, WARNING = 'error', 'warning'
 # The hooks in which the driver runs persistent-volume steps; a hook the
 # VNFD does not route to the driver runs Tacker's vnflcm_noop instead.
 PV_HOOKS = ('instantiate_end', 'heal_start', 'heal_end', 'scale_end')
-CLUSTER_HOOKS = ('instantiate_end', 'terminate_end', 'scale_start',
-                 'scale_end', 'heal_start', 'heal_end')
+CLUSTER_HOOKS = ('instantiate_end', 'terminate_start', 'terminate_end',
+                 'scale_start', 'scale_end', 'heal_start', 'heal_end')
 _CP_TYPES = ('OS::Neutron::Port', 'OS::Neutron::FloatingIP')
 _VOLUME_TYPES = ('OS::Cinder::Volume',)
 _GROUP_TYPES = ('OS::Heat::AutoScalingGroup',)

@@ -69,6 +69,8 @@ class StorageFeature(object):
                                  lcm_request=scale_vnf_request)
         if workflow is None:
             return
+        lcm_requests.check_scale_aspect(vnf_instance, workflow.params,
+                                        scale_vnf_request)
         if lcm_requests.scaled_node_access(workflow.params,
                                           scale_vnf_request) is None:
             LOG.info('Aspect %s is not a Master/Worker aspect: no NFS client '

@@ -151,9 +151,13 @@ class Topology(object):
 
     def member_stack_ids(self, aspect_id, member_names):
         """Member stack ids of the group members Tacker names by resource
-        name (its scale-out rollback passes only the names)."""
+        name (its scale-out rollback passes only the names); a name that
+        is no member is refused, not skipped."""
         by_name = dict(self._heat.group_members(aspect_id))
-        return [by_name[name] for name in member_names if name in by_name]
+        exceptions.check_known(
+            exceptions.indexed('scale_name_list', member_names), by_name,
+            'a member of scaling group %r' % aspect_id)
+        return [by_name[name] for name in member_names]
 
     def server_id(self, node):
         """Nova id of the node's server, looked up only when asked: only

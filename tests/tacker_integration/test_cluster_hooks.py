@@ -24,6 +24,7 @@ terminate_end, vnf= a copy of the VNF dict.
 """
 
 import copy
+import datetime
 import json
 import os
 import sqlite3
@@ -37,6 +38,7 @@ pytest.importorskip('tacker.objects')
 from kubernetes.client import exceptions as k8s_exceptions  # noqa: E402
 from tacker.common.container import kubernetes_utils  # noqa: E402
 from tacker.common import utils as tacker_utils  # noqa: E402
+from tacker.db.vnfm import vnfm_db  # noqa: E402
 from tacker.extensions import nfvo  # noqa: E402
 from tacker.objects import fields  # noqa: E402
 from tacker import objects  # noqa: E402
@@ -46,6 +48,7 @@ from tacker.vnfm import vim_client  # noqa: E402
 from kubernetes_mgmt_pv import base_driver  # noqa: E402
 from kubernetes_mgmt_pv import cluster_workflow  # noqa: E402
 from kubernetes_mgmt_pv import config  # noqa: E402
+from kubernetes_mgmt_pv import exceptions  # noqa: E402
 from kubernetes_mgmt_pv import mgmt_driver  # noqa: E402
 from kubernetes_mgmt_pv import params as params_mod  # noqa: E402
 from kubernetes_mgmt_pv import tacker_compat  # noqa: E402
@@ -495,3 +498,66 @@ def test_terminate_end_after_tackers_terminate_deletes_the_vim(
 
     assert live_vims(hook_context) == []
     assert vim_secrets == {}
+
+
+def test_terminate_start_refuses_while_a_vnf_uses_the_vim(
+        hook_context, kube_api, credentials, vim_secrets):
+    """Refused before Heat deletes anything: the VIM, its key and the
+    instance's connection info stay, and Heat is not asked. Once the CNF
+    is gone, terminate_start deletes the VIM and terminate_end, after
+    Tacker's terminate, finds nothing left to delete."""
+    with open(os.path.join(REQUESTS, 'instantiate_simple.json')) as stream:
+        params = json.load(stream)['additionalParams']
+    vim_name = params[params_mod.ROOT]['vim_name']
+
+    def no_heat():
+        raise AssertionError('terminate_start must not contact Heat')
+
+    driver = driver_for('/nonexistent', no_heat)
+    instance = create_vnf_instance(hook_context(), params)
+    token, ca_pem = credentials
+    vim_id = driver.register_vim(hook_context(), instance, vim_name,
+                                 cluster_workflow.ClusterAccess(
+                                     url=kube_api.url, bearer_token=token,
+                                     ca_cert=ca_pem))
+    # A CNF instantiated on the cluster: Tacker's "vnf" row with this VIM.
+    cnf = vnfm_db.VNF(id=str(uuid.uuid4()), tenant_id=instance.tenant_id,
+                      name='cnf', status='ACTIVE', vim_id=vim_id,
+                      deleted_at=datetime.datetime.min)
+    session = hook_context().session
+    session.add(cnf)
+    session.commit()
+    keys = dict(vim_secrets)
+    tacker = Tacker(hook_context, driver, instance.id, params)
+
+    def terminate_start():
+        context = hook_context()
+        stored = tacker.instance(context)
+        driver.terminate_start(
+            context=context, vnf_instance=stored,
+            terminate_vnf_request=objects.TerminateVnfRequest
+            .obj_from_primitive({'termination_type': 'FORCEFUL'}, context),
+            grant=None, grant_request=None, vnf=vnf_dict(stored))
+
+    with pytest.raises(exceptions.MgmtDriverError) as refused:
+        terminate_start()
+    assert vim_id in str(refused.value) and cnf.id in str(refused.value)
+    assert [vim['id'] for vim in live_vims(hook_context)] == [vim_id]
+    assert vim_secrets == keys
+    assert [info.vim_id for info in kubernetes_infos(tacker.instance())] == \
+        [vim_id]
+
+    session.delete(cnf)  # the CNF terminated and deleted
+    session.commit()
+    terminate_start()
+    assert live_vims(hook_context) == []
+    assert vim_secrets == {}
+    assert kubernetes_infos(tacker.instance()) == []
+
+    context = hook_context()  # Tacker's terminate, then terminate_end
+    stored = tacker.instance(context)
+    stored.instantiated_vnf_info.reinitialize()
+    stored.vim_connection_info = []
+    stored.save()
+    tacker.terminate_end(instance=stored, context=context)
+    assert live_vims(hook_context) == []

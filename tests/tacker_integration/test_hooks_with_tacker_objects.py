@@ -5,6 +5,8 @@ The testbed's own functional tests pass plain attribute objects; this
 proves the driver reads Tacker's versioned objects the same way (unset
 fields, defaults, nested objects)."""
 
+import json
+import os
 import uuid
 
 import pytest
@@ -13,7 +15,12 @@ pytest.importorskip('tacker.objects')
 
 from tacker import objects  # noqa: E402
 
+from kubernetes_mgmt_pv import exceptions  # noqa: E402
+from kubernetes_mgmt_pv import mgmt_driver  # noqa: E402
 from testbed import cluster as cluster_mod  # noqa: E402
+from testbed import openstack_api  # noqa: E402
+from tests.tacker_integration.support import REQUESTS  # noqa: E402
+from tests.tacker_integration.support import SAMPLE  # noqa: E402
 
 VDU_OF_CP = {cluster_mod.STORAGE_CP: 'storage_server',
              cluster_mod.MASTER_CP: 'masterNode',
@@ -90,3 +97,77 @@ def test_scale_out_installs_the_nfs_client_on_the_new_worker(cluster,
         grant=None, grant_request=None,
         scale_out_id_list=[cluster.vnfcs[new.name].member_stack_id], vnf={})
     assert cluster_mod.installed(new, 'nfs-common')
+
+
+# -- requests naming what the instance does not have ------------------------
+
+@pytest.fixture
+def refusing():
+    """The entry-point driver on the sample package, its OpenStack VIM a
+    fake that records every request; no VM."""
+    with openstack_api.FakeOpenStack() as cloud:
+        class Driver(mgmt_driver.KubernetesPvMgmtDriver):
+            def vnf_package_dir(self, context, vnf_instance):
+                return SAMPLE
+
+            def vim_access_info(self, context, vnf_instance):
+                return cloud.access_info()
+
+        yield Driver(), cloud
+
+
+def sample_instance(**info):
+    """A VnfInstance with the sample instantiate request's parameters."""
+    with open(os.path.join(REQUESTS, 'instantiate_simple.json')) as stream:
+        params = json.load(stream)['additionalParams']
+    instance_id = str(uuid.uuid4())
+    return objects.VnfInstance(
+        id=instance_id, vnfd_id=str(uuid.uuid4()), vim_connection_info=[],
+        instantiated_vnf_info=objects.InstantiatedVnfInfo(
+            flavour_id='simple', vnf_instance_id=instance_id,
+            instance_id=str(uuid.uuid4()), additional_params=params, **info))
+
+
+@pytest.mark.parametrize('hook', ['heal_start', 'heal_end'])
+def test_a_heal_of_an_unknown_vnfc_is_refused_before_heat_is_asked(
+        refusing, context, hook):
+    driver, cloud = refusing
+    worker = objects.VnfcResourceInfo(
+        id=str(uuid.uuid4()), vdu_id='workerNode',
+        compute_resource=objects.ResourceHandle(
+            resource_id=str(uuid.uuid4()),
+            vim_level_resource_type='OS::Nova::Server'),
+        vnfc_cp_info=[objects.VnfcCpInfo(id=str(uuid.uuid4()),
+                                         cpd_id=cluster_mod.WORKER_CP)])
+    heal = objects.HealVnfRequest(vnfc_instance_id=[worker.id, 'abc'])
+    with pytest.raises(exceptions.UnknownTargetError) as refused:
+        getattr(driver, hook)(
+            context=context,
+            vnf_instance=sample_instance(vnfc_resource_info=[worker]),
+            heal_vnf_request=heal, grant=None, grant_request=None)
+    assert refused.value.unknown == [('vnfcInstanceId[1]', 'abc')]
+    assert refused.value.known == [worker.id]
+    assert cloud.requests == []
+
+
+@pytest.mark.parametrize('hook, kind, kwargs', [
+    ('scale_start', 'SCALE_IN', {'scale_out_id_list': ['s1'],
+                                 'scale_name_list': ['r1']}),
+    ('scale_start', 'SCALE_OUT', {'scale_name_list': ['r1']}),  # rollback
+    ('scale_end', 'SCALE_OUT', {'scale_out_id_list': ['s1']}),
+])
+def test_a_scale_of_an_unknown_aspect_is_refused_before_heat_is_asked(
+        refusing, context, hook, kind, kwargs):
+    driver, cloud = refusing
+    instance = sample_instance(scale_status=[
+        objects.ScaleInfo(aspect_id=aspect, scale_level=0)
+        for aspect in ('master_instance', 'worker_instance')])
+    with pytest.raises(exceptions.UnknownTargetError) as refused:
+        getattr(driver, hook)(
+            context=context, vnf_instance=instance,
+            scale_vnf_request=objects.ScaleVnfRequest(
+                type=kind, aspect_id='workers', number_of_steps=1),
+            grant=None, grant_request=None, **kwargs)
+    assert refused.value.unknown == [('aspectId', 'workers')]
+    assert refused.value.known == ['master_instance', 'worker_instance']
+    assert cloud.requests == []

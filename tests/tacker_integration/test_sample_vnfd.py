@@ -58,8 +58,9 @@ def test_vnflcm_hooks_point_at_the_driver_artifact(flavours, flavour):
     hooks = {i.name: i.implementation for i in vnf.interfaces
              if i.type == 'Vnflcm'}
     assert hooks == dict.fromkeys(
-        ['instantiate_end', 'terminate_end', 'scale_start', 'scale_end',
-         'heal_start', 'heal_end'], base_driver.DRIVER_NAME)
+        ['instantiate_end', 'terminate_start', 'terminate_end',
+         'scale_start', 'scale_end', 'heal_start', 'heal_end'],
+        base_driver.DRIVER_NAME)
     assert vnf.entity_tpl['artifacts'][base_driver.DRIVER_NAME] == {
         'description': 'Management driver for Kubernetes clusters with '
                        'PersistentVolumes',

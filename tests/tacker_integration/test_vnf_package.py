@@ -20,8 +20,8 @@ from kubernetes_mgmt_pv import csar  # noqa: E402
 from tests.tacker_integration.support import MGMT_NAMESPACE  # noqa: E402
 from tests.tacker_integration.support import rewrite_zip  # noqa: E402
 
-HOOKS_IN_VNFD = ('instantiate_end', 'terminate_end', 'scale_start',
-                 'scale_end', 'heal_start', 'heal_end')
+HOOKS_IN_VNFD = ('instantiate_end', 'terminate_start', 'terminate_end',
+                 'scale_start', 'scale_end', 'heal_start', 'heal_end')
 
 
 def lcm_driver():

@@ -268,12 +268,14 @@ def test_entry_definitions_not_in_the_package(package, validate, body):
 
 # -- validate: the VNFD -------------------------------------------------------
 
-def test_hook_not_routed_to_the_driver_is_missing(package, validate, body):
+@pytest.mark.parametrize('hook', ['heal_start', 'terminate_start'])
+def test_hook_not_routed_to_the_driver_is_missing(package, validate, body,
+                                                  hook):
     edit_yaml(package / DF_SIMPLE, lambda document: vnf_node(document)[
-        'interfaces']['Vnflcm'].pop('heal_start'))
+        'interfaces']['Vnflcm'].pop(hook))
     assert validate.rebuilt(package, body) == (1, {
         ('interface-missing',
-         VNF_WHERE + '.interfaces.Vnflcm.heal_start')})
+         VNF_WHERE + '.interfaces.Vnflcm.' + hook)})
 
 
 def test_hook_implemented_by_another_driver(package, validate, body):

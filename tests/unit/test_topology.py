@@ -11,6 +11,7 @@ import pytest
 from kubernetes_mgmt_pv import lcm_requests
 from kubernetes_mgmt_pv import exceptions
 from kubernetes_mgmt_pv import heat
+from kubernetes_mgmt_pv import mgmt_driver
 from kubernetes_mgmt_pv import params
 from kubernetes_mgmt_pv import storage_feature
 from kubernetes_mgmt_pv import topology
@@ -193,6 +194,33 @@ def test_scale_out_member_unknown_to_heat_is_reported(vnf):
     with pytest.raises(exceptions.HeatLookupError,
                        match="'worker_instance' .* no member stack gone-1"):
         resolve(vnf).members('worker_instance', ['gone-1'])
+
+
+def test_rollback_names_members_by_resource_name(vnf):
+    assert resolve(vnf).member_stack_ids('worker_instance', ['m1', 'm0']) \
+        == vnf.workers[::-1]
+
+
+def test_rollback_naming_a_member_unknown_to_heat_removes_nothing(vnf):
+    """Tacker's scale-out rollback names its victims only by resource
+    name: one Heat does not know is refused, not skipped."""
+    removed = []
+    driver = mgmt_driver.KubernetesPvMgmtDriver()
+    driver.cluster._workflow = lambda *args: types.SimpleNamespace(
+        topology=resolve(vnf),
+        remove=lambda nodes, scale_in=False: removed.append(nodes))
+    value = sample()
+    del value[params.ROOT]['storage_server']
+    del value[params.ROOT]['pv_registration_params']
+    with pytest.raises(exceptions.UnknownTargetError) as refused:
+        driver.scale_start(
+            None, instance(value), types.SimpleNamespace(
+                type='SCALE_OUT', aspect_id='worker_instance',
+                additional_params={}),
+            None, None, scale_name_list=['m1', 'gone'])
+    assert refused.value.unknown == [('scale_name_list[1]', 'gone')]
+    assert refused.value.known == ['m0', 'm1']
+    assert removed == []
 
 
 def test_scaled_aspect_is_a_master_or_worker_aspect():
