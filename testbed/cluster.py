@@ -28,6 +28,7 @@ from testbed import openstack_api
 from testbed import pv_manifest
 from testbed import hosts
 from testbed import kubeapi
+from testbed import node_lifecycle
 from testbed import standins
 
 STORAGE_CP = 'storage_server_CP'
@@ -405,6 +406,11 @@ class VirtualCluster(object):
                 self.openstack.add_volume(stack_id, volume, device=device,
                                           server_id=vnfc.server_id)
         return vnfc.vnfc_id
+
+    def power_off(self, name):
+        """The VM dies under the cluster: its Node becomes unreachable and
+        its pods stay (testbed.node_lifecycle)."""
+        node_lifecycle.power_off(self.testbed, self.kube, name)
 
     def replace_everything(self):
         """An entire-VNF heal as Tacker does it: every VM (and the storage
