@@ -5,6 +5,7 @@ cluster and the persistent-volume features.
 
 import dataclasses
 
+from kubernetes_mgmt_pv import exceptions
 from kubernetes_mgmt_pv import params as params_mod
 from kubernetes_mgmt_pv import topology
 
@@ -67,3 +68,22 @@ def scaled_node_access(params, scale_vnf_request):
                 access.aspect_id == scale_vnf_request.aspect_id):
             return access
     return None
+
+
+# The heal request's additionalParams flag that lets an entire-VNF or
+# Storage heal go on when the PersistentVolumes cannot be checked.
+SKIP_PV_CHECK = 'skip_pv_check_if_unreachable'
+
+
+def skip_pv_check(request_params):
+    """Whether the request sets SKIP_PV_CHECK (a boolean; unset or null:
+    false)."""
+    value = request_params.get(SKIP_PV_CHECK) \
+        if isinstance(request_params, dict) else None
+    if value is None:
+        return False
+    if not isinstance(value, bool):
+        raise exceptions.ParameterErrors([exceptions.ParameterError(
+            'additionalParams.' + SKIP_PV_CHECK,
+            'must be a boolean, got %s' % type(value).__name__)])
+    return value

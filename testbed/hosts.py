@@ -523,6 +523,8 @@ class Testbed:
         keeping the block the driver manages there, as a cloud's DNS would
         leave the guest's own file alone."""
         for host in self.hosts.values():
+            if host._proc.poll() is not None:
+                continue  # powered off: replaced before it runs again
             current = host.read_file('/etc/hosts')
             block = re.search(r'^# BEGIN kubernetes-mgmt-pv.*?^# END '
                               r'kubernetes-mgmt-pv\n', current, re.M | re.S)
