@@ -216,6 +216,12 @@ class KubernetesMgmtDriver(tacker_compat.VnflcmMgmtAbstractDriver):
         return tacker_compat.delete_kubernetes_vim(context, vnf_instance,
                                                    name)
 
+    def vim_users(self, context, vnf_instance, name):
+        """{vim id: ids of the VNFs deployed on it} when Tacker would
+        refuse to delete the instance's Kubernetes VIM ``name``."""
+        return tacker_compat.kubernetes_vim_users(context, vnf_instance,
+                                                  name)
+
 
 # Tacker calls the hooks this class implements (terminate_end ...) on the
 # entry-point class directly: they get the hook boundary too.

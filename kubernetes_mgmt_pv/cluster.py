@@ -433,6 +433,50 @@ def name_at(api_nodes, address):
     return names[0] if names else None
 
 
+UNREACHABLE_TAINT = 'node.kubernetes.io/unreachable'
+
+
+def undrainable(ready, taints):
+    """Why a Node cannot be drained, or None when it can.
+
+    An eviction ends a pod only when the Node's kubelet confirms it: on a
+    Node that is not Ready (its VM down or its kubelet gone) or that the
+    node lifecycle controller tainted unreachable, the evicted pods stay
+    Terminating and kubectl drain waits for them until its timeout.
+    ``ready``: the status of its Ready condition (None: none); ``taints``:
+    the keys of its taints.
+    """
+    reasons = []
+    if ready != 'True':
+        reasons.append('Ready is %s' % (ready or 'not reported'))
+    if UNREACHABLE_TAINT in taints:
+        reasons.append('tainted %s' % UNREACHABLE_TAINT)
+    return ', '.join(reasons) or None
+
+
+def undrainable_nodes(output):
+    """{Node name: why it cannot be drained} of ``kubectl get nodes -o
+    json`` output, for the Nodes ``undrainable`` rules out."""
+    try:
+        items = json.loads(output)['items']
+        found = {}
+        for item in items:
+            conditions = (item.get('status') or {}).get('conditions') or []
+            ready = next((c.get('status') for c in conditions
+                          if isinstance(c, dict) and c.get('type') == 'Ready'),
+                         None)
+            taints = [t.get('key') for t in
+                      (item.get('spec') or {}).get('taints') or []
+                      if isinstance(t, dict)]
+            reason = undrainable(ready, taints)
+            if reason:
+                found[item['metadata']['name']] = reason
+        return found
+    except (ValueError, KeyError, TypeError, AttributeError):
+        raise exceptions.ClusterInstallError(
+            'kubectl get nodes -o json did not return a list of Nodes')
+
+
 def drain_argv(name, timeout, force):
     """kubectl drain of a node: evicts its pods, respecting their
     PodDisruptionBudgets, and leaves DaemonSet pods (they go with the

@@ -69,6 +69,19 @@ class ClusterFeature(object):
             workflow, nodes = healed
             workflow.remove(nodes)
 
+    def refuse_if_vim_in_use(self, context, vnf_instance):
+        """An entire-VNF heal deletes the cluster and its VIM: refused
+        before anything is deleted (the PVs, at the start of heal_start)
+        while Tacker has VNFs on that VIM."""
+        params = self._params(vnf_instance)
+        if params is None:
+            return
+        name = vim_name(params, vnf_instance)
+        refusal = vim_in_use_refusal(
+            name, self._driver.vim_users(context, vnf_instance, name))
+        if refusal:
+            raise exceptions.MgmtDriverError(refusal)
+
     def heal_end(self, context, vnf_instance, heal_vnf_request, grant,
                  grant_request, **kwargs):
         """Entire VNF: install the new VMs as a new cluster and register
@@ -201,6 +214,19 @@ class ClusterFeature(object):
 def vim_name(params, vnf_instance):
     """The VIM's name: vim_name, else one unique to the VNF instance."""
     return params.vim_name or 'kubernetes_vim_%s' % vnf_instance.id
+
+
+def vim_in_use_refusal(name, users):
+    """Why an entire heal is refused when the VIM ``name`` has users
+    ({vim id: VNF ids}), or None."""
+    if not users:
+        return None
+    return ('Healing the entire VNF re-creates its Kubernetes cluster and '
+            'deletes its VIM %r, which Tacker still has VNF(s) deployed on '
+            '(%s). Terminate them first. Nothing was changed.' % (
+                name, '; '.join('VIM %s: %s' % (
+                    vim_id, ', '.join(vnfs) or 'see "openstack vnflcm list"')
+                    for vim_id, vnfs in sorted(users.items()))))
 
 
 def _heals_entire_cluster(heal_vnf_request):

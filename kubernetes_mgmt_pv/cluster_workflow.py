@@ -368,10 +368,15 @@ class ClusterWorkflow(flow.Flow):
                     'no staying Master is in the cluster: nothing to remove '
                     'the nodes from')
             leader = self.session(sessions, joined[0])
-            api_nodes = self._api_nodes(sessions, joined, facts)
+            with report_mod.step(leader.host, 'Node list'):
+                listing = self._kubectl(leader, ['get', 'nodes', '-o',
+                                                 'json']).stdout
+                api_nodes = cluster.parse_api_nodes(listing)
+                undrainable = cluster.undrainable_nodes(listing)
             for node in leaving:
                 self._remove_node(sessions, leader, node, api_nodes,
-                                  staying_masters, facts, vip, report)
+                                  undrainable, staying_masters, facts, vip,
+                                  report)
             if scale_in:
                 lines = cluster.hosts_lines(
                     [(node, facts[node.address]) for node in staying])
@@ -384,10 +389,18 @@ class ClusterWorkflow(flow.Flow):
                     self._reset_leaving(sessions, node, report)
         return self.finish('node removal', report)
 
-    def _remove_node(self, sessions, leader, node, api_nodes,
+    def _remove_node(self, sessions, leader, node, api_nodes, undrainable,
                      staying_masters, facts, vip, report):
+        """Drain (unless ``undrainable`` says why it cannot be: its VM is
+        down), take a Master out of haproxy and etcd, delete the Node."""
         name = cluster.name_at(api_nodes, node.fixed_ip)
-        if name is not None:
+        if name in undrainable:
+            LOG.warning('Node %s is not drained (%s): its pods cannot be '
+                        'evicted; it is deleted with them',
+                        name, undrainable[name])
+            report.record(leader.host, 'drain of %s' % name, False,
+                          'skipped: %s' % undrainable[name])
+        elif name is not None:
             with report_mod.step(leader.host, 'drain of %s' % name):
                 timeout = self.conf.drain_timeout
                 result = self._kubectl(

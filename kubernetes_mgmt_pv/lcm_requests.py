@@ -95,3 +95,22 @@ def _field(obj, name):
         return getattr(obj, name, None)
     except NotImplementedError:
         return None
+
+
+# The heal request's additionalParams flag that lets an entire-VNF or
+# Storage heal go on when the PersistentVolumes cannot be checked.
+SKIP_PV_CHECK = 'skip_pv_check_if_unreachable'
+
+
+def skip_pv_check(request_params):
+    """Whether the request sets SKIP_PV_CHECK (a boolean; unset or null:
+    false)."""
+    value = request_params.get(SKIP_PV_CHECK) \
+        if isinstance(request_params, dict) else None
+    if value is None:
+        return False
+    if not isinstance(value, bool):
+        raise exceptions.ParameterErrors([exceptions.ParameterError(
+            'additionalParams.' + SKIP_PV_CHECK,
+            'must be a boolean, got %s' % type(value).__name__)])
+    return value

@@ -59,6 +59,21 @@ def refuse_if_bound(live):
         raise exceptions.PersistentVolumeInUseError(bound)
 
 
+def unchecked_release(error, skip_flag, flag_path):
+    """A heal that re-creates the Storage server when the PVs' state could
+    not be read (``error``, e.g. every Master is down): it goes on (the
+    reason, to warn with) only if the request sets the flag at
+    ``flag_path``; otherwise it is refused, naming that way out."""
+    reason = exceptions.failure_reason(error)
+    if skip_flag:
+        return reason
+    raise exceptions.PersistentVolumeError(
+        '%s. Whether a PersistentVolume of the VNF package is Bound cannot '
+        'be checked, and the heal would delete the Storage server\'s data. '
+        'To heal anyway (e.g. when every Master is down), set %s to true '
+        'in the heal request. Nothing was changed.' % (reason, flag_path))
+
+
 def delete_volumes(executor, names, timeout, report):
     """Delete the PVs that exist among ``names`` and wait until they are gone."""
     present = sorted(live_volumes(executor, names))

@@ -39,11 +39,17 @@ class StorageFeature(object):
     def heal_start(self, context, vnf_instance, heal_vnf_request, grant,
                    grant_request, **kwargs):
         """Refuse while a PV is Bound, then delete the PVs, when the heal
-        re-creates the Storage VM (a Storage or an entire-cluster heal)."""
+        re-creates the Storage VM (a Storage or an entire-cluster heal);
+        an entire heal is refused first while its VIM is in use."""
         workflow, targets = self._heal_plan(context, vnf_instance,
                                             heal_vnf_request)
-        if workflow is not None and targets.recreates_storage:
-            workflow.release_storage()
+        if workflow is None or not targets.recreates_storage:
+            return
+        skip = lcm_requests.skip_pv_check(
+            getattr(heal_vnf_request, 'additional_params', None))
+        if targets.entire_cluster:
+            self._driver.cluster.refuse_if_vim_in_use(context, vnf_instance)
+        workflow.release_storage(skip_if_unreachable=skip)
 
     def heal_end(self, context, vnf_instance, heal_vnf_request, grant,
                  grant_request, **kwargs):

@@ -296,6 +296,45 @@ def _description(vnf_instance):
     return 'Kubernetes cluster of VNF instance %s' % vnf_instance.id
 
 
+def _instance_vims(context, vnf_instance, name):
+    """[(vim id, its VimConnectionInfo or None)]: the kubernetes VIMs in
+    the instance's vimConnectionInfo or, when Tacker has emptied it
+    (terminate), the VIMs named ``name`` in the instance's project that
+    the driver registered for this instance."""
+    candidates = [(info.vim_id, info)
+                  for info in _connection_infos(vnf_instance)
+                  if info.vim_type == VIM_TYPE and info.vim_id]
+    if not candidates and TACKER_AVAILABLE:
+        tenant_id = _field(vnf_instance, 'tenant_id') or context.project_id
+        candidates = [(vim['id'], None) for vim in _find_vims(
+            context, nfvo_plugin(), name, tenant_id)
+            if vim['type'] == VIM_TYPE and
+            vim.get('description') == _description(vnf_instance)]
+    return candidates
+
+
+def kubernetes_vim_users(context, vnf_instance, name):
+    """{vim id: ids of the VNFs on it} of the instance's Kubernetes VIM
+    ``name`` when Tacker counts it as in use (NfvoPlugin would refuse to
+    delete it); empty when it is not, or when there is none."""
+    candidates = _instance_vims(context, vnf_instance, name)
+    if not candidates:
+        return {}
+    plugin = nfvo_plugin()
+    from tacker.extensions import nfvo
+    users = {}
+    for vim_id, _ in candidates:
+        try:
+            if plugin.get_vim(context, vim_id)['name'] != name:
+                continue
+            plugin.is_vim_still_in_use(context, vim_id)
+        except nfvo.VimNotFoundException:
+            continue
+        except nfvo.VimInUseException:
+            users[vim_id] = _vnfs_on_vim(context, vim_id)
+    return users
+
+
 def delete_kubernetes_vim(context, vnf_instance, name):
     """Delete the Kubernetes VIM ``name`` that this instance registered.
 
@@ -308,19 +347,10 @@ def delete_kubernetes_vim(context, vnf_instance, name):
     deleted: nothing to delete is not an error.
     """
     infos = _connection_infos(vnf_instance)
-    candidates = [(info.vim_id, info) for info in infos
-                  if info.vim_type == VIM_TYPE and info.vim_id]
-    plugin = None
-    if not candidates and TACKER_AVAILABLE:
-        plugin = nfvo_plugin()
-        tenant_id = _field(vnf_instance, 'tenant_id') or context.project_id
-        candidates = [(vim['id'], None) for vim in _find_vims(
-            context, plugin, name, tenant_id)
-            if vim['type'] == VIM_TYPE and
-            vim.get('description') == _description(vnf_instance)]
+    candidates = _instance_vims(context, vnf_instance, name)
     if not candidates:
         return False
-    plugin = plugin or nfvo_plugin()
+    plugin = nfvo_plugin()
     from tacker.extensions import nfvo
     dropped, deleted, error = [], False, None
     for vim_id, info in candidates:

@@ -12,6 +12,7 @@ from oslo_log import log as logging
 from kubernetes_mgmt_pv import exceptions
 from kubernetes_mgmt_pv import export_access
 from kubernetes_mgmt_pv import flow
+from kubernetes_mgmt_pv import lcm_requests
 from kubernetes_mgmt_pv import nfs_client
 from kubernetes_mgmt_pv import packages
 from kubernetes_mgmt_pv import pv
@@ -179,10 +180,15 @@ class PvWorkflow(flow.Flow):
                 servers, report)
         return self.finish('deploy', report)
 
-    def release_storage(self):
+    def release_storage(self, skip_if_unreachable=False):
         """heal_start of the storage server or of the entire cluster (both
         re-create the storage VM and its volume): refuse if a PV is Bound,
-        else delete the package's PVs and wait until they are gone."""
+        else delete the package's PVs and wait until they are gone.
+
+        When the PVs cannot be read (no Master answers, or kubectl fails on
+        it), ``skip_if_unreachable`` (the request's SKIP_PV_CHECK) lets the
+        heal go on without them; otherwise it is refused.
+        """
         report = report_mod.Report()
         names = [manifest.name for manifest in self.manifests]
         if not names:
@@ -190,9 +196,19 @@ class PvWorkflow(flow.Flow):
         masters = self.topology.masters
         with self.sessions() as sessions:
             step = 'PersistentVolume check'
-            executor = self.kubectl_session(sessions, masters, step)
-            with report_mod.step(executor.host, step):
-                live = pv.live_volumes(executor, names)
+            try:
+                executor = self.kubectl_session(sessions, masters, step)
+                with report_mod.step(executor.host, step):
+                    live = pv.live_volumes(executor, names)
+            except (exceptions.RemoteConnectError,
+                    exceptions.StepError) as error:
+                reason = pv.unchecked_release(
+                    error, skip_if_unreachable,
+                    'additionalParams.' + lcm_requests.SKIP_PV_CHECK)
+                LOG.warning('The PersistentVolumes %s are neither checked '
+                            'nor deleted, as %s asks: %s', ', '.join(names),
+                            lcm_requests.SKIP_PV_CHECK, reason)
+                return self.finish('release_storage', report)
             pv.refuse_if_bound(live)
             with report_mod.step(executor.host, 'PersistentVolume deletion'):
                 pv.delete_volumes(executor, names,

@@ -28,6 +28,7 @@ from testbed import openstack_api
 from testbed import pv_manifest
 from testbed import hosts
 from testbed import kubeapi
+from testbed import node_lifecycle
 from testbed import standins
 
 STORAGE_CP = 'storage_server_CP'
@@ -196,6 +197,8 @@ class VirtualCluster(object):
         self.volume_count = volumes
         self.install_cluster = install_cluster
         self.vims = {}  # name -> VIM registered through the driver's seam
+        # name -> {VIM id: VNF ids}: VIMs Tacker would refuse to delete
+        self.vims_in_use = {}
         self.instance_id, self.vnfd_id = str(uuid.uuid4()), str(uuid.uuid4())
         self.vip = None
         # The clients of every export (default: the testbed's subnet).
@@ -406,6 +409,11 @@ class VirtualCluster(object):
                                           server_id=vnfc.server_id)
         return vnfc.vnfc_id
 
+    def power_off(self, name):
+        """The VM dies under the cluster: its Node becomes unreachable and
+        its pods stay (testbed.node_lifecycle)."""
+        node_lifecycle.power_off(self.testbed, self.kube, name)
+
     def replace_everything(self):
         """An entire-VNF heal as Tacker does it: every VM (and the storage
         volumes) re-created, so the cluster and its state start anew."""
@@ -451,6 +459,9 @@ class VirtualCluster(object):
             def delete_vim(self, context, vnf_instance, name):
                 return cluster.vims.pop(name, None) is not None
 
+            def vim_users(self, context, vnf_instance, name):
+                return cluster.vims_in_use.get(name, {})
+
         return Driver()
 
     def register_vim(self, name, access):
@@ -484,16 +495,18 @@ class VirtualCluster(object):
             instantiate_vnf_request=request, grant=None, grant_request=None,
             vnf={})
 
-    def heal_start(self, vnfc_ids=()):
-        self._heal('heal_start', vnfc_ids)
+    def heal_start(self, vnfc_ids=(), **request_params):
+        self._heal('heal_start', vnfc_ids, request_params)
 
-    def heal_end(self, vnfc_ids=()):
-        self._heal('heal_end', vnfc_ids, vnf={})
+    def heal_end(self, vnfc_ids=(), **request_params):
+        self._heal('heal_end', vnfc_ids, request_params, vnf={})
 
-    def _heal(self, hook, vnfc_ids, **extra):
-        """A heal hook; no vnfc ids means the entire cluster (SOL003)."""
+    def _heal(self, hook, vnfc_ids, request_params, **extra):
+        """A heal hook; no vnfc ids means the entire cluster (SOL003);
+        ``request_params``: the request's additionalParams."""
         request = types.SimpleNamespace(vnfc_instance_id=list(vnfc_ids),
-                                        cause=None, additional_params=[])
+                                        cause=None,
+                                        additional_params=request_params)
         getattr(self.driver(), hook)(
             context=None, vnf_instance=self.vnf_instance(),
             heal_vnf_request=request, grant=None, grant_request=None,

@@ -27,6 +27,9 @@ Cinder:
   same address, new Nova id and host key); its volumes are kept unless a
   volume was marked unhealthy too, which gives blank new volumes; a group
   whose ``desired_capacity`` changed is resized;
+* Nova's ``os-stop`` of a server (``stop_server``) powers its host off:
+  the Node on it becomes unreachable (testbed.node_lifecycle) and the
+  server SHUTOFF, until a heal replaces it;
 * stack delete removes every host and volume; the stack keeps answering by
   id with ``DELETE_COMPLETE``.
 
@@ -54,6 +57,7 @@ import yaml
 from testbed import cloud_init
 from testbed import hosts
 from testbed import kubeapi
+from testbed import node_lifecycle
 
 LOG = logging.getLogger(__name__)
 
@@ -857,6 +861,45 @@ class HeatEngine(object):
             host_name, host.ip, stack.name, server.name,
             ' with blank volumes' if blank and volumes else '',
             time.monotonic() - started))
+
+    # -- Nova's os-stop -----------------------------------------------------
+
+    def stop_server(self, server_id):
+        """Power a server off in the work queue (Nova answers before it is
+        done); False when it is not running."""
+        with self._lock:
+            found = [(stack, resource)
+                     for stack in self.fake._stacks.values()
+                     if not stack.deleted
+                     for resource in stack.resources.values()
+                     if resource.resource_type == SERVER and
+                     resource.physical_resource_id == server_id]
+            if not found or server_id not in self.hosts:
+                return False
+            stack, server = found[0]
+            if server.attributes.get('status') != 'ACTIVE' or \
+                    server.attributes.get('OS-EXT-STS:task_state'):
+                return False
+            server.attributes['OS-EXT-STS:task_state'] = 'powering-off'
+            host_name = self.hosts[server_id]
+
+        def stop():
+            node_lifecycle.power_off(self.testbed,
+                                     self._kube(stack, create=False),
+                                     host_name)
+            with self._lock:
+                server.attributes.update({
+                    'status': 'SHUTOFF', 'OS-EXT-STS:vm_state': 'stopped',
+                    'OS-EXT-STS:task_state': None})
+            self._note('stopped %s' % host_name)
+
+        def failed(reason):
+            with self._lock:
+                server.attributes.update({'status': 'ERROR',
+                                          'OS-EXT-STS:task_state': None})
+
+        self._submit('stop of %s' % host_name, stop, failed)
+        return True
 
     # -- delete -------------------------------------------------------------------
 

@@ -432,6 +432,11 @@ class Testbed:
         self._stop_host(self.hosts.pop(name), free_volumes=not keep_volumes)
         self._refresh_hosts_files()
 
+    def power_off(self, name):
+        """Power a VM off (Nova's os-stop): every process of it dies, its
+        address, network and disks stay until it is replaced or removed."""
+        self._kill(self.hosts[name])
+
     def replace_host(self, name, same_ip=True, keep_volumes=False):
         """Replace a VM by a fresh one, as a heal does.
 
@@ -518,6 +523,8 @@ class Testbed:
         keeping the block the driver manages there, as a cloud's DNS would
         leave the guest's own file alone."""
         for host in self.hosts.values():
+            if host._proc.poll() is not None:
+                continue  # powered off: replaced before it runs again
             current = host.read_file('/etc/hosts')
             block = re.search(r'^# BEGIN kubernetes-mgmt-pv.*?^# END '
                               r'kubernetes-mgmt-pv\n', current, re.M | re.S)

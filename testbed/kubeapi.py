@@ -12,7 +12,8 @@ ClusterRoleBindings of rbac.authorization.k8s.io/v1. A tiny controller
 imitates the PV binder, the pv-/pvc-protection finalizers, the namespace
 controller, the legacy service-account token controller, the kubelets
 (pods bound to an existing Node run and are Ready; deleted ones terminate
-after a short grace), the pod garbage collector (pods of a deleted Node
+after a short grace, except on a Node lost with lose_node()), the pod
+garbage collector (pods of a deleted Node
 go), the status of ReplicaSets and DaemonSets, and the disruption
 controller; nothing schedules pods or creates them for their owners.
 Bearer tokens are checked and service accounts authorized by their
@@ -48,6 +49,8 @@ import time
 from typing import Callable, Iterator, Optional
 import urllib.parse
 import uuid
+
+from testbed import node_lifecycle
 
 GCLOUD_KUBECTL_DIR = '/usr/lib/google-cloud-sdk/bin'
 SERVER_VERSION = 'v1.32.0'
@@ -2138,6 +2141,14 @@ class KubeApiServer:
             new = _merge(old, {'status': status}, strategic=False)
             return copy.deepcopy(self._update(res, old, new, 'status'))
 
+    def lose_node(self, name: str) -> None:
+        """The Node's VM is off: the node lifecycle controller marks it
+        unreachable (testbed.node_lifecycle) and its pods stay, an evicted
+        or deleted one Terminating, until the Node is deleted."""
+        with self._cond:
+            self._commit(NODE, node_lifecycle.unreachable(
+                self._get(NODE, None, name)))
+
     def set_pv_phase(self, name: str, phase: str) -> None:
         """Set a PV's status.phase directly, as a controller would.
 
@@ -2694,7 +2705,8 @@ class KubeApiServer:
             if node is None:
                 if pod['status'].get('startTime'):
                     self._mark_deleted(POD, pod, 0)
-            elif pod['status'].get('phase') == 'Pending':
+            elif pod['status'].get('phase') == 'Pending' and \
+                    not node_lifecycle.kubelet_gone(node):
                 self._start(pod, node)
 
     def _start(self, pod: dict, node: dict) -> None:
@@ -2742,7 +2754,8 @@ class KubeApiServer:
             for key, obj in list(self._objects[res].items()):
                 meta = obj['metadata']
                 if not (meta.get('deletionTimestamp')
-                        and meta.get('deletionGracePeriodSeconds')):
+                        and meta.get('deletionGracePeriodSeconds')) or \
+                        self._kubelet_gone(res, obj):
                     continue
                 due = self._deleting_at.get((res, *key), now) \
                     + self.pod_grace
@@ -2753,6 +2766,13 @@ class KubeApiServer:
                 finished['metadata']['deletionGracePeriodSeconds'] = 0
                 self._commit(res, finished)
         return next_due
+
+    def _kubelet_gone(self, res: _Resource, obj: dict) -> bool:
+        """A pod whose Node is lost: nothing confirms its end."""
+        node = self._objects[NODE].get(
+            (None, (obj.get('spec') or {}).get('nodeName')))
+        return res is POD and node is not None and \
+            node_lifecycle.kubelet_gone(node)
 
     def _active_pods(self) -> list:
         return [pod for pod in self._objects[POD].values()

@@ -14,9 +14,11 @@ the resource, so a port carries ``fixed_ips``, a floating IP carries
 ``floating_ip_address`` and ``fixed_ip_address``, and a volume carries the
 Cinder ``attachments`` list.
 
-Nova answers one call, the console log of a server (``POST
-/servers/<id>/action`` with ``os-getConsoleOutput``), for the servers added
-with ``add_server``; a server leaves Nova when its resource is removed.
+Nova answers the console log of a server (``POST /servers/<id>/action``
+with ``os-getConsoleOutput``), for the servers added with ``add_server``;
+a server leaves Nova when its resource is removed. With a Heat engine,
+``os-stop`` powers a server it booted off (202; 409 when it is not
+running), as an operator's ``openstack server stop`` does.
 
 Tests build the model with the ``add_*`` helpers, mutate it between calls
 (``remove_*``, or ``resource(...).attributes``) and assert on ``requests``.
@@ -725,6 +727,8 @@ class FakeOpenStack:
         if not match:
             return _nova_error(404, 'itemNotFound', 'Unknown Nova path.')
         server_id = urllib.parse.unquote(match.group(1))
+        if isinstance(body, dict) and 'os-stop' in body:
+            return self._stop_server(server_id)
         request = body.get('os-getConsoleOutput') if isinstance(
             body, dict) else None
         if not isinstance(request, dict):
@@ -751,6 +755,23 @@ class FakeOpenStack:
             output = ''.join(output.splitlines(keepends=True)[-length:]
                              if length else [])
         return 200, {}, {'output': output}
+
+    def _stop_server(self, server_id):
+        """os-stop: the engine powers the server off, after the answer."""
+        with self._lock:
+            known = server_id in self._consoles
+        if not known:
+            return _nova_error(404, 'itemNotFound',
+                               'Instance %s could not be found.' % server_id)
+        if self.engine is None:
+            return _nova_error(409, 'conflictingRequest',
+                               'This fake has no Heat engine to stop %s.'
+                               % server_id)
+        if not self.engine.stop_server(server_id):
+            return _nova_error(409, 'conflictingRequest',
+                               "Cannot 'stop' instance %s while it is not "
+                               'active.' % server_id)
+        return 202, {}, None
 
     def _lookup_redirect(self, name_or_id, subpath, query=None):
         """Heat's stacks:lookup: 302 to stacks/<name>/<id>[/<subpath>],

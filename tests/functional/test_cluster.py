@@ -161,6 +161,36 @@ def test_entire_cluster_heal(simple):
     assert_pvs_available(simple)
 
 
+def test_entire_heal_of_a_cluster_whose_masters_are_all_down(simple):
+    simple.instantiate_end()
+    pvs = sorted(pv['metadata']['name'] for pv in simple.kube.objects('pv'))
+    assert pvs == ['nfs-pv1', 'nfs-pv2', 'nfs-pv3']
+    # Another VNF on the cluster's VIM: refused before anything changes.
+    simple.vims_in_use['kubernetes_vim_test'] = {'vim-1': ['cnf-1']}
+    with pytest.raises(exceptions.MgmtDriverError, match='cnf-1'):
+        simple.heal_start(skip_pv_check_if_unreachable=True)
+    assert 'kubernetes_vim_test' in simple.vims
+    simple.vims_in_use.clear()
+
+    simple.power_off('master1')
+    with pytest.raises(exceptions.MgmtDriverError) as caught:
+        simple.heal_start()
+    assert 'additionalParams.skip_pv_check_if_unreachable to true' in \
+        str(caught.value)
+    assert 'kubernetes_vim_test' in simple.vims
+    assert sorted(pv['metadata']['name']
+                  for pv in simple.kube.objects('pv')) == pvs
+
+    simple.heal_start(skip_pv_check_if_unreachable=True)
+    assert simple.vims == {}
+    simple.replace_everything()
+    simple.heal_end(skip_pv_check_if_unreachable=True)
+    assert cluster_mod.node_readiness(simple.host('master1')) == {
+        'master1': 'True', 'worker1': 'True', 'worker2': 'True'}
+    api_get(simple.vims['kubernetes_vim_test'], '/api/v1/namespaces')
+    assert_pvs_available(simple)
+
+
 def test_three_masters_behind_haproxy_and_keepalived(ha_cluster):
     ha_cluster.instantiate_end()
     vip = ha_cluster.vip

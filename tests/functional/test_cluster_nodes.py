@@ -2,6 +2,8 @@
 install script on the kubeadm stand-ins, real etcd on the Masters, real
 haproxy and keepalived, and kubectl drain against the test API server."""
 
+import time
+
 import pytest
 
 from kubernetes_mgmt_pv import etcd
@@ -52,6 +54,24 @@ def haproxy_backends(master):
 
 def haproxy_pid(master):
     return master.read_file('/run/haproxy.pid').split()[0]
+
+
+def pod_phase(kube, name):
+    found = kube.get('pod', name)
+    return found and (found['status'].get('phase'),
+                      bool(found['metadata'].get('deletionTimestamp')))
+
+
+def run_pod_on(kube, node):
+    """A ReplicaSet's pod running on ``node``: what a drain must evict."""
+    kube.create(owner('ReplicaSet', 'web'))
+    kube.create(pod('web', node))
+    assert kube.wait_for(lambda: pod_phase(kube, 'web') == ('Running', False))
+
+
+# drain_timeout as the tests leave it (the driver's default): a heal that
+# waited for the evictions of a dead node would take that long.
+DRAIN_TIMEOUT = 300
 
 
 def hosts_block(host):
@@ -151,6 +171,26 @@ def test_heal_of_a_worker(simple):
     assert cluster_mod.installed(simple.host('worker1'), 'nfs-common')
 
 
+def test_heal_of_a_powered_off_worker(simple):
+    master = simple.host('master1')
+    run_pod_on(simple.kube, 'worker1')
+    simple.power_off('worker1')
+    assert cluster_mod.node_readiness(master)['worker1'] == 'Unknown'
+    vnfc = simple.vnfcs['worker1'].vnfc_id
+
+    started = time.monotonic()
+    simple.heal_start([vnfc])
+    assert time.monotonic() - started < DRAIN_TIMEOUT / 3
+    assert 'worker1' not in cluster_mod.node_readiness(master)
+    # The pod garbage collector took the pod of the deleted Node.
+    assert simple.kube.wait_for(lambda: pod_phase(simple.kube, 'web') is None)
+
+    simple.replace_host('worker1')
+    simple.heal_end([vnfc])
+    assert cluster_mod.node_readiness(master) == dict.fromkeys(
+        ['master1', 'worker1', 'worker2'], 'True')
+
+
 def test_the_only_master_is_not_healed(simple):
     before = simple.kubeadm_calls('master1')
     with pytest.raises(exceptions.MgmtDriverError,
@@ -184,6 +224,28 @@ def test_heal_of_a_master_of_three(ha_cluster):
     join, = [entry for entry in standins.call_log(ha_cluster.host('master2'))
              if entry['argv'][1] == 'join']
     assert join['config']['controlPlane']['certificateKey'] == '***'
+
+
+def test_heal_of_a_powered_off_master_of_three(ha_cluster):
+    master1, master3 = ha_cluster.host('master1'), ha_cluster.host('master3')
+    run_pod_on(ha_cluster.kube, 'master2')
+    ha_cluster.power_off('master2')
+    assert cluster_mod.node_readiness(master1)['master2'] == 'Unknown'
+    vnfc = ha_cluster.vnfcs['master2'].vnfc_id
+
+    started = time.monotonic()
+    ha_cluster.heal_start([vnfc])
+    assert time.monotonic() - started < DRAIN_TIMEOUT / 3
+    assert etcd_members(master1) == ['master1', 'master3']
+    for master in (master1, master3):
+        assert haproxy_backends(master) == sorted([master1.ip, master3.ip])
+    assert 'master2' not in cluster_mod.node_readiness(master1)
+
+    ha_cluster.replace_host('master2')
+    ha_cluster.heal_end([vnfc])
+    assert etcd_members(master1) == ['master1', 'master2', 'master3']
+    assert cluster_mod.node_readiness(master3) == dict.fromkeys(
+        ['master1', 'master2', 'master3', 'worker1'], 'True')
 
 
 def test_a_master_heal_interrupted_after_the_etcd_removal_converges(

@@ -528,6 +528,31 @@ def test_a_vim_still_in_use_is_kept_with_a_clear_error(
         reread(hook_context, vnf_instance))] == [vim_id]
 
 
+def test_the_users_of_a_vim_are_those_tacker_refuses_its_deletion_for(
+        hook_context, vnf_instance, kube_api, credentials, tacker_db):
+    assert tacker_compat.kubernetes_vim_users(
+        hook_context(), vnf_instance, VIM_NAME) == {}  # none registered
+    vim_id = register(hook_context, vnf_instance, kube_api, credentials)
+    instance = reread(hook_context, vnf_instance)
+    assert tacker_compat.kubernetes_vim_users(
+        hook_context(), instance, VIM_NAME) == {}
+    cnf_id = str(uuid.uuid4())
+    session = hook_context().session
+    session.add(vnfm_db.VNF(
+        id=cnf_id, tenant_id=PROJECT, name='cnf', status='ACTIVE',
+        vim_id=vim_id, deleted_at=datetime.datetime.min))
+    session.commit()
+
+    assert tacker_compat.kubernetes_vim_users(
+        hook_context(), instance, VIM_NAME) == {vim_id: [cnf_id]}
+    # Only asked: the VIM and the connection info stay.
+    assert [row['id'] for row in live_vims(tacker_db)] == [vim_id]
+    assert [info.vim_id for info in kubernetes_infos(
+        reread(hook_context, vnf_instance))] == [vim_id]
+    assert tacker_compat.kubernetes_vim_users(
+        hook_context(), instance, 'other name') == {}
+
+
 # -- the plugin ---------------------------------------------------------------
 
 def test_one_nfvo_plugin_per_process(hook_context, kube_api, credentials):

@@ -8,6 +8,7 @@ import ipaddress
 import os
 import time
 
+from novaclient import exceptions as novaclient_exceptions
 import pytest
 import yaml
 
@@ -48,6 +49,18 @@ def heat(cloud):
                        project_domain_name='Default')
     return client.Client('1', session=session.Session(auth=auth),
                          endpoint=cloud.heat_url)
+
+
+def nova_client(cloud):
+    from keystoneauth1 import session
+    from keystoneauth1.identity import v3
+    from novaclient import client
+    auth = v3.Password(auth_url=cloud.auth_url, username=cloud.username,
+                       password=cloud.password,
+                       project_name=cloud.project_name,
+                       user_domain_name='Default',
+                       project_domain_name='Default')
+    return client.Client('2.1', session=session.Session(auth=auth))
 
 
 def wait(predicate, timeout=300):
@@ -143,6 +156,26 @@ def test_simple_flavour_lifecycle(cloud, heat):
     after = members(heat, stack_id, 'worker_instance')
     assert len(after) == 2
     assert oldest.resource_name not in {r.resource_name for r in after}
+
+    # openstack server stop: the VM stops answering until a heal replaces
+    # it; a second stop is a conflict.
+    stopped = member_server(heat, after[0])
+    host = testbed.hosts[engine.hosts[stopped.physical_resource_id]]
+    nova = nova_client(cloud)
+    nova.servers.stop(stopped.physical_resource_id)
+    wait(lambda: member_server(heat, after[0]).attributes['status'] ==
+         'SHUTOFF')
+    assert hosts.tcp_banner(host.ip, 22) == b''
+    with pytest.raises(novaclient_exceptions.Conflict):
+        nova.servers.stop(stopped.physical_resource_id)
+    member = after[0].physical_resource_id
+    heat.resources.mark_unhealthy(member, 'workerNode', True, 'heal')
+    heat.stacks.update(stack_id, existing=True)
+    wait(lambda: heat.stacks.get(stack_id).stack_status !=
+         'UPDATE_IN_PROGRESS')
+    replaced = member_server(heat, after[0])
+    assert replaced.attributes['status'] == 'ACTIVE'
+    assert hosts.tcp_banner(host.ip, 22).startswith(b'SSH-')
 
     # Heal the storage server alone: new VM, same address, same volume.
     storage.run('touch /volume-probe && mkdir -p /mnt/v && '

@@ -4,8 +4,9 @@ An operator's session, in order (each test is one step and needs the ones
 before it; a failed step skips the rest): register the OpenStack VIM,
 build the sample package with ``kubernetes-mgmt-pv package`` and onboard
 it, create and instantiate the VNF with samples/requests/
-instantiate_simple.json, scale the Workers out and in, heal a Worker, try
-to heal the Storage server while a PersistentVolume is Bound (refused:
+instantiate_simple.json, scale the Workers out and in, heal a Worker, heal
+a Worker whose VM was stopped (``openstack server stop``), try to heal
+the Storage server while a PersistentVolume is Bound (refused:
 FAILED_TEMP with the driver's message), release the claim, fail the
 operation and heal the Storage server, heal the entire VNF, terminate and
 delete. After every operation the checks the user guide tells operators
@@ -24,10 +25,16 @@ import ipaddress
 import json
 import re
 
+from keystoneauth1 import session as ks_session
+from keystoneauth1.identity import v3
+from novaclient import client as nova_client
 import pytest
 
 from testbed import cluster as cluster_mod
+from testbed import kubeapi
+from testbed import node_lifecycle
 from testbed import pv_manifest
+from testbed import tacker_service
 
 PV_NAMES = ('nfs-pv1', 'nfs-pv2', 'nfs-pv3')
 EXPORTS = ('/volume/nfs/pv1', '/volume/nfs/pv2', '/volume/nfs/pv3')
@@ -238,6 +245,56 @@ def test_heal_a_worker(lab, s):
     check_storage_and_pvs(lab, s.instance_id)
     _record_nodes(lab, s, 'heal_worker')
     s.done.add('heal_worker')
+
+
+def stop_server(lab, server_id):
+    """openstack server stop, through Nova's API."""
+    access = lab.cloud.access_info()
+    auth = v3.Password(
+        auth_url=access['auth_url'], username=access['username'],
+        password=access['password'], project_name=access['project_name'],
+        user_domain_name=access['user_domain_name'],
+        project_domain_name=access['project_domain_name'])
+    nova = nova_client.Client('2.1', session=ks_session.Session(auth=auth))
+    nova.servers.stop(server_id)
+
+
+def test_heal_a_powered_off_worker(lab, s):
+    s.need('heal_worker')
+    # The Worker healed before (its vnfcCpInfo names its CP, which the
+    # driver classifies heal targets by).
+    worker = lab.vnfcs(s.instance_id, 'workerNode')[0]
+    old_server = worker['computeResource']['resourceId']
+    host = lab.engine.testbed.hosts[lab.engine.hosts[old_server]]
+    node, = [name for name, item in lab.nodes().items()
+             if node_lifecycle.internal_ip(item) == host.ip]
+    kube = lab.engine.kubes[lab.stack(s.instance_id).id]
+    web = kube.create({
+        'apiVersion': 'apps/v1', 'kind': 'ReplicaSet',
+        'metadata': {'name': 'web', 'namespace': 'default'},
+        'spec': {'selector': {'matchLabels': {'app': 'web'}},
+                 'template': {'metadata': {'labels': {'app': 'web'}},
+                              'spec': {'containers': [
+                                  {'name': 'main', 'image': 'nginx'}]}}}})
+    kube.create(kubeapi.pod_manifest('web-1', node, owner=web,
+                                     labels={'app': 'web'}))
+    stop_server(lab, old_server)
+    tacker_service.wait_until(
+        lambda: node_lifecycle.kubelet_gone(lab.nodes()[node]),
+        'Node %s unreachable' % node, 60)
+
+    occ = s.ops['heal_dead_worker'] = lab.lcm(
+        s.instance_id, 'heal', {'vnfcInstanceId': [worker['id']],
+                                'cause': 'Its VM is down'})
+    _completed(occ, 'HEAL')
+    # Not drained: the drain would have waited drain_timeout (300 s).
+    assert occ['seconds'] < 150
+    healed = {v['id']: v for v in lab.vnfcs(s.instance_id)}[worker['id']]
+    assert healed['computeResource']['resourceId'] != old_server
+    assert kube.get('pod', 'web-1') is None
+    nodes = _record_nodes(lab, s, 'heal_dead_worker')
+    assert nodes.get(host.ip) is True and len(nodes) == 3, nodes
+    s.done.add('heal_dead_worker')
 
 
 def test_heal_storage_server_refused_while_a_pv_is_bound(lab, s):

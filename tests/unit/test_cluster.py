@@ -392,6 +392,49 @@ def test_drain_command(force, extra):
         '--timeout=60s'] + extra
 
 
+UNREACHABLE = 'node.kubernetes.io/unreachable'
+
+
+@pytest.mark.parametrize('ready, taints, drained', [
+    ('True', [], True),
+    ('True', ['node-role.kubernetes.io/control-plane'], True),
+    ('True', [UNREACHABLE], False),
+    ('False', [], False),
+    ('Unknown', [], False),
+    ('Unknown', [UNREACHABLE], False),
+    (None, [], False),
+])
+def test_only_a_ready_reachable_node_is_drained(ready, taints, drained):
+    reason = cluster.undrainable(ready, taints)
+    assert (reason is None) == drained
+    if not drained:
+        assert ('Ready is %s' % (ready or 'not reported') in reason) == \
+            (ready != 'True')
+        assert (UNREACHABLE in reason) == (UNREACHABLE in taints)
+
+
+def test_undrainable_nodes_of_a_listing():
+    listing = {'items': [
+        {'metadata': {'name': 'm1'},
+         'spec': {'taints': [{'key': 'node-role.kubernetes.io/control-plane',
+                              'effect': 'NoSchedule'}]},
+         'status': {'conditions': [{'type': 'Ready', 'status': 'True'}]}},
+        {'metadata': {'name': 'w1'},
+         'spec': {'taints': [{'key': UNREACHABLE, 'effect': 'NoExecute'}]},
+         'status': {'conditions': [{'type': 'Ready', 'status': 'Unknown'}]}},
+        {'metadata': {'name': 'w2'},
+         'status': {'conditions': [{'type': 'Ready', 'status': 'False'}]}}]}
+    assert cluster.undrainable_nodes(json.dumps(listing)) == {
+        'w1': 'Ready is Unknown, tainted %s' % UNREACHABLE,
+        'w2': 'Ready is False'}
+
+
+@pytest.mark.parametrize('output', ['', '{"items": [{"spec": {}}]}', '[]'])
+def test_an_unreadable_node_listing_fails(output):
+    with pytest.raises(exceptions.ClusterInstallError, match='list of Nodes'):
+        cluster.undrainable_nodes(output)
+
+
 @pytest.mark.parametrize('stderr, pods', [
     ('error when evicting pods/"web-1" -n "shop" (will retry after 5s): '
      'Cannot evict pod as it would violate the pod\'s disruption budget.\n'

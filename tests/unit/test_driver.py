@@ -137,25 +137,41 @@ def test_report_summary_counts_changed_and_unchanged_steps():
     assert str(outcomes.outcomes[0]) == 'h1: mount /v changed (/dev/vdb)'
 
 
-@pytest.mark.parametrize('vnfc_ids, expected', [
+IN_USE = {'vim-1': ['cnf-1']}
+
+
+@pytest.mark.parametrize('vnfc_ids, users, request_params, expected', [
     # Entire cluster: the storage VM is re-created, then the cluster (and
-    # its VIM) too; the PVs go first, while the cluster still answers.
-    ((), ['release_storage', 'delete_vim kubernetes_vim']),
-    (('v-storage',), ['release_storage']),
+    # its VIM) too; the PVs go first, while the cluster still answers,
+    # once the VIM is known to be free.
+    ((), {}, None, ['vim_users kubernetes_vim', 'release_storage False',
+                    'delete_vim kubernetes_vim']),
+    ((), {}, {'skip_pv_check_if_unreachable': True},
+     ['vim_users kubernetes_vim', 'release_storage True',
+      'delete_vim kubernetes_vim']),
+    # A VIM in use: refused before anything is deleted.
+    ((), IN_USE, None, ['vim_users kubernetes_vim']),
+    (('v-storage',), IN_USE, {'skip_pv_check_if_unreachable': False},
+     ['release_storage False']),
     # A Worker: drained and taken out of the cluster.
-    (('v-worker',), ["remove ['worker srv-w']"]),
+    (('v-worker',), IN_USE, None, ["remove ['worker srv-w']"]),
 ])
 def test_heal_start_releases_the_pvs_when_the_storage_vm_is_recreated(
-        vnfc_ids, expected):
+        vnfc_ids, users, request_params, expected):
     calls = []
     workflow = types.SimpleNamespace(
         params=params.parse(sample()),
-        release_storage=lambda: calls.append('release_storage'))
+        release_storage=lambda skip_if_unreachable: calls.append(
+            'release_storage %s' % skip_if_unreachable))
 
     class Driver(mgmt_driver.KubernetesPvMgmtDriver):
         def delete_vim(self, context, vnf_instance, name):
             calls.append('delete_vim %s' % name)
             return True
+
+        def vim_users(self, context, vnf_instance, name):
+            calls.append('vim_users %s' % name)
+            return users
 
     cluster = types.SimpleNamespace(
         topology=types.SimpleNamespace(healed=lambda servers: [
@@ -165,9 +181,29 @@ def test_heal_start_releases_the_pvs_when_the_storage_vm_is_recreated(
     driver.storage.workflow = lambda context, vnf_instance, **requests: \
         workflow
     driver.cluster._workflow = lambda *args: cluster
-    driver.heal_start(None, instance(sample()), heal_request(*vnfc_ids),
-                      None, None)
+    request = heal_request(*vnfc_ids)
+    request.additional_params = request_params
+    if users and not vnfc_ids:
+        with pytest.raises(exceptions.MgmtDriverError) as caught:
+            driver.heal_start(None, instance(sample()), request, None, None)
+        assert "VIM 'kubernetes_vim'" in str(caught.value)
+        assert 'vim-1: cnf-1' in str(caught.value)
+    else:
+        driver.heal_start(None, instance(sample()), request, None, None)
     assert calls == expected
+
+
+@pytest.mark.parametrize('value', ['true', 1, []])
+def test_the_pv_check_flag_must_be_a_boolean(value):
+    driver = mgmt_driver.KubernetesPvMgmtDriver()
+    driver.storage.workflow = lambda context, vnf_instance, **requests: \
+        types.SimpleNamespace(params=params.parse(sample()))
+    request = heal_request()
+    request.additional_params = {'skip_pv_check_if_unreachable': value}
+    with pytest.raises(exceptions.ParameterErrors) as caught:
+        driver.heal_start(None, instance(sample()), request, None, None)
+    assert [error.path for error in caught.value.errors] == [
+        'additionalParams.skip_pv_check_if_unreachable']
 
 
 def test_each_flow_reports_only_what_it_did(monkeypatch, caplog):
