@@ -62,11 +62,13 @@ ssh_opts = [
              'key policies and by console_key_fallback "known_hosts".'),
     cfg.FloatOpt(
         'ssh_keepalive_interval', default=10.0, min=0.0,
-        help='Seconds of silence after which an SSH keepalive is sent; a '
-             'host that leaves three of them unacknowledged is considered '
-             'dead and its connection closed, so a VM that stops answering '
-             'fails the running step instead of hanging the hook. 0 turns '
-             'keepalives off (the command timeouts still apply).'),
+        help='Seconds of silence after which an SSH keepalive is sent and '
+             'the host of a quiet command is asked for an answer; a host '
+             'that leaves three keepalives unacknowledged, or gives no '
+             'answer for command_timeout, is considered dead and its '
+             'connection closed, so a VM that stops answering fails the '
+             'running step instead of hanging the hook. 0 turns keepalives '
+             'off (the command timeouts still apply).'),
     cfg.FloatOpt(
         'ssh_connect_timeout', default=30.0, min=1.0,
         help='Seconds to wait for one SSH connection attempt (TCP, banner '
@@ -85,8 +87,10 @@ ssh_opts = [
     cfg.FloatOpt(
         'command_timeout', default=300.0, min=1.0,
         help='Seconds a short remote command (check, mount, exportfs, '
-             'kubectl) may run before it is abandoned. Abandoned commands '
-             'are never re-run automatically.'),
+             'kubectl) may run before it is abandoned, and the longest a '
+             'host may leave any command (the install script too) without '
+             'an answer. Abandoned commands are never re-run '
+             'automatically.'),
     cfg.FloatOpt(
         'package_install_timeout', default=1800.0, min=1.0,
         help='Seconds an apt-get update or install may run.'),

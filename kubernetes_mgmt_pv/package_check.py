@@ -30,6 +30,7 @@ CLUSTER_HOOKS = ('instantiate_end', 'terminate_start', 'terminate_end',
 _CP_TYPES = ('OS::Neutron::Port', 'OS::Neutron::FloatingIP')
 _VOLUME_TYPES = ('OS::Cinder::Volume',)
 _GROUP_TYPES = ('OS::Heat::AutoScalingGroup',)
+_SCALING_ASPECTS = 'tosca.policies.nfv.ScalingAspects'
 _YAML = ('.yaml', '.yml')
 
 
@@ -501,6 +502,7 @@ def _check_vnfd(package_dir, flavour, model, found):
                         '%s.interfaces.Vnflcm.%s' % (where, hook),
                         'the driver runs %s steps in %s; without it Tacker '
                         'calls vnflcm_noop instead' % (feature, hook))
+    _check_master_aspect(relative, template, model, found)
     driver_used = False
     # Sorted by text: YAML keys may be numbers, which do not compare to str.
     for hook, operation in sorted(hooks.items(),
@@ -519,6 +521,35 @@ def _check_vnfd(package_dir, flavour, model, found):
         _check_driver_artifact(package_dir, where, _mapping(
             _mapping(vnf.get('artifacts')).get(base_driver.DRIVER_NAME)),
             found)
+
+
+def _check_master_aspect(relative, template, model, found):
+    """The driver refuses to scale the Masters (etcd and the control plane
+    change by heals, one Master at a time): a VNFD aspect that lets them
+    grow is a scale request Tacker accepts and scale_start fails."""
+    aspect_id = model.master.aspect_id if model.master is not None else None
+    policies = _mapping(template.get('topology_template')).get('policies')
+    if not aspect_id or not isinstance(policies, list):
+        return
+    for entry in policies:
+        for name, policy in sorted(_mapping(entry).items(),
+                                   key=lambda item: str(item[0])):
+            policy = _mapping(policy)
+            aspects = _mapping(_mapping(policy.get('properties')).get(
+                'aspects'))
+            if (policy.get('type') != _SCALING_ASPECTS
+                    or aspect_id not in aspects):
+                continue
+            level = _mapping(aspects[aspect_id]).get('max_scale_level')
+            if level != 0:
+                found.warning(
+                    'master-aspect-scalable',
+                    '%s: policies.%s.properties.aspects.%s' % (
+                        relative, name, aspect_id),
+                    'the Master aspect has max_scale_level %r: the driver '
+                    'refuses to scale the Masters (heal replaces one), so '
+                    'a scale request for it fails in scale_start; remove '
+                    'the aspect or set max_scale_level to 0' % (level,))
 
 
 def _check_driver_artifact(package_dir, where, artifact, found):

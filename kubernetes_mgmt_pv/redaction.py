@@ -18,11 +18,29 @@ _URL_CREDENTIALS = re.compile(
 
 
 def redact(text, secrets=()):
-    """Hide secrets and URL credentials (``scheme://user:pass@``) in text."""
+    """Hide secrets and URL credentials (``scheme://user:pass@``) in text.
+
+    A secret is hidden where it stands as a whole value, not inside a
+    longer word: a password "nfs" must not turn "nfs-common" into
+    "***-common" (see ``_whole``).
+    """
     for secret in secrets:
         if secret:
-            text = text.replace(secret, '***')
+            text = _whole(secret).sub('***', text)
     return _URL_CREDENTIALS.sub(r'\g<scheme>***@', text)
+
+
+def _whole(secret):
+    """A pattern finding ``secret`` where no word continues it: an edge of
+    the secret that is a word character must not touch another word
+    character, nor a "-" or "." joining one ("nfs-common", "nfs.service");
+    a "." or "-" ending a sentence or a value still delimits it."""
+    pattern = re.escape(secret)
+    if re.match(r'\w', secret):
+        pattern = r'(?<!\w)(?<!\w[-.])' + pattern
+    if re.search(r'\w\Z', secret):
+        pattern += r'(?!\w)(?![-.]\w)'
+    return re.compile(pattern)
 
 
 def url_secrets(url):

@@ -11,10 +11,14 @@ write parts of it back (``/etc/fstab``, ``/etc/exports``). Secrets are
 scrubbed only from text that leaves the driver: log lines and error
 messages (``redaction.redact``).
 
-A host that stops answering cannot hang a hook: SSH keepalives and a TCP
-user timeout detect a dead peer, and every operation on the connection
-(opening a channel, sending, reading) runs under one deadline, after which
-the connection is closed.
+A host that stops answering cannot hang a hook: while a command runs
+quietly the driver asks the host for an answer every
+``ssh_keepalive_interval`` and gives up after ``command_timeout`` without
+one ("no answer from <host> for N s"), even under a longer command
+timeout; SSH keepalives and a TCP user timeout let the kernel detect a dead
+peer too, and every operation on the connection (opening a channel,
+sending, reading) runs under a deadline, after which the connection is
+closed.
 """
 
 import hashlib
@@ -71,6 +75,29 @@ chmod -- "$mode" "$tmp"
 mv -f -- "$tmp" "$target"
 trap - EXIT
 '''
+
+
+class _Silent(Exception):
+    """The host gave no answer for ``seconds`` while a command ran."""
+
+    def __init__(self, seconds):
+        super().__init__(seconds)
+        self.seconds = seconds
+
+
+def no_answer_reason(host, seconds):
+    return 'no answer from %s for %d s' % (host, seconds)
+
+
+def fell_silent(quiet, limit, keepalive_interval):
+    """Whether a connection lost after ``quiet`` seconds without a word
+    from the host was lost to silence, not closed by the host: ``limit``
+    is the deadline of starting a command. A live host answers within a
+    keepalive interval (``_probe``), while the kernel drops a connection
+    only after three intervals of unacknowledged data (TCP user
+    timeout): two intervals of silence tell them apart."""
+    return quiet >= limit or bool(
+        keepalive_interval and quiet >= 2 * keepalive_interval)
 
 
 def describe_error(error):
@@ -157,6 +184,8 @@ class RemoteCommandExecutor(object):
         self._conf = conf or config.options()
         self._host_key_policy = host_key_policy
         self._client = None
+        # When the host last answered, or when we started waiting for it.
+        self._last_heard = time.monotonic()
 
     def __repr__(self):
         return '<RemoteCommandExecutor %s@%s>' % (self.username, self.host)
@@ -317,19 +346,23 @@ class RemoteCommandExecutor(object):
         LOG.debug('%s: run%s `%s`', self.host, ' (sudo)' if sudo else '',
                   description)
         self.connect()
-        started = time.monotonic()
+        self._last_heard = time.monotonic()
         try:
             with _Deadline(self, timeout + _CLOSE_GRACE):
                 exit_status, stdout, stderr = self._execute(
                     shlex.join(argv), stdin, timeout)
-        except (paramiko.SSHException, OSError, EOFError) as error:
+        except _Silent as silent:
             self.close()
-            silent = time.monotonic() - started >= timeout
-            reason = ('no answer within %.0fs' % timeout if silent
-                      else 'connection lost: %s' % describe_error(error))
+            raise self._no_answer(description, silent.seconds)
+        except (paramiko.SSHException, OSError, EOFError) as error:
+            quiet = time.monotonic() - self._last_heard
+            self.close()
+            if fell_silent(quiet, min(timeout, self._conf.command_timeout),
+                           self._conf.ssh_keepalive_interval):
+                raise self._no_answer(description, quiet)
             raise exceptions.RemoteCommandError(
-                self.host, description, None, reason=self._redact(reason),
-                timed_out=silent)
+                self.host, description, None, reason=self._redact(
+                    'connection lost: %s' % describe_error(error)))
         if exit_status is None:
             self.close()  # the command may still run: never reuse the session
             raise exceptions.RemoteCommandError(
@@ -358,45 +391,71 @@ class RemoteCommandExecutor(object):
             lines.append('%s=%s\n' % (name, shlex.quote(value)))
         return ''.join(lines).encode('utf-8')
 
+    def _no_answer(self, description, seconds):
+        return exceptions.RemoteCommandError(
+            self.host, description, None, timed_out=True,
+            reason=no_answer_reason(self.host, seconds))
+
     def _execute(self, command, stdin, timeout):
         """Open a channel, run ``command``, feed ``stdin``, collect output.
 
-        Returns (exit status or None on timeout, stdout, stderr).
+        Starting the command takes a few answers of the host, so it is
+        bounded by ``command_timeout`` too. Returns (exit status or None on
+        timeout, stdout, stderr).
         """
         deadline = time.monotonic() + timeout
+        start_limit = min(timeout, self._conf.command_timeout)
         transport = self._client.get_transport()
         if transport is None or not transport.is_active():
             raise paramiko.SSHException('SSH session not active')
-        channel = transport.open_session(timeout=timeout)
+        channel = None
         try:
-            channel.exec_command(command)
-            if stdin:
-                channel.sendall(stdin)
-            channel.shutdown_write()
+            with _Deadline(self, start_limit + _CLOSE_GRACE):
+                channel = transport.open_session(timeout=start_limit)
+                channel.exec_command(command)
+                if stdin:
+                    channel.sendall(stdin)
+                channel.shutdown_write()
+            self._last_heard = time.monotonic()
             return self._collect(channel, deadline)
         finally:
-            channel.close()
+            if channel is not None:
+                channel.close()
 
-    @staticmethod
-    def _collect(channel, deadline):
+    def _collect(self, channel, deadline):
         """Read stdout and stderr until the command exits or time runs out.
 
         Blocks on the channel's file descriptor, which paramiko wakes when
         data arrives on either stream, the remote end sends EOF or the
-        connection dies; then on the exit-status event: no polling.
+        connection dies, or when it is time to ask a quiet host for an
+        answer (``_probe``, after ``ssh_keepalive_interval`` without
+        output); then on the exit-status event.
         """
+        # Ask at least twice within command_timeout: a single late question
+        # is no proof of silence.
+        interval = min(self._conf.ssh_keepalive_interval,
+                       self._conf.command_timeout / 2)
         stdout, stderr = io.BytesIO(), io.BytesIO()
         while True:
+            heard = False
             while channel.recv_ready():
                 stdout.write(channel.recv(65536))
+                heard = True
             while channel.recv_stderr_ready():
                 stderr.write(channel.recv_stderr(65536))
-            if channel.eof_received or channel.closed:
+                heard = True
+            now = time.monotonic()
+            if heard:
+                self._last_heard = now
+            if channel.eof_received or channel.closed or now >= deadline:
                 break
-            remaining = deadline - time.monotonic()
-            if remaining <= 0:
-                break
-            select.select([channel], [], [], remaining)
+            wait = deadline - now
+            if interval:
+                if now - self._last_heard >= interval:
+                    self._probe(channel.get_transport(), deadline)
+                    continue
+                wait = min(wait, self._last_heard + interval - now)
+            select.select([channel], [], [], wait)
         exit_status = None
         if channel.status_event.wait(max(0.0, deadline - time.monotonic())):
             exit_status = channel.recv_exit_status()
@@ -406,6 +465,26 @@ class RemoteCommandExecutor(object):
                 raise EOFError('the connection closed before the command '
                                'reported its exit status')
         return exit_status, stdout.getvalue(), stderr.getvalue()
+
+    def _probe(self, transport, deadline):
+        """Ask the host for an answer: open a session channel, which sshd
+        confirms (or refuses) without running anything; raise ``_Silent``
+        when the host has given none for ``command_timeout``. Returns
+        without an answer when the command's deadline comes first."""
+        now = time.monotonic()
+        # At least a second to answer, should this thread have run late.
+        wait = max(self._last_heard + self._conf.command_timeout - now, 1.0)
+        try:
+            transport.open_session(timeout=min(wait, deadline - now)).close()
+        except paramiko.ChannelException:
+            pass  # refused: an answer all the same
+        except paramiko.SSHException:
+            if not transport.is_active():
+                raise  # the connection is gone, not merely silent
+            if time.monotonic() < deadline:
+                raise _Silent(time.monotonic() - self._last_heard)
+            return
+        self._last_heard = time.monotonic()
 
     def hide(self, *secrets):
         """Redact these values too from now on."""

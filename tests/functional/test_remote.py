@@ -1,5 +1,6 @@
 """RemoteCommandExecutor and SessionPool against a real OpenSSH server."""
 
+import re
 import socket
 import subprocess
 import threading
@@ -245,32 +246,75 @@ def _silence(host):
     host.run('ip link set eth0 down')
 
 
-def test_silent_host_during_a_command_fails_it_in_time(silent_host, options):
-    config.CONF.set_override('command_timeout', 4, config.GROUP_NAME)
-    config.CONF.set_override('ssh_keepalive_interval', 1, config.GROUP_NAME)
-    session = remote.RemoteCommandExecutor(silent_host.ip, 'ubuntu', 'ubuntu')
+def _no_answer(error):
+    """(host, seconds) of a "no answer from <host> for N s" reason."""
+    found = re.search(r'no answer from (\S+) for (\d+) s', str(error))
+    assert found, str(error)
+    return found.group(1), int(found.group(2))
+
+
+def _silence_during_a_long_command(host):
+    """Run `sleep 600` under a 600 s timeout (like the install script),
+    cut the host's link once it runs; the error and the seconds from the
+    cut to the error."""
+    session = remote.RemoteCommandExecutor(host.ip, 'ubuntu', 'ubuntu')
     session.connect()
-    started = threading.Event()
+    cut = []
 
     def cut_when_running():
-        hosts.wait_for(lambda: silent_host.run('pgrep -x sleep',
-                                               check=False).returncode == 0,
+        hosts.wait_for(lambda: host.run('pgrep -x sleep',
+                                        check=False).returncode == 0,
                        'the command to start')
-        _silence(silent_host)
-        started.set()
+        _silence(host)
+        cut.append(time.monotonic())
 
     cutter = threading.Thread(target=cut_when_running)
     cutter.start()
-    begin = time.monotonic()
     with pytest.raises(exceptions.RemoteCommandError) as caught:
-        session.run(['sleep', '600'])
-    elapsed = time.monotonic() - begin
+        session.run(['sleep', '600'], timeout=600)
+    since_cut = time.monotonic() - cut[0]
     cutter.join()
-    assert started.is_set()
-    assert elapsed < 4 + 5, elapsed
-    message = str(caught.value)
-    assert message.startswith(silent_host.ip + ': `sleep 600`')
-    assert message.split('`sleep 600`', 1)[1].strip()
+    assert caught.value.timed_out and caught.value.host == host.ip
+    assert str(caught.value).startswith(host.ip + ': `sleep 600`')
+    return caught.value, since_cut
+
+
+def test_silent_host_during_a_long_command_fails_it_in_command_timeout(
+        silent_host, options):
+    """The host is given up command_timeout after it fell silent, before
+    the kernel's own limit (three keepalive intervals after the first
+    unanswered packet: up to 8 s here) and long before the command's."""
+    config.CONF.set_override('command_timeout', 6, config.GROUP_NAME)
+    config.CONF.set_override('ssh_keepalive_interval', 2, config.GROUP_NAME)
+    error, since_cut = _silence_during_a_long_command(silent_host)
+    assert since_cut < 6 + 5, since_cut
+    host, seconds = _no_answer(error)
+    # Heard last at most one keepalive interval before the cut.
+    assert host == silent_host.ip and 6 <= seconds <= since_cut + 2 + 1
+
+
+def test_silent_host_dropped_by_the_kernel_first_is_no_answer_too(
+        silent_host, options):
+    """With a command_timeout far beyond three keepalive intervals the
+    kernel's TCP user timeout ends the connection first: silence all the
+    same, not a connection the host closed."""
+    config.CONF.set_override('command_timeout', 60, config.GROUP_NAME)
+    config.CONF.set_override('ssh_keepalive_interval', 1, config.GROUP_NAME)
+    error, since_cut = _silence_during_a_long_command(silent_host)
+    assert since_cut < 1 + 3 + 5, since_cut
+    host, seconds = _no_answer(error)
+    assert host == silent_host.ip and 2 <= seconds <= since_cut + 1 + 1
+
+
+def test_a_quiet_command_outliving_command_timeout_is_not_silence(
+        executor, options):
+    """The host answers the driver's questions while the command prints
+    nothing for longer than command_timeout."""
+    config.CONF.set_override('command_timeout', 2, config.GROUP_NAME)
+    config.CONF.set_override('ssh_keepalive_interval', 0.5,
+                             config.GROUP_NAME)
+    result = executor.run(['sh', '-c', 'sleep 5; echo done'], timeout=30)
+    assert result.stdout == 'done\n'
 
 
 def test_silent_host_before_a_command_fails_it_in_time(silent_host, options):
@@ -282,9 +326,10 @@ def test_silent_host_before_a_command_fails_it_in_time(silent_host, options):
     begin = time.monotonic()
     with pytest.raises(exceptions.RemoteCommandError) as caught:
         session.run(['true'])
-    assert time.monotonic() - begin < 3 + 5
-    assert 'no answer within 3s' in str(caught.value) or \
-        'timed out' in str(caught.value)
+    elapsed = time.monotonic() - begin
+    assert elapsed < 3 + 5
+    host, seconds = _no_answer(caught.value)
+    assert host == silent_host.ip and 3 <= seconds <= elapsed
     # The next command does not wait on the dead connection again forever.
     config.CONF.set_override('ssh_connect_timeout', 2, config.GROUP_NAME)
     begin = time.monotonic()

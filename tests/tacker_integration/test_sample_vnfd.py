@@ -2,12 +2,16 @@
 the ETSI SOL001 types the package carries, and describes what the BaseHOT
 and the requests name."""
 
+import json
 import os
+import types
 
 import pytest
+import yaml
 
 pytest.importorskip('tacker.objects')
 
+from tacker.tosca import utils as tosca_utils  # noqa: E402
 from toscaparser.tosca_template import ToscaTemplate  # noqa: E402
 
 from kubernetes_mgmt_pv import base_driver  # noqa: E402
@@ -72,7 +76,8 @@ def test_vnflcm_hooks_point_at_the_driver_artifact(flavours, flavour):
 def test_scaling_aspects_and_initial_sizes(flavours, flavour, masters):
     policies = {p.name: p for p in flavours[flavour].policies}
     aspects = policies['scaling_aspects'].properties['aspects']
-    assert sorted(aspects) == ['master_instance', 'worker_instance']
+    # The driver refuses to scale the Masters: they have no aspect.
+    assert sorted(aspects) == ['worker_instance']
     initial = {p.targets[0]: p.properties['initial_delta'][
         'number_of_instances'] for p in policies.values()
         if p.type == 'tosca.policies.nfv.VduInitialDelta'}
@@ -80,5 +85,48 @@ def test_scaling_aspects_and_initial_sizes(flavours, flavour, masters):
                        'storage_server': 1}
     deltas = {p.properties['aspect']: p.targets for p in policies.values()
               if p.type == 'tosca.policies.nfv.VduScalingAspectDeltas'}
-    assert deltas == {'master_instance': ['masterNode'],
-                      'worker_instance': ['workerNode']}
+    assert deltas == {'worker_instance': ['workerNode']}
+    levels = {p.targets[0]: {level['number_of_instances'] for level in
+                             p.properties['levels'].values()}
+              for p in policies.values()
+              if p.type == 'tosca.policies.nfv.VduInstantiationLevels'}
+    assert levels['masterNode'] == {masters}  # one count at every level
+    profile = nodes(flavours[flavour])['masterNode'].get_property_value(
+        'vdu_profile')
+    assert (profile['min_number_of_instances'],
+            profile['max_number_of_instances']) == (masters, masters)
+
+
+@pytest.mark.parametrize('flavour, masters', [('simple', 1), ('ha', 3)])
+@pytest.mark.parametrize('level, workers, worker_level', [
+    (None, 2, 0), ('instantiation_level_1', 2, 0),
+    ('instantiation_level_2', 4, 2)])
+def test_tacker_sizes_only_the_worker_group(flavour, masters, level, workers,
+                                            worker_level):
+    """Tacker's own reading of the flavour and its BaseHOT at instantiate:
+    the Master group keeps the BaseHOT's size at every instantiation level
+    and is no aspect of scaleStatus, so Tacker refuses to scale it."""
+    path = os.path.join(SAMPLE, 'Definitions',
+                        'sample_kubernetes_df_%s.yaml' % flavour)
+    with open(path) as stream:
+        vnfd = yaml.safe_load(stream)
+    with open(os.path.join(SAMPLE, 'BaseHOT', flavour,
+                           '%s_hot_top.yaml' % flavour)) as stream:
+        hot = yaml.safe_load(stream)
+    groups = {name: name for name, resource in hot['resources'].items()
+              if resource['type'] == 'OS::Heat::AutoScalingGroup'}
+    assert sorted(groups) == ['master_instance', 'worker_instance']
+    vnf = {'attributes': {'scaling_group_names': json.dumps(groups)}}
+    request = types.SimpleNamespace(instantiation_level_id=level)
+    scale = tosca_utils.get_scale_group(vnf, vnfd, request)['scaleGroupDict']
+    assert sorted(scale) == ['worker_instance']
+    assert (scale['worker_instance']['default'],
+            scale['worker_instance']['initialLevel']) == (workers,
+                                                          worker_level)
+    master_group = hot['resources']['master_instance']['properties']
+    assert {master_group[key] for key in (
+        'min_size', 'max_size', 'desired_capacity')} == {masters}
+    assert not any(resource['type'] == 'OS::Heat::ScalingPolicy'
+                   and resource['properties']['auto_scaling_group_id'] ==
+                   {'get_resource': 'master_instance'}
+                   for resource in hot['resources'].values())

@@ -308,6 +308,29 @@ def test_driver_artifact_not_defined(package, validate, body):
          VNF_WHERE + '.artifacts.mgmt-drivers-kubernetes')})
 
 
+def scaling_aspects(document):
+    return next(entry['scaling_aspects']['properties']['aspects']
+                for entry in document['topology_template']['policies']
+                if 'scaling_aspects' in entry)
+
+
+@pytest.mark.parametrize('level, findings', [
+    (2, {('master-aspect-scalable', DF_SIMPLE + ': policies.scaling_aspects'
+          '.properties.aspects.master_instance')}),
+    (0, set()),
+])
+def test_a_scalable_master_aspect_is_a_warning(package, validate, body,
+                                               level, findings):
+    """The driver refuses to scale the Masters; the sample VNFD gives them
+    no aspect (test_built_package_validates_clean)."""
+    edit_yaml(package / DF_SIMPLE, lambda document: scaling_aspects(
+        document).update(master_instance={
+            'name': 'master_instance', 'max_scale_level': level,
+            'step_deltas': ['delta_1']}))
+    assert validate.rebuilt(package, body) == (0, findings)
+    assert all(f['severity'] == 'warning' for f in validate.findings)
+
+
 def test_unknown_flavour(built_zip, validate, body):
     body['flavourId'] = 'large'
     assert validate(built_zip, body) == (1, {

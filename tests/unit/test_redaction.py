@@ -32,6 +32,46 @@ def test_secrets_and_url_credentials_are_hidden():
     assert 'http://***@host1:3128' in hidden
 
 
+@pytest.mark.parametrize('text, secret, expected', [
+    # A whole word, at the start, at the end, the whole text.
+    ('login as ubuntu with nfs failed', 'nfs',
+     'login as ubuntu with *** failed'),
+    ('nfs was refused', 'nfs', '*** was refused'),
+    ('refused: nfs', 'nfs', 'refused: ***'),
+    ('nfs', 'nfs', '***'),
+    # Delimited by punctuation, quotes, "=", ":", "/", "@", a final "." or
+    # "-" that joins no word.
+    ('password=nfs; user:nfs@host', 'nfs', 'password=***; user:***@host'),
+    ("env={'PW': 'nfs'} \"nfs\" (nfs)", 'nfs',
+     "env={'PW': '***'} \"***\" (***)"),
+    ('from admin/nfs.', 'nfs', 'from admin/***.'),
+    ('chpasswd <<< ubuntu:nfs\n', 'nfs', 'chpasswd <<< ubuntu:***\n'),
+    ('-- nfs -', 'nfs', '-- *** -'),
+    # Inside a longer word: kept.
+    ('apt-get install nfs-common', 'nfs', 'apt-get install nfs-common'),
+    ('systemctl start nfs.service nfsd', 'nfs',
+     'systemctl start nfs.service nfsd'),
+    ('mount -t nfs4 knfs:/x rpc.nfs', 'nfs', 'mount -t nfs4 knfs:/x rpc.nfs'),
+    ('no_nfs NFS', 'nfs', 'no_nfs NFS'),
+    # A secret with punctuation inside or at an edge.
+    ('no user admin with S3cret-pw', 'S3cret-pw', 'no user admin with ***'),
+    ('tokenS3cret-pw S3cret-pw-2', 'S3cret-pw',
+     'tokenS3cret-pw S3cret-pw-2'),
+    # An edge that is no word character needs no delimiter.
+    ('x-p@ss! y=p@ss!z', 'p@ss!', 'x-p@ss! y=***z'),
+    ('to abcdef.0123456789abcdef:6443', 'abcdef.0123456789abcdef',
+     'to ***:6443'),
+    # A secret that is a whole URL, and a secret in a URL's user info.
+    ('proxy http://u:pw@proxy:3128 down', 'http://u:pw@proxy:3128',
+     'proxy *** down'),
+    ('GET http://admin:nfs@host/nfs-common/nfs', 'nfs',
+     'GET http://***@host/nfs-common/***'),
+])
+def test_a_secret_is_hidden_where_it_stands_as_a_whole_value(text, secret,
+                                                             expected):
+    assert redaction.redact(text, (secret,)) == expected
+
+
 @pytest.mark.parametrize('text, expected', [
     ('to http://admin:S3cret-pw@127.0.0.1:5000/v3/auth/tokens: refused',
      'to http://***@127.0.0.1:5000/v3/auth/tokens: refused'),

@@ -1,0 +1,35 @@
+"""How a command that lost its host is reported: silence or a closed
+connection (the whole path: tests/functional/test_remote.py)."""
+
+import pytest
+
+from kubernetes_mgmt_pv import remote
+
+
+@pytest.mark.parametrize('quiet, limit, interval, silent', [
+    # Nothing heard for the limit of starting a command: silent.
+    (30.0, 30.0, 10.0, True),
+    (3.2, 3.0, 0.0, True),
+    # Dropped by the kernel (three unanswered intervals), before the limit.
+    (40.0, 300.0, 10.0, True),
+    (20.0, 300.0, 10.0, True),
+    # Closed by the host, which answered within the last interval.
+    (0.1, 30.0, 10.0, False),
+    (10.5, 30.0, 10.0, False),
+    (19.9, 30.0, 10.0, False),
+    # Keepalives off: only the limit tells.
+    (29.9, 30.0, 0.0, False),
+])
+def test_a_lost_connection_is_silence_only_after_unanswered_intervals(
+        quiet, limit, interval, silent):
+    assert remote.fell_silent(quiet, limit, interval) is silent
+
+
+@pytest.mark.parametrize('seconds, reason', [
+    (30.0, 'no answer from 10.0.0.5 for 30 s'),
+    (34.9, 'no answer from 10.0.0.5 for 34 s'),
+    (0.2, 'no answer from 10.0.0.5 for 0 s'),
+])
+def test_no_answer_names_the_host_and_the_seconds_of_silence(seconds,
+                                                             reason):
+    assert remote.no_answer_reason('10.0.0.5', seconds) == reason
