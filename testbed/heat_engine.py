@@ -461,6 +461,8 @@ class HeatEngine(object):
                                       params, stack)
                 self._create_resource(stack, name, definition['type'], props,
                                       files, definitions)
+                stack.resources[name].required_by = sorted(
+                    other for other, refers in needs.items() if name in refers)
                 created.add(name)
 
     def _create_resource(self, stack, name, resource_type, props, files,

@@ -82,6 +82,9 @@ class FakeResource:
     metadata: dict = dataclasses.field(default_factory=dict)
     events: list = dataclasses.field(default_factory=list)
     unhealthy: bool = False
+    # Names of the resources of its template that refer to it (Heat's
+    # required_by: Tacker finds a server's ports by it).
+    required_by: list = dataclasses.field(default_factory=list)
     created_at: float = dataclasses.field(default_factory=lambda: _now(
     ).timestamp())
 
@@ -850,7 +853,7 @@ class FakeOpenStack:
             'resource_status_reason': resource.status_reason,
             'creation_time': resource.creation_time,
             'updated_time': resource.updated_time or resource.creation_time,
-            'required_by': [],
+            'required_by': list(resource.required_by),
             'links': links,
         }
         if stack.parent_resource:

@@ -123,6 +123,10 @@ def test_simple_flavour_lifecycle(cloud, heat):
     storage = testbed.hosts[engine.hosts[storage_server.physical_resource_id]]
     assert storage_cp['fixed_ips'][0]['ip_address'] == storage.ip
     assert storage_cp['device_id'] == storage_server.physical_resource_id
+    # Tacker finds a scaled-out server's ports by the port's required_by.
+    assert heat.resources.get(stack_id, 'storage_server_CP').required_by == [
+        'storage_server']
+    assert storage_server.required_by == []
     volume = heat.resources.get(stack_id, 'storage_server_volume')
     assert volume.attributes['attachments'][0]['device'] == '/dev/vdb'
     assert storage.volumes == ['/dev/vdb']

@@ -260,10 +260,13 @@ def stop_server(lab, server_id):
 
 
 def test_heal_a_powered_off_worker(lab, s):
-    s.need('heal_worker')
-    # The Worker healed before (its vnfcCpInfo names its CP, which the
-    # driver classifies heal targets by).
-    worker = lab.vnfcs(s.instance_id, 'workerNode')[0]
+    s.need('heal_worker', 'scale_in')
+    # The Worker the scale-out added: Tacker found its CPs through Heat's
+    # required_by, and the driver classifies heal targets by them.
+    worker, = [v for v in lab.vnfcs(s.instance_id, 'workerNode')
+               if lab.engine.hosts[v['computeResource']['resourceId']]
+               == s.added_host]
+    assert worker['vnfcCpInfo'], worker
     old_server = worker['computeResource']['resourceId']
     host = lab.engine.testbed.hosts[lab.engine.hosts[old_server]]
     node, = [name for name, item in lab.nodes().items()
