@@ -22,6 +22,11 @@ INFO_BEGIN = '----- BEGIN KUBERNETES CLUSTER INFO -----'
 INFO_END = '----- END KUBERNETES CLUSTER INFO -----'
 INFO_KEYS = ('server', 'token', 'ca_cert_hash', 'certificate_key', 'ca_cert')
 ADMIN_KUBECONFIG = '/etc/kubernetes/admin.conf'
+MISSING_ADMIN_KUBECONFIG = (
+    '%s is missing: the driver runs kubectl as root with the cluster '
+    "admin's kubeconfig that kubeadm writes there; on a cluster the driver "
+    'did not install, copy it there on every Master (owner root, mode 0600)'
+    ' and retry' % ADMIN_KUBECONFIG)
 # The line by which an install script says it reads the join secrets from
 # its standard input; scripts without it (packages built for earlier
 # releases) get them as -t/-k.
@@ -163,6 +168,18 @@ def control_plane_endpoint(master_addresses, vip):
 def api_server_url(address):
     """The URL of the API server a Master runs itself."""
     return 'https://%s:%d' % (_host(address), ha.API_SERVER_PORT)
+
+
+def kubectl_argv(address, args):
+    """kubectl as the cluster admin against the API server of the Master
+    at ``address``, for every kubectl step of the driver, run as root.
+
+    admin.conf exists from kubeadm init/join on and belongs to no login
+    user; its own server may be the VIP, which moves while the HA
+    configuration changes and may point at a Master being healed.
+    """
+    return ['kubectl', '--kubeconfig', ADMIN_KUBECONFIG, '--server',
+            api_server_url(address)] + list(args)
 
 
 def vim_url(endpoint, floating_ip=None):

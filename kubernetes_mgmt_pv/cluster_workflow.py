@@ -97,14 +97,9 @@ class ClusterWorkflow(flow.Flow):
         return cluster.parse_api_nodes(result.stdout)
 
     def _kubectl(self, executor, args, **kwargs):
-        """kubectl as the cluster admin, whichever user logs in, against
-        the Master's own API server: not through the VIP, which moves
-        while the HA configuration changes."""
-        node = self.topology.at_address(executor.host)
-        return executor.run(['kubectl', '--kubeconfig',
-                             cluster.ADMIN_KUBECONFIG, '--server',
-                             cluster.api_server_url(node.fixed_ip)] +
-                            list(args), sudo=True, **kwargs)
+        """kubectl on the Master ``executor`` is logged in to, as every
+        kubectl step runs it (``cluster.kubectl_argv``)."""
+        return self.kubectl(executor).run(args, **kwargs)
 
     def _prepare(self, sessions, node, facts, host_name, lines, plan,
                  report):

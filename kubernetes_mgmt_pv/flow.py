@@ -14,12 +14,14 @@ import socket
 
 from oslo_log import log as logging
 
+from kubernetes_mgmt_pv import cluster
 from kubernetes_mgmt_pv import config
 from kubernetes_mgmt_pv import exceptions
 from kubernetes_mgmt_pv import host_keys
 from kubernetes_mgmt_pv import packages
 from kubernetes_mgmt_pv import parallel
 from kubernetes_mgmt_pv import remote
+from kubernetes_mgmt_pv import report as report_mod
 from kubernetes_mgmt_pv import topology as topology_mod
 
 LOG = logging.getLogger(__name__)
@@ -34,6 +36,23 @@ def answers_ssh(address, timeout=3.0):
             return True
     except OSError:
         return False
+
+
+class MasterKubectl(object):
+    """kubectl on one Master, built by ``cluster.kubectl_argv`` whichever
+    feature runs it; ``host`` and ``failure`` are its session's."""
+
+    def __init__(self, executor, address):
+        self._executor = executor
+        self._address = address  # the Master's nic_cp_name address
+        self.host = executor.host
+
+    def run(self, args, **kwargs):
+        return self._executor.run(cluster.kubectl_argv(self._address, args),
+                                  sudo=True, **kwargs)
+
+    def failure(self, description, result):
+        return self._executor.failure(description, result)
 
 
 class Flow(object):
@@ -97,17 +116,34 @@ class Flow(object):
         self.on_hosts('pre-flight check', {
             node.address: functools.partial(check, node) for node in nodes})
 
+    def kubectl(self, executor):
+        """kubectl on the Master that ``executor`` is logged in to."""
+        node = self.topology.at_address(executor.host)
+        return MasterKubectl(executor, node.fixed_ip)
+
     def kubectl_session(self, sessions, masters, step):
-        """An SSH session on the first Master that accepts one."""
+        """kubectl on the first Master that accepts an SSH session.
+
+        A Master without the cluster admin's kubeconfig refuses ``step``
+        here, before the flow changes anything.
+        """
         errors = []
         for node in masters:
             try:
-                return self.session(sessions, node)
+                executor = self.session(sessions, node)
             except exceptions.RemoteConnectError as error:
                 LOG.warning('Master %s unreachable: %s', node.address, error)
                 errors.append('%s: %s' % (node.address,
                                           exceptions.failure_reason(
                                               error, node.address)))
+                continue
+            with report_mod.step(executor.host, step):
+                found = executor.run(['test', '-r', cluster.ADMIN_KUBECONFIG],
+                                     sudo=True, check=False)
+                if not found.ok:
+                    raise exceptions.ClusterInstallError(
+                        cluster.MISSING_ADMIN_KUBECONFIG)
+            return self.kubectl(executor)
         raise exceptions.RemoteConnectError(
             '%s failed: no Master node reachable for kubectl: %s' % (
                 step, '; '.join(errors) or 'the stack has no Master node'))

@@ -1,7 +1,9 @@
 """PersistentVolume registration and removal with kubectl on a Master node.
 
-kubectl runs as the login user of the Master (its ~/.kube/config). Waits
-use ``kubectl wait`` and ``kubectl delete --wait``: no sleep loops.
+Every function gets a ``flow.MasterKubectl``: kubectl as root with the
+cluster admin's kubeconfig against that Master's own API server, as the
+cluster steps run it. Waits use ``kubectl wait`` and ``kubectl delete
+--wait``: no sleep loops.
 """
 
 import dataclasses
@@ -26,10 +28,9 @@ def _nfs_source(volume):
     return nfs.get('server'), nfs.get('path')
 
 
-def live_volumes(executor, names):
+def live_volumes(kubectl, names):
     """The PersistentVolumes among ``names`` that exist, by name."""
-    result = executor.run(['kubectl', 'get', 'persistentvolumes', '-o',
-                           'json'])
+    result = kubectl.run(['get', 'persistentvolumes', '-o', 'json'])
     return parse_volume_list(result.stdout, names)
 
 
@@ -74,25 +75,25 @@ def unchecked_release(error, skip_flag, flag_path):
         'in the heal request. Nothing was changed.' % (reason, flag_path))
 
 
-def delete_volumes(executor, names, timeout, report):
+def delete_volumes(kubectl, names, timeout, report):
     """Delete the PVs that exist among ``names`` and wait until they are gone."""
-    present = sorted(live_volumes(executor, names))
+    present = sorted(live_volumes(kubectl, names))
     if not present:
-        report.record(executor.host, 'delete PersistentVolumes', False)
+        report.record(kubectl.host, 'delete PersistentVolumes', False)
         return
-    result = executor.run(
-        ['kubectl', 'delete', 'persistentvolumes', '--ignore-not-found',
+    result = kubectl.run(
+        ['delete', 'persistentvolumes', '--ignore-not-found',
          '--wait=true', '--timeout=%ds' % timeout] + present,
         timeout=timeout + 60, check=False)
-    remaining = sorted(live_volumes(executor, present))
+    remaining = sorted(live_volumes(kubectl, present))
     if not result.ok:
-        raise executor.failure('kubectl delete persistentvolumes %s'
-                               % ' '.join(present), result)
+        raise kubectl.failure('kubectl delete persistentvolumes %s'
+                              % ' '.join(present), result)
     if remaining:
         raise exceptions.PersistentVolumeError(
             'PersistentVolume(s) %s still exist %ds after deletion'
             % (', '.join(remaining), timeout))
-    report.record(executor.host, 'delete PersistentVolumes', True,
+    report.record(kubectl.host, 'delete PersistentVolumes', True,
                   ', '.join(present))
 
 
@@ -139,24 +140,24 @@ def plan_registration(manifests, servers, live):
     return plan
 
 
-def register_volumes(executor, manifests, servers, timeout, report):
+def register_volumes(kubectl, manifests, servers, timeout, report):
     """Apply the manifests with their real NFS server and wait for Available.
 
     ``servers`` maps each nfs_server_cp to its address; what to do is
     ``plan_registration``'s decision. PVs created here that do not become
     Available in time are deleted again and named in the error.
     """
-    live = live_volumes(executor, [manifest.name for manifest in manifests])
+    live = live_volumes(kubectl, [manifest.name for manifest in manifests])
     plan = plan_registration(manifests, servers, live)
     if plan.recreate:
-        delete_volumes(executor, plan.recreate, timeout, report)
+        delete_volumes(kubectl, plan.recreate, timeout, report)
     for name, phase in plan.unchanged:
-        report.record(executor.host, 'PersistentVolume %s' % name, False,
+        report.record(kubectl.host, 'PersistentVolume %s' % name, False,
                       phase)
-    created = _apply(executor, plan.apply, report) if plan.apply else []
+    created = _apply(kubectl, plan.apply, report) if plan.apply else []
     waiting = sorted(set(created) | set(plan.waiting))
     if waiting:
-        _wait_available(executor, waiting, created, timeout)
+        _wait_available(kubectl, waiting, created, timeout)
 
 
 def _contains(live, desired):
@@ -169,7 +170,7 @@ def _contains(live, desired):
     return live == desired
 
 
-def _apply(executor, outdated, report):
+def _apply(kubectl, outdated, report):
     """kubectl apply (manifest, document) pairs in one call; return the
     names it created.
 
@@ -178,28 +179,28 @@ def _apply(executor, outdated, report):
     """
     stream = yaml.safe_dump_all([document for _, document in outdated],
                                 default_flow_style=False, sort_keys=False)
-    output = executor.run(['kubectl', 'apply', '-f', '-'],
-                          stdin=stream.encode('utf-8')).stdout
+    output = kubectl.run(['apply', '-f', '-'],
+                         stdin=stream.encode('utf-8')).stdout
     actions = {}
     for line in output.split('\n'):  # "persistentvolume/<name> <action>"
         resource, _, action = line.strip().partition(' ')
         actions[resource.rpartition('/')[2]] = action.strip()
     for manifest, _ in outdated:
         action = actions.get(manifest.name, '')
-        report.record(executor.host, 'PersistentVolume %s' % manifest.name,
+        report.record(kubectl.host, 'PersistentVolume %s' % manifest.name,
                       action != 'unchanged', action)
     return [name for name, action in actions.items() if action == 'created']
 
 
-def _wait_available(executor, names, created, timeout):
-    result = executor.run(
-        ['kubectl', 'wait', '--for=jsonpath={.status.phase}=%s' % AVAILABLE,
+def _wait_available(kubectl, names, created, timeout):
+    result = kubectl.run(
+        ['wait', '--for=jsonpath={.status.phase}=%s' % AVAILABLE,
          '--timeout=%ds' % timeout] +
         ['persistentvolume/%s' % name for name in names],
         timeout=timeout + 60, check=False)
     if result.ok:
         return
-    live = live_volumes(executor, names)
+    live = live_volumes(kubectl, names)
     failed, rollback = plan_rollback(names, created, live)
     if not failed:
         return
@@ -209,9 +210,9 @@ def _wait_available(executor, names, created, timeout):
                    '%ds: %s' % (timeout, states))
     else:  # kubectl itself failed: say why, not "timed out"
         message = '%s; not Available: %s' % (
-            executor.failure('kubectl wait', result), states)
+            kubectl.failure('kubectl wait', result), states)
     if rollback:
-        message += '; ' + _roll_back(executor, rollback)
+        message += '; ' + _roll_back(kubectl, rollback)
     raise exceptions.PersistentVolumeError(message)
 
 
@@ -229,13 +230,13 @@ def plan_rollback(names, created, live):
     return failed, rollback
 
 
-def _roll_back(executor, names):
+def _roll_back(kubectl, names):
     """Delete the PVs this run created; say how that went, never raise:
     the error that caused the rollback is the one to report."""
     try:
-        executor.run(['kubectl', 'delete', 'persistentvolumes',
-                      '--ignore-not-found', '--wait=false'] + names)
+        kubectl.run(['delete', 'persistentvolumes', '--ignore-not-found',
+                     '--wait=false'] + names)
     except exceptions.MgmtDriverError as error:
         return 'rollback of %s failed: %s' % (
-            ' '.join(names), exceptions.failure_reason(error, executor.host))
+            ' '.join(names), exceptions.failure_reason(error, kubectl.host))
     return 'rolled back: %s' % ' '.join(names)

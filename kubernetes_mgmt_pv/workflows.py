@@ -150,10 +150,18 @@ class PvWorkflow(flow.Flow):
                                       self.params.proxy, self.conf, report,
                                       facts[node.address].statuses)
 
-    def _register(self, executor, servers, report):
-        if self.manifests:
-            with report_mod.step(executor.host, REGISTRATION):
-                pv.register_volumes(executor, self.manifests, servers,
+    def _registrar(self, sessions):
+        """kubectl for the registration, its Master checked before the
+        flow changes anything; None when there is nothing to register."""
+        if not self.manifests:
+            return None
+        return self.kubectl_session(sessions, self.topology.masters,
+                                    REGISTRATION)
+
+    def _register(self, kubectl, servers, report):
+        if kubectl is not None:
+            with report_mod.step(kubectl.host, REGISTRATION):
+                pv.register_volumes(kubectl, self.manifests, servers,
                                     self.conf.pv_available_timeout, report)
 
     def deploy(self):
@@ -166,6 +174,7 @@ class PvWorkflow(flow.Flow):
             facts = self._client_preflight(sessions, nodes, addresses,
                                            storage=storage)
             self._check_exports(sessions, nodes, facts, addresses)
+            kubectl = self._registrar(sessions)
             # The storage server and the clients do not depend on each
             # other: set them up at the same time.
             tasks = {node.address: functools.partial(
@@ -174,10 +183,7 @@ class PvWorkflow(flow.Flow):
             tasks[storage.address] = functools.partial(
                 self._setup_storage, sessions, storage, attachments, report)
             self.on_hosts('storage server and NFS client setup', tasks)
-            self._register(
-                self.kubectl_session(sessions, self.topology.masters,
-                                      REGISTRATION),
-                servers, report)
+            self._register(kubectl, servers, report)
         return self.finish('deploy', report)
 
     def release_storage(self, skip_if_unreachable=False):
@@ -197,9 +203,9 @@ class PvWorkflow(flow.Flow):
         with self.sessions() as sessions:
             step = 'PersistentVolume check'
             try:
-                executor = self.kubectl_session(sessions, masters, step)
-                with report_mod.step(executor.host, step):
-                    live = pv.live_volumes(executor, names)
+                kubectl = self.kubectl_session(sessions, masters, step)
+                with report_mod.step(kubectl.host, step):
+                    live = pv.live_volumes(kubectl, names)
             except (exceptions.RemoteConnectError,
                     exceptions.StepError) as error:
                 reason = pv.unchecked_release(
@@ -210,20 +216,19 @@ class PvWorkflow(flow.Flow):
                             lcm_requests.SKIP_PV_CHECK, reason)
                 return self.finish('release_storage', report)
             pv.refuse_if_bound(live)
-            with report_mod.step(executor.host, 'PersistentVolume deletion'):
-                pv.delete_volumes(executor, names,
+            with report_mod.step(kubectl.host, 'PersistentVolume deletion'):
+                pv.delete_volumes(kubectl, names,
                                   self.conf.pv_delete_timeout, report)
         return self.finish('release_storage', report)
 
     def rebuild_storage(self):
         """heal_end of the storage server: set up the new VM, PVs again."""
         report = report_mod.Report()
-        storage, masters = self.topology.storage, self.topology.masters
-        nodes = self.topology.cluster_nodes
+        storage, nodes = self.topology.storage, self.topology.cluster_nodes
         attachments, servers = self._volume_attachments(), self._nfs_servers()
         addresses = self._server_addresses(servers)
         with self.sessions() as sessions:
-            kubectl = self.kubectl_session(sessions, masters, REGISTRATION)
+            kubectl = self._registrar(sessions)
             facts = self._client_preflight(sessions, nodes, addresses,
                                            storage=storage,
                                            reachable_only=True)

@@ -130,7 +130,8 @@ def prepare_guest(host, kube, install_cluster=True):
     Ubuntu 22.04 look-alike; a Master or Worker also lacks nfs-common (so
     the driver really installs it) and either gets the kubeadm stand-ins'
     view of the cluster's state ``kube`` (the driver installs Kubernetes)
-    or, as a Master of an existing cluster, a kubeconfig for it."""
+    or, as a Master of an existing kubeadm cluster, its admin.conf and API
+    server."""
     look_like_the_user_guides_guest(host)
     if host.role == 'storage':
         return
@@ -145,10 +146,7 @@ def prepare_guest(host, kube, install_cluster=True):
         host.run('mkdir -p /usr/local/lib/kubernetes-mgmt-pv')
         host.write_file(calico_manifest_path(), CALICO_STAND_IN)
     elif host.role == 'master':
-        host.run('install -d -o ubuntu -g ubuntu -m 700 /home/ubuntu/.kube')
-        host.write_file('/home/ubuntu/.kube/config', kube.kubeconfig())
-        host.run('chown ubuntu:ubuntu /home/ubuntu/.kube/config && '
-                 'chmod 600 /home/ubuntu/.kube/config')
+        standins.run_control_plane(host, kube, host.cluster_ip or host.ip)
 
 
 def use_test_options(**overrides):
@@ -183,7 +181,7 @@ class VirtualCluster(object):
                  cluster_network=False):
         """``install_cluster``: the driver installs Kubernetes with the
         sample install script (on the kubeadm stand-ins); otherwise the
-        Masters come with a kubeconfig for an existing cluster.
+        Masters come as Masters of an existing kubeadm cluster.
         ``nova_host_names``: the Masters and Workers boot with the host
         names cloud-init gives the sample's group members on a real cloud
         (all Workers ``workernode``), instead of the testbed's names.

@@ -34,6 +34,8 @@ import os
 import secrets
 import shlex
 
+from testbed import standins
+
 WRAPPER_DIR = '/usr/local/sbin'
 STATE_DIR = '/run/testbed-faults'
 MARKER = '# testbed fault wrapper'
@@ -345,9 +347,18 @@ def leftover_wrappers(host):
 
 
 def busy_processes(host):
-    """PIDs of the host's processes other than its PID 1 (sshd): the
-    remains of SSH sessions, e.g. a command still finishing after its
-    connection was cut."""
+    """PIDs of the host's processes other than its PID 1 (sshd) and its
+    API server stand-in (a running Master's): the remains of SSH sessions,
+    e.g. a command still finishing after its connection was cut."""
     directory = host_root(host) + '/proc'
     return sorted(int(name) for name in os.listdir(directory)
-                  if name.isdigit() and name != '1')
+                  if name.isdigit() and name != '1' and
+                  not _is_api_server(os.path.join(directory, name)))
+
+
+def _is_api_server(process):
+    try:
+        with open(process + '/cmdline', 'rb') as stream:
+            return standins.API_SERVER.encode() in stream.read()
+    except OSError:  # gone meanwhile
+        return False

@@ -2043,14 +2043,16 @@ class KubeApiServer:
         return list(self._sans)
 
     def kubeconfig(self, server_host: Optional[str] = None,
-                   token: Optional[str] = None) -> str:
+                   token: Optional[str] = None,
+                   port: Optional[int] = None) -> str:
         """Return kubeconfig YAML for this server.
 
         ``server_host`` is the address kubectl dials (e.g. the bridge IP as
         seen from a test host); if the certificate does not name it, the
         kubeconfig sets tls-server-name to "localhost", which it does name.
         ``token`` replaces the admin one (a service account's, or a wrong
-        one to test authentication failures).
+        one to test authentication failures). ``port``: a forwarder's to
+        this server (a Master's 6443) instead of the server's own.
         """
         host = server_host or self._client_host
         tls_name = ('' if _certificate_names([host])[0] in self._sans
@@ -2061,7 +2063,7 @@ class KubeApiServer:
                 'clusters:\n'
                 '- name: kubeapi-test\n'
                 '  cluster:\n'
-                f'    server: https://{host}:{self.port}\n'
+                f'    server: https://{host}:{port or self.port}\n'
                 f'    certificate-authority-data: {ca_data}\n'
                 f'{tls_name}'
                 'users:\n'

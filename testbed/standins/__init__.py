@@ -21,6 +21,7 @@ import re
 import shlex
 import subprocess
 import tempfile
+import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 INSTALL_SCRIPT = os.path.join(
@@ -33,6 +34,8 @@ UPSTREAM_CONFIG = '/etc/testbed/kube-upstream.json'
 CALL_LOG = '/var/log/kubeadm-standin.log'
 API_SERVER = '/usr/lib/testbed/kube-apiserver-standin'
 API_SERVER_PID = '/run/kube-apiserver-standin.pid'
+API_SERVER_LOG = '/var/log/kube-apiserver-standin.log'
+API_PORT = 6443
 # The etcd half of the kubeadm stand-in (a real etcd, see kubeadm_etcd.py).
 KUBEADM_ETCD = '/usr/lib/testbed/kubeadm_etcd.py'
 # Its reader of --config files (kubeadm_config.py).
@@ -146,6 +149,31 @@ def connect_host(host, kube, server_host=None, timeout=DEFAULT_TIMEOUT):
     path = shlex.quote(UPSTREAM_CONFIG)
     host.run(f'mkdir -p {shlex.quote(os.path.dirname(UPSTREAM_CONFIG))} && '
              f'umask 077 && cat > {path}', input=config + '\n')
+
+
+def run_control_plane(host, kube, address):
+    """Make ``host`` a Master of a cluster kubeadm built without the
+    driver: the cluster admin's kubeconfig where kubeadm writes it, a copy
+    for the login user as kubeadm tells operators to make, and the API
+    server answering on port 6443 of every address (its default bind
+    address), at once as on a running Master. ``address``: the one the
+    kubeconfig names."""
+    admin = kube.kubeconfig(server_host=address, port=API_PORT)
+    host.run('install -d -m 755 /etc/kubernetes')
+    host.run('umask 077 && cat > /etc/kubernetes/admin.conf', input=admin)
+    host.run('install -d -o ubuntu -g ubuntu -m 700 /home/ubuntu/.kube && '
+             'install -o ubuntu -g ubuntu -m 600 /etc/kubernetes/admin.conf '
+             '/home/ubuntu/.kube/config')
+    upstream = upstream_config(kube)['server'].split('//', 1)[1]
+    host.run(f'setsid -f {API_SERVER} --listen 0.0.0.0:{API_PORT} '
+             f'--upstream {shlex.quote(upstream)} --pid-file '
+             f'{API_SERVER_PID} </dev/null >>{API_SERVER_LOG} 2>&1')
+    deadline = time.monotonic() + DEFAULT_TIMEOUT
+    while host.run(f'test -s {API_SERVER_PID}', check=False).returncode:
+        if time.monotonic() > deadline:
+            raise RuntimeError(f'the API server stand-in on {host.name} '
+                               f'did not start, see {API_SERVER_LOG}')
+        time.sleep(0.05)
 
 
 def connect_testbed(testbed, kube, **kwargs):

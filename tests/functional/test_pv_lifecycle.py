@@ -380,6 +380,29 @@ def test_wrong_password_stops_before_any_change(cluster):
     assert untouched(cluster)
 
 
+def test_a_master_without_admin_conf_is_refused_before_any_change(cluster):
+    """kubectl runs as root with /etc/kubernetes/admin.conf, never with the
+    login user's ~/.kube/config: the Master still has that one."""
+    master = cluster.nodes('master')[0]
+    master.run('rm /etc/kubernetes/admin.conf')
+    with pytest.raises(exceptions.StepError) as caught:
+        cluster.instantiate_end()
+    assert isinstance(caught.value.cause, exceptions.ClusterInstallError)
+    message = str(caught.value)
+    assert message.startswith('PersistentVolume registration failed on %s: '
+                              '/etc/kubernetes/admin.conf is missing'
+                              % master.ip)
+    assert 'every Master' in message
+    assert untouched(cluster)
+
+    # Done as the message says, without the login user's copy: it works.
+    master.run('install -m 600 /home/ubuntu/.kube/config '
+               '/etc/kubernetes/admin.conf && rm /home/ubuntu/.kube/config')
+    cluster.instantiate_end()
+    assert sorted(volume['metadata']['name'] for volume in
+                  cluster.kube.objects('pv')) == PV_NAMES
+
+
 def _request(params):
     import types
     return types.SimpleNamespace(additional_params=params)

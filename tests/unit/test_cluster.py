@@ -510,3 +510,31 @@ def test_the_floating_ip_goes_into_the_certificate_at_init_only():
 def test_a_masters_own_api_server():
     assert cluster.api_server_url('10.0.0.1') == 'https://10.0.0.1:6443'
     assert cluster.api_server_url('fd00::1') == 'https://[fd00::1]:6443'
+
+
+@pytest.mark.parametrize('address, args, expected', [
+    # Every kubectl step, cluster or PersistentVolume: root's admin.conf,
+    # the Master's own API server, the step's arguments last and intact.
+    ('10.0.0.1', ['get', 'nodes', '-o', 'json'],
+     ['kubectl', '--kubeconfig', '/etc/kubernetes/admin.conf', '--server',
+      'https://10.0.0.1:6443', 'get', 'nodes', '-o', 'json']),
+    ('10.0.0.2', ('apply', '-f', '-'),
+     ['kubectl', '--kubeconfig', '/etc/kubernetes/admin.conf', '--server',
+      'https://10.0.0.2:6443', 'apply', '-f', '-']),
+    ('fd00::1', ['wait', '--for=jsonpath={.status.phase}=Available'],
+     ['kubectl', '--kubeconfig', '/etc/kubernetes/admin.conf', '--server',
+      'https://[fd00::1]:6443', 'wait',
+      '--for=jsonpath={.status.phase}=Available']),
+    ('10.0.0.3', [],
+     ['kubectl', '--kubeconfig', '/etc/kubernetes/admin.conf', '--server',
+      'https://10.0.0.3:6443']),
+])
+def test_kubectl_runs_as_the_cluster_admin_on_the_masters_api_server(
+        address, args, expected):
+    assert cluster.kubectl_argv(address, args) == expected
+
+
+def test_a_missing_admin_kubeconfig_says_which_file_and_what_to_do():
+    message = cluster.MISSING_ADMIN_KUBECONFIG
+    assert message.startswith('/etc/kubernetes/admin.conf is missing')
+    assert 'every Master' in message and 'root' in message
