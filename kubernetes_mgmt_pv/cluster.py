@@ -13,6 +13,7 @@ import ipaddress
 import json
 import re
 
+from kubernetes_mgmt_pv import etcd
 from kubernetes_mgmt_pv import exceptions
 from kubernetes_mgmt_pv import ha
 
@@ -94,6 +95,7 @@ class InstallPlan(object):
     reset: tuple  # VMs joined to a cluster the API server does not know
     stale_api_nodes: tuple  # Node names to delete before the joins
     members: tuple  # already in the cluster: left alone
+    half_joined: tuple = ()  # Masters with a Node but no etcd member
 
     @property
     def script_nodes(self):
@@ -258,20 +260,38 @@ def not_ready(output, names):
     return [name for name in names if name not in ready]
 
 
-def plan_install(masters, workers, facts, api_nodes):
+def has_node(node, facts, api_nodes):
+    """kubeadm ran on the VM and the cluster has its Node at its address
+    (``facts``: NodeFacts by address; ``api_nodes``: {name: InternalIP})."""
+    own = facts[node.address]
+    return own.joined and api_nodes.get(own.node_name) == node.fixed_ip
+
+
+def plan_install(masters, workers, facts, api_nodes, etcd_members=None):
     """The InstallPlan for the Masters and Workers (topology.Node lists).
 
     ``facts``: NodeFacts by node address; ``api_nodes``: {name:
     InternalIP} as the cluster knows them (empty when no Master is in a
-    cluster yet). A VM is a member when kubeadm ran on it and the cluster
-    has its Node at its address; a VM kubeadm ran on that the cluster
-    does not know is reset and joined again; a Node of the cluster that
-    has the name or address of a VM to join is stale (a re-created VM)
-    and is deleted first, or kubeadm join would refuse the name.
+    cluster yet); ``etcd_members``: etcd.parse_members of the cluster, or
+    None where etcd is not checked (one Master, or none in a cluster).
+
+    A VM is a member when kubeadm ran on it and the cluster has its Node
+    at its address, and, for a Master, etcd has its member (name and peer
+    URL). A Master with its Node but no etcd member is half-joined (its
+    join stopped before etcd's): like any VM kubeadm ran on that is not a
+    member, it is reset and joined again. A Node of the cluster that has
+    the name or address of a VM to join is stale (a re-created VM, a
+    half-joined Master) and is deleted first, or kubeadm join would refuse
+    the name.
     """
+    half_joined = tuple(
+        node for node in masters
+        if etcd_members is not None and has_node(node, facts, api_nodes) and
+        not etcd.is_member(etcd_members, facts[node.address].node_name,
+                           node.fixed_ip))
+
     def member(node):
-        own = facts[node.address]
-        return own.joined and api_nodes.get(own.node_name) == node.fixed_ip
+        return has_node(node, facts, api_nodes) and node not in half_joined
 
     in_cluster = [node for node in masters if member(node)]
     leader = (in_cluster or masters)[0]
@@ -292,7 +312,8 @@ def plan_install(masters, workers, facts, api_nodes):
         reset=tuple(node for node in joining if facts[node.address].joined),
         stale_api_nodes=tuple(sorted(stale)),
         members=tuple(node for node in masters + workers
-                      if node is not leader and member(node)))
+                      if node is not leader and member(node)),
+        half_joined=half_joined)
 
 
 def secrets_on_stdin(script):

@@ -125,6 +125,8 @@ class ClusterWorkflow(flow.Flow):
             with report_mod.step(executor.host, 'kubeadm reset'):
                 executor.run(['kubeadm', 'reset', '-f'], sudo=True)
                 report.record(executor.host, 'kubeadm reset', True,
+                              'half-joined: not an etcd member'
+                              if node in plan.half_joined else
                               'its cluster does not know it')
 
     def _script_call(self, role, plan, node, endpoint, join_info=None,
@@ -226,7 +228,10 @@ class ClusterWorkflow(flow.Flow):
                      for address, own in gathered.items()}
             named = [(node, facts[node.address]) for node in nodes]
             cluster.check_node_names(named)
-            plan = cluster.plan_install(masters, workers, facts, api_nodes)
+            plan = cluster.plan_install(
+                masters, workers, facts, api_nodes,
+                self._etcd_members(sessions, masters, facts, api_nodes,
+                                   report))
             LOG.info('Cluster plan: leader %s, join %d Master(s) and %d '
                      'Worker(s), %d already in the cluster',
                      plan.leader.address, len(plan.join_masters),
@@ -311,6 +316,25 @@ class ClusterWorkflow(flow.Flow):
         packages.ensure_installed(executor, [etcd.PACKAGE], self.params.proxy,
                                   self.conf.package_install_timeout, report)
         return executor
+
+    def _etcd_members(self, sessions, masters, facts, api_nodes, report):
+        """The etcd members, for telling joined Masters from half-joined
+        ones; None with one Master or none in a cluster yet. Asked on the
+        Masters that have their Node in turn: a half-joined one runs no
+        etcd member to ask."""
+        asked = [node for node in masters
+                 if cluster.has_node(node, facts, api_nodes)]
+        if len(masters) < 2 or not asked:
+            return None
+        errors = []
+        for node in asked:
+            executor = self.session(sessions, node)
+            try:
+                with report_mod.step(executor.host, 'etcd member list'):
+                    return etcd.members(self._etcd_session(executor, report))
+            except exceptions.StepError as error:
+                errors.append(error)
+        raise errors[0]
 
     def _remove_stale_members(self, leader, joining, report):
         """Members left over from earlier VMs of the joining Masters."""

@@ -68,6 +68,15 @@ def member_of(members, name, address):
     return None
 
 
+def is_member(members, name, address):
+    """Whether the Master ``name`` at ``address`` is a started member: one
+    member with its name and its peer URL (a member added but never
+    started has no name)."""
+    url = peer_url(address)
+    return any(member_name == name and url in urls
+               for _, member_name, urls in members)
+
+
 def stale_members(members, joining):
     """Ids of the members that hold the peer URL of a Master about to join
     (``joining``: addresses): left over from its previous VM, they would

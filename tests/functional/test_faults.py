@@ -34,6 +34,7 @@ import paramiko
 import pytest
 import yaml
 
+from kubernetes_mgmt_pv import etcd
 from kubernetes_mgmt_pv import exceptions
 from tests.functional.conftest import skip_without_testbed
 from testbed import cluster as cluster_mod
@@ -565,3 +566,63 @@ def test_the_error_checks_catch_what_the_issue_found():
     assert problems_with(exceptions.MgmtDriverError(
         'format /dev/vdb failed on %s: exit status -1' % host), drop,
         dropped, host)
+
+
+# -- a Master whose join stopped half-way -------------------------------------
+
+# kubeadm join of a Master lists the control-plane Nodes (to find the etcd
+# members it joins) after its kubelet registered its Node, before its own
+# etcd member exists: a 500 there leaves it with kubelet.conf and a Ready
+# Node but outside etcd. The first such GET is master2's join, the second
+# master3's.
+CONTROL_PLANE_NODES = r'/api/v1/nodes\?labelSelector=.*control-plane.*'
+
+
+@pytest.fixture
+def ha_cluster():
+    skip_without_testbed()
+    with cluster_mod.VirtualCluster(masters=3, workers=1, volumes=1,
+                                    install_cluster=True) as virtual:
+        yield virtual
+
+
+def etcd_member_names(master):
+    result = master.run(' '.join(etcd.etcdctl('member', 'list', '-w',
+                                              'json')))
+    return sorted(name for _, name, _ in etcd.parse_members(result.stdout))
+
+
+@pytest.mark.parametrize('joining, skip', [('master2', 0), ('master3', 1)])
+def test_a_half_joined_master_is_reset_and_joined_again(ha_cluster, joining,
+                                                        skip):
+    cluster = ha_cluster
+    master1, host = cluster.host('master1'), cluster.host(joining)
+    with faults.Faults() as injected:
+        fault = injected.http(cluster.kube, 'GET', CONTROL_PLANE_NODES,
+                              skip=skip)
+        with pytest.raises(exceptions.MgmtDriverError) as caught:
+            cluster.instantiate_end()
+        assert fault.hits, 'the join no longer lists the control-plane Nodes'
+    message = str(caught.value)
+    assert host.ip in message and 'install script' in message, message
+    # Half-joined: kubeadm ran and its Node is Ready, but etcd lacks it.
+    assert host.run('test -e /etc/kubernetes/kubelet.conf',
+                    check=False).returncode == 0
+    assert cluster_mod.node_readiness(master1)[joining] == 'True'
+    assert joining not in etcd_member_names(master1)
+    assert cluster.vims == {}
+
+    cluster.instantiate_end()
+
+    masters = ['master1', 'master2', 'master3']
+    assert etcd_member_names(master1) == masters
+    assert cluster_mod.node_readiness(master1) == dict.fromkeys(
+        masters + ['worker1'], 'True')
+    calls = cluster.kubeadm_calls(joining)
+    # After its join a Master prints the join information (token,
+    # upload-certs) for the next.
+    assert [argv[1] for argv in calls
+            if argv[1] in ('join', 'reset')] == ['join', 'reset', 'join']
+    assert 'kubernetes_vim_test' in cluster.vims
+    cluster.instantiate_end()  # converged: a third run changes nothing
+    assert cluster.kubeadm_calls(joining) == calls

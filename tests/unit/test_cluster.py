@@ -163,12 +163,16 @@ W1, W2 = (node('worker', '10.0.0.2%d' % n) for n in (1, 2))
 
 
 def plan(joined=(), api=None, masters=(M1, M2, M3), workers=(W1, W2),
-         names=None):
+         names=None, etcd_members=None):
     names = names or {M1: 'm1', M2: 'm2', M3: 'm3', W1: 'w1', W2: 'w2'}
     all_facts = {n.address: facts(names[n], n in joined)
                  for n in masters + workers}
     return cluster.plan_install(list(masters), list(workers), all_facts,
-                                api or {})
+                                api or {}, etcd_members)
+
+
+def etcd_member(name, address, member_id='1'):
+    return (member_id, name, ('https://%s:2380' % address,))
 
 
 def test_a_fresh_cluster_is_initialised_by_the_first_master():
@@ -213,6 +217,65 @@ def test_a_node_of_another_address_with_our_name_is_stale():
     api = {'m1': '10.0.0.11', 'w2': '10.0.0.99', 'old': '10.0.0.21'}
     result = plan(joined=(M1,), api=api)
     assert result.stale_api_nodes == ('old', 'w2')
+
+
+ALL_API = {'m1': '10.0.0.11', 'm2': '10.0.0.12', 'm3': '10.0.0.13',
+           'w1': '10.0.0.21', 'w2': '10.0.0.22'}
+ALL_JOINED = (M1, M2, M3, W1, W2)
+M1_ETCD, M3_ETCD = etcd_member('m1', '10.0.0.11'), etcd_member(
+    'm3', '10.0.0.13', '3')
+
+
+@pytest.mark.parametrize('m2_etcd, half_joined', [
+    ([etcd_member('m2', '10.0.0.12', '2')], ()),     # joined
+    ([], (M2,)),                                     # no member
+    ([etcd_member('', '10.0.0.12', '2')], (M2,)),    # added, never started
+    ([etcd_member('m2', '10.0.0.99', '2')], (M2,)),  # its name, another URL
+    ([etcd_member('m9', '10.0.0.12', '2')], (M2,)),  # its URL, another name
+])
+def test_a_master_with_its_node_but_no_etcd_member_is_half_joined(
+        m2_etcd, half_joined):
+    result = plan(joined=ALL_JOINED, api=ALL_API,
+                  etcd_members=[M1_ETCD] + m2_etcd + [M3_ETCD])
+    assert result.half_joined == half_joined
+    assert result.leader is M1
+    if half_joined:
+        # Reset, its Node deleted, joined again; the others left alone.
+        assert result.join_masters == result.reset == (M2,)
+        assert result.stale_api_nodes == ('m2',)
+        assert result.members == (M3, W1, W2)
+    else:
+        assert result.join_masters == result.reset == ()
+        assert result.stale_api_nodes == ()
+        assert result.members == (M2, M3, W1, W2)
+    assert result.join_workers == ()
+
+
+def test_a_half_joined_first_master_does_not_lead():
+    """The first Master's join stopped before etcd's (a heal): a Master
+    that is an etcd member leads, the first joins again."""
+    result = plan(joined=ALL_JOINED, api=ALL_API,
+                  etcd_members=[etcd_member('m2', '10.0.0.12', '2'),
+                                M3_ETCD])
+    assert result.leader is M2
+    assert result.half_joined == result.join_masters == result.reset == (
+        M1,)
+    assert result.stale_api_nodes == ('m1',)
+    assert result.master_addresses == ('10.0.0.12', '10.0.0.11', '10.0.0.13')
+
+
+def test_without_etcd_members_a_master_with_its_node_is_a_member():
+    """One Master, or none in a cluster yet: etcd is not asked."""
+    result = plan(joined=ALL_JOINED, api=ALL_API)
+    assert result.half_joined == result.reset == result.join_masters == ()
+
+
+def test_workers_need_no_etcd_member():
+    result = plan(joined=ALL_JOINED, api=ALL_API,
+                  etcd_members=[M1_ETCD, etcd_member('m2', '10.0.0.12', '2'),
+                                M3_ETCD])
+    assert result.members == (M2, M3, W1, W2)
+    assert result.join_workers == result.reset == ()
 
 
 def test_a_fresh_single_master():

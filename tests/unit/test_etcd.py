@@ -49,6 +49,21 @@ def test_a_partial_match_is_refused(name, address):
         etcd.member_of(MEMBERS, name, address)
 
 
+@pytest.mark.parametrize('name, address, expected', [
+    ('master1', '10.0.0.1', True),
+    ('master1', '10.0.0.10', False),   # master10's URL: not a substring
+    ('master2', '10.0.0.1', False),    # master1's URL, another name
+    ('master3', '10.0.0.3', False),
+])
+def test_a_member_has_the_name_and_the_peer_url(name, address, expected):
+    assert etcd.is_member(MEMBERS, name, address) is expected
+
+
+def test_a_member_added_but_never_started_is_not_one():
+    unstarted = [('1', '', ('https://10.0.0.3:2380',))]
+    assert not etcd.is_member(unstarted, 'master3', '10.0.0.3')
+
+
 def test_stale_members_hold_a_joining_peer_url():
     assert etcd.stale_members(MEMBERS, ['10.0.0.2', '10.0.0.5']) == [
         'fd422379fda50e48']
