@@ -13,6 +13,7 @@ import threading
 
 from oslo_log import log as logging
 
+from kubernetes_mgmt_pv import capacity
 from kubernetes_mgmt_pv import cluster_feature
 from kubernetes_mgmt_pv import config
 from kubernetes_mgmt_pv import exceptions
@@ -29,22 +30,31 @@ _current_hook = threading.local()
 
 
 @contextlib.contextmanager
-def _hook_scope():
+def _hook_scope(hook):
     """One SSH session pool for the whole hook call, shared by the cluster
     and the persistent-volume features and closed when the hook returns,
-    so each host is logged in to once per hook; and the secrets the hook
-    learned (the VIM password), which no error or log line may show."""
+    so each host is logged in to once per hook; the secrets the hook
+    learned (the VIM password), which no error or log line may show; and
+    the hook's slot among the hooks doing remote work, taken by
+    ``hook_sessions`` and given back here."""
     if getattr(_current_hook, 'sessions', None) is not None:
         yield  # a hook calling another hook's implementation
         return
     _current_hook.sessions = remote.SessionPool(conf=config.options())
     _current_hook.secrets = []
+    _current_hook.name = hook
+    _current_hook.slot = None
     try:
         yield
     finally:
         sessions, _current_hook.sessions = _current_hook.sessions, None
         _current_hook.secrets = []
-        sessions.close()
+        try:
+            sessions.close()
+        finally:
+            limits, _current_hook.slot = _current_hook.slot, None
+            if limits is not None:
+                limits.release_hook()
 
 
 def _hide(*secrets):
@@ -72,7 +82,7 @@ def _hook_boundary(hook, method):
     """
     @functools.wraps(method)
     def hook_method(self, *args, **kwargs):
-        with _hook_scope():
+        with _hook_scope(hook):
             secrets = _current_hook.secrets
             try:
                 return method(self, *args, **kwargs)
@@ -188,8 +198,14 @@ class KubernetesMgmtDriver(tacker_compat.VnflcmMgmtAbstractDriver):
     @staticmethod
     def hook_sessions():
         """The SSH session pool of the hook running in this thread (None
-        outside a hook)."""
-        return getattr(_current_hook, 'sessions', None)
+        outside a hook). The features ask for it before any remote step:
+        the first call waits for the hook's slot (max_concurrent_hooks)."""
+        sessions = getattr(_current_hook, 'sessions', None)
+        if sessions is not None and _current_hook.slot is None:
+            limits = capacity.process_limits()
+            limits.acquire_hook(_current_hook.name)
+            _current_hook.slot = limits
+        return sessions
 
     # -- seams: the lookups that need Tacker's database ---------------------
 

@@ -101,6 +101,26 @@ step_opts = [
         'max_concurrent_nodes', default=16, min=1,
         help='How many Master/Worker nodes are configured at the same time '
              '(Worker joins, NFS client installation, host checks).'),
+    cfg.IntOpt(
+        'max_concurrent_hooks', default=8, min=1,
+        help='How many hooks (of different VNF instances: Tacker runs them '
+             'at the same time in one conductor) do remote work at once, '
+             'in this tacker-conductor process. A hook beyond it waits '
+             'before its first remote step until another hook returns.'),
+    cfg.IntOpt(
+        'max_ssh_sessions', default=64, min=1,
+        help='How many SSH sessions are open at once in this '
+             'tacker-conductor process, all hooks together. A hook keeps '
+             'one session per host until it returns; when the cap is '
+             'reached, the session idle for the longest time is closed to '
+             'make room (its host is logged in to again when next used), '
+             'and a login waits while every session runs a command.'),
+    cfg.IntOpt(
+        'max_node_threads', default=32, min=1,
+        help='How many threads the driver runs for per-node work at once '
+             'in this tacker-conductor process, all hooks together '
+             '(each step also uses its hook\'s own thread, so a step '
+             'progresses when all are taken).'),
     cfg.ListOpt(
         'supported_os', default=['ubuntu:20.04', 'ubuntu:22.04',
                                  'ubuntu:24.04', 'debian:11', 'debian:12'],

@@ -33,6 +33,7 @@ import time
 from oslo_log import log as logging
 import paramiko
 
+from kubernetes_mgmt_pv import capacity
 from kubernetes_mgmt_pv import config
 from kubernetes_mgmt_pv import exceptions
 from kubernetes_mgmt_pv import host_keys
@@ -539,6 +540,43 @@ class RemoteCommandExecutor(object):
                  description='install new content of %s' % path)
 
 
+class _CappedSession(RemoteCommandExecutor):
+    """An executor whose login holds one of the process's SSH session
+    permits (``capacity.Limits``) until it is closed; closed while idle to
+    make room, it logs in again at its next command."""
+
+    def __init__(self, *args, limits, **kwargs):
+        super().__init__(*args, **kwargs)
+        self._limits = limits
+
+    def connect(self):
+        if self._client is not None:
+            return
+        prepare = getattr(self._host_key_policy, 'prepare', None)
+        if prepare is not None:
+            prepare()  # a booting VM is waited for without a permit
+        with self._limits.session_in_use(self):
+            self._limits.open_session(self)
+            try:
+                super().connect()
+            except BaseException:
+                self._limits.close_session(self)
+                raise
+
+    def run(self, *args, **kwargs):
+        with self._limits.session_in_use(self):
+            return super().run(*args, **kwargs)
+
+    def detach(self):
+        """Forget the connection, for the caller to close."""
+        client, self._client = self._client, None
+        return client
+
+    def close(self):
+        super().close()
+        self._limits.close_session(self)
+
+
 class SessionPool(object):
     """One SSH connection per host for the whole hook, shared by all steps.
 
@@ -546,10 +584,13 @@ class SessionPool(object):
     for the single connection instead of opening a second one.
     """
 
-    def __init__(self, conf=None, secrets=(), host_key_policy=None):
+    def __init__(self, conf=None, secrets=(), host_key_policy=None,
+                 limits=None):
         """``host_key_policy(host)`` gives the MissingHostKeyPolicy of a
-        host (or None: the configured policy applies)."""
+        host (or None: the configured policy applies); ``limits``: the
+        session cap's bookkeeping (default: the process's)."""
         self._conf = conf
+        self._limits = limits or capacity.process_limits()
         self._secrets = tuple(secrets)
         self._host_key_policy = host_key_policy or (lambda host: None)
         self._lock = threading.Lock()
@@ -581,9 +622,10 @@ class SessionPool(object):
             session = self._sessions.get(host)
             if session is None:
                 policy = host_key_policy or self._host_key_policy
-                session = RemoteCommandExecutor(
+                session = _CappedSession(
                     host, username, password, secrets=self._secrets,
-                    conf=self._conf, host_key_policy=policy(host))
+                    conf=self._conf, host_key_policy=policy(host),
+                    limits=self._limits)
                 session.connect()
                 self._sessions[host] = session
             return session

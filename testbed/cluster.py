@@ -125,19 +125,20 @@ def look_like_the_user_guides_guest(host):
         host._password = STORAGE_PASSWORD  # for host.ssh_client()
 
 
-def prepare_guest(host, kube, install_cluster=True):
+def prepare_guest(host, kube, install_cluster=True, nfs_common=False):
     """Make a freshly booted test host a VM of the user guide's VNF: an
-    Ubuntu 22.04 look-alike; a Master or Worker also lacks nfs-common (so
-    the driver really installs it) and either gets the kubeadm stand-ins'
-    view of the cluster's state ``kube`` (the driver installs Kubernetes)
-    or, as a Master of an existing kubeadm cluster, its admin.conf and API
-    server."""
+    Ubuntu 22.04 look-alike; a Master or Worker also lacks nfs-common
+    unless ``nfs_common`` (so the driver really installs it) and either
+    gets the kubeadm stand-ins' view of the cluster's state ``kube`` (the
+    driver installs Kubernetes) or, as a Master of an existing kubeadm
+    cluster, its admin.conf and API server."""
     look_like_the_user_guides_guest(host)
     if host.role == 'storage':
         return
     # Per node, not in the shared base image: the storage host keeps
     # nfs-ganesha (the test NFS server), which depends on nfs-common.
-    host.run('apt-get purge -y -q nfs-common')
+    if not nfs_common:
+        host.run('apt-get purge -y -q nfs-common')
     if install_cluster:
         standins.connect_host(host, kube)
         # Like an offline image, the host carries the network plugin's
@@ -178,7 +179,7 @@ class VirtualCluster(object):
     def __init__(self, masters=1, workers=2, volumes=2,
                  purge_packages=('nfs-kernel-server',),
                  install_cluster=False, nova_host_names=False,
-                 cluster_network=False):
+                 cluster_network=False, nfs_common=False):
         """``install_cluster``: the driver installs Kubernetes with the
         sample install script (on the kubeadm stand-ins); otherwise the
         Masters come as Masters of an existing kubeadm cluster.
@@ -187,8 +188,11 @@ class VirtualCluster(object):
         (all Workers ``workernode``), instead of the testbed's names.
         ``cluster_network``: every VM has a second NIC on a network of its
         own; ``nic_cp_name`` names the ports on it, ``ssh_cp_name`` the
-        ports on the first network, and the VIP is on it."""
+        ports on the first network, and the VIP is on it.
+        ``nfs_common``: the Masters and Workers boot with nfs-common
+        installed, so a run measures the driver rather than apt."""
         self.cluster_network = cluster_network
+        self.nfs_common = nfs_common
         self.nova_host_names = nova_host_names
         self.master_count = masters
         self.worker_count = workers
@@ -357,7 +361,7 @@ class VirtualCluster(object):
         host = self.testbed.add_host(
             name, role, hostname=cloud_init.guest_host_name(server_name)
             if self.nova_host_names else None)
-        prepare_guest(host, self.kube, self.install_cluster)
+        prepare_guest(host, self.kube, self.install_cluster, self.nfs_common)
         aspect, cp_name = ((MASTER_ASPECT, MASTER_CP) if role == 'master'
                            else (WORKER_ASPECT, WORKER_CP))
         vnfc = self.vnfcs[name] = _Vnfc(name, cp_name)
@@ -386,7 +390,7 @@ class VirtualCluster(object):
         the old ones re-attached; returns the vnfc id."""
         host = self.testbed.replace_host(name, same_ip=same_ip,
                                          keep_volumes=keep_volumes)
-        prepare_guest(host, self.kube, self.install_cluster)
+        prepare_guest(host, self.kube, self.install_cluster, self.nfs_common)
         vnfc = self.vnfcs[name]
         stack_id = vnfc.member_stack_id or self.stack_id
         vnfc.server_id = str(uuid.uuid4())

@@ -872,6 +872,10 @@ class FakeOpenStack:
 
 class _IPv4Server(http.server.ThreadingHTTPServer):
     daemon_threads = True
+    # socketserver listens with a backlog of 5: the driver's concurrent
+    # requests (one per host) overflowed it, and each dropped SYN cost a
+    # one-second TCP retransmission. A real API listens with a deep one.
+    request_queue_size = 128
 
 
 class _IPv6Server(_IPv4Server):

@@ -111,7 +111,7 @@ def tracing():
 
     def on_nodes(original):
         @functools.wraps(original)
-        def wrapper(step, function, nodes, max_workers):
+        def wrapper(step, function, nodes, max_workers, limits=None):
             walls = []
 
             def task(node):
@@ -119,12 +119,15 @@ def tracing():
                 try:
                     return function(node)
                 finally:
-                    trace.add_cpu(time.thread_time() - cpu)
+                    # The hook's thread works on nodes too: its CPU is
+                    # counted once, when the hook returns.
+                    if threading.current_thread() is not trace.hook_thread:
+                        trace.add_cpu(time.thread_time() - cpu)
                     with trace.lock:
                         walls.append(time.monotonic() - wall)
             started = time.monotonic()
             try:
-                return original(step, task, nodes, max_workers)
+                return original(step, task, nodes, max_workers, limits)
             finally:
                 trace.add_event(started, 'parallel', step, walls)
         return wrapper
