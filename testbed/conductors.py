@@ -1,8 +1,8 @@
 """The tacker-conductor processes of a TackerService.
 
 One by default; more as a growing site runs them: all on the same MariaDB
-and RabbitMQ, each with its own ``host`` (so its own server queue) and
-its own log, and all consuming the one topic queue that tacker-server
+and RabbitMQ, each with its own ``host`` (so its own server queue), log
+and package directory, and all consuming the one topic queue that tacker-server
 casts LCM operations to, which RabbitMQ round-robins among them.
 """
 
@@ -85,9 +85,16 @@ class Conductors(object):
         name = conductor_name(index)
         extra = []
         if index:
+            # As if on a host of its own: Tacker casts every package's
+            # extraction to every conductor, and two extracting into one
+            # vnf_package_csar_path collide (FileExistsError) and leave the
+            # package PROCESSING forever.
+            csar = self._service._p('csar-%s' % name)
+            os.makedirs(csar, exist_ok=True)
             path = self._service._p('etc', '%s.conf' % name)
             with open(path, 'w') as handle:
-                handle.write('[DEFAULT]\nhost = %s\n' % name)
+                handle.write('[DEFAULT]\nhost = %s\n\n[vnf_package]\n'
+                             'vnf_package_csar_path = %s\n' % (name, csar))
             extra = ['--config-file', path]
         return self._service._spawn(name, *extra, program='tacker-conductor')
 
