@@ -24,8 +24,11 @@ and unit name, terminal colour codes, or a carriage return.
 
 import base64
 import binascii
+import contextlib
+import fcntl
 import functools
 import hashlib
+import os
 import re
 import struct
 import threading
@@ -266,9 +269,24 @@ class ConsoleHostKeyPolicy(paramiko.MissingHostKeyPolicy):
                     self._unverified_reason))
 
 
+@contextlib.contextmanager
+def _locked(path, hostname):
+    """The process-wide lock, and an flock on ``path``.lock shared with
+    other conductors (processes, hosts) recording in the same file, so
+    none of them overwrites the entries of another's VNFs."""
+    with _KNOWN_HOSTS_LOCK:
+        try:
+            handle = open(path + '.lock', 'a')
+        except OSError as error:
+            raise _unwritable(hostname, path, error) from error
+        with handle:
+            fcntl.flock(handle, fcntl.LOCK_EX)
+            yield
+
+
 def _check_or_record_known_host(path, hostname, key, presented, server_id):
     """Trust on first use: the key recorded for hostname, else record it."""
-    with _KNOWN_HOSTS_LOCK:
+    with _locked(path, hostname):
         known = _load_known_hosts(path, hostname)
         recorded = _recorded_key(known, hostname, key)
         if recorded is None:
@@ -289,9 +307,9 @@ def _check_or_record_known_host(path, hostname, key, presented, server_id):
 
 
 def record_known_host(path, hostname, key):
-    """Record a trusted key as hostname's key of its type, under the one
-    process-wide lock every writer of known_hosts files takes."""
-    with _KNOWN_HOSTS_LOCK:
+    """Record a trusted key as hostname's key of its type, under the
+    lock every writer of known_hosts files takes."""
+    with _locked(path, hostname):
         known = _load_known_hosts(path, hostname)
         recorded = _recorded_key(known, hostname, key)
         if recorded is None or recorded.asbytes() != key.asbytes():
@@ -319,15 +337,25 @@ def _recorded_key(known, hostname, key):
 
 
 def _save_known_host(known, path, hostname, key):
-    """Add or replace hostname's key of key's type and write the file."""
+    """Add or replace hostname's key of key's type and replace the file
+    whole: a connection loading it meanwhile (without the lock) sees the
+    old or the new entries, never a truncated file."""
     known.add(hostname, key.get_name(), key)
+    partial = '%s.%d.new' % (path, os.getpid())
     try:
-        known.save(path)
+        known.save(partial)
+        os.replace(partial, path)
     except OSError as error:
-        raise exceptions.RemoteConnectError(
-            '%s: cannot record its SSH host key in %s (known_hosts_file, '
-            'used by console_key_fallback "known_hosts"): %s'
-            % (hostname, path, error.strerror or error)) from error
+        with contextlib.suppress(OSError):
+            os.remove(partial)
+        raise _unwritable(hostname, path, error) from error
+
+
+def _unwritable(hostname, path, error):
+    return exceptions.RemoteConnectError(
+        '%s: cannot record its SSH host key in %s (known_hosts_file, '
+        'used by console_key_fallback "known_hosts"): %s'
+        % (hostname, path, error.strerror or error))
 
 
 def console_policy(heat_client, server_id, conf=None):

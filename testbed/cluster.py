@@ -179,7 +179,7 @@ class VirtualCluster(object):
     def __init__(self, masters=1, workers=2, volumes=2,
                  purge_packages=('nfs-kernel-server',),
                  install_cluster=False, nova_host_names=False,
-                 cluster_network=False, nfs_common=False):
+                 cluster_network=False, nfs_common=False, openstack=None):
         """``install_cluster``: the driver installs Kubernetes with the
         sample install script (on the kubeadm stand-ins); otherwise the
         Masters come as Masters of an existing kubeadm cluster.
@@ -190,7 +190,10 @@ class VirtualCluster(object):
         own; ``nic_cp_name`` names the ports on it, ``ssh_cp_name`` the
         ports on the first network, and the VIP is on it.
         ``nfs_common``: the Masters and Workers boot with nfs-common
-        installed, so a run measures the driver rather than apt."""
+        installed, so a run measures the driver rather than apt.
+        ``openstack``: a started FakeOpenStack shared with other clusters
+        (their stacks side by side in one Heat); by default one of its
+        own."""
         self.cluster_network = cluster_network
         self.nfs_common = nfs_common
         self.nova_host_names = nova_host_names
@@ -207,7 +210,9 @@ class VirtualCluster(object):
         self.export_to = None
         self.testbed = hosts.Testbed(purge_packages=purge_packages,
                                      cluster_network=cluster_network)
-        self.openstack = openstack_api.FakeOpenStack()
+        self._own_openstack = openstack is None
+        self.openstack = (openstack_api.FakeOpenStack() if openstack is None
+                          else openstack)
         self.kube = None
         self.package_dir = None
         self.vnfcs = {}  # host name -> _Vnfc
@@ -227,7 +232,8 @@ class VirtualCluster(object):
     def start(self):
         try:
             self.testbed.start()
-            self.openstack.start()
+            if self._own_openstack:
+                self.openstack.start()
             self.kube = self._new_api_server()
             self.package_dir = tempfile.mkdtemp(prefix='vnf-package-')
             self._write_manifests()
@@ -272,7 +278,8 @@ class VirtualCluster(object):
     def stop(self):
         if self.kube is not None:
             self.kube.stop()
-        self.openstack.stop()
+        if self._own_openstack:
+            self.openstack.stop()
         self.testbed.stop()
         if self.package_dir:
             shutil.rmtree(self.package_dir, ignore_errors=True)

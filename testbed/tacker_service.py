@@ -39,6 +39,8 @@ import urllib.error
 import urllib.request
 import uuid
 
+from testbed import conductors as conductors_mod
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 DEFAULT_VENV = os.path.join(ROOT, '.tox', 'tacker')
 DB_NAME, DB_USER = 'tacker', 'tacker'
@@ -212,10 +214,13 @@ class TackerService(object):
     driver's options, e.g. testbed.cluster.TEST_OPTIONS). ``workdir``
     (default: a new temporary directory) holds everything; it is removed
     by ``stop(remove=True)`` unless ``keep`` says otherwise.
+    ``conductors``: how many tacker-conductor processes to run
+    (testbed/conductors.py; ``conductors.scale`` changes it later).
     """
 
     def __init__(self, workdir=None, venv=None, driver_options=None,
-                 stack_retries=300, stack_retry_wait=1, extra_conf=None):
+                 stack_retries=300, stack_retry_wait=1, extra_conf=None,
+                 conductors=1):
         self.venv = venv or os.environ.get('TACKER_VENV') or DEFAULT_VENV
         self.workdir = workdir
         self.driver_options = dict(driver_options or {})
@@ -228,7 +233,8 @@ class TackerService(object):
         self.epmd_port = self.dist_port = None
         self._mysqld_safe = None
         self._server = None
-        self._conductor = None
+        self.conductor_count = conductors
+        self.conductors = conductors_mod.Conductors(self)
         self._rabbit_started = False
         self.timings = {}
 
@@ -292,7 +298,7 @@ class TackerService(object):
             if not os.path.exists(self._p('state', 'db-migrated')):
                 self._timed('db_upgrade', self._db_upgrade)
             self._timed('tacker_server', self._start_server)
-            self._timed('tacker_conductor', self._start_conductor)
+            self._timed('tacker_conductor', self._start_conductors)
         except BaseException:
             self.stop(remove=False)
             raise
@@ -307,7 +313,7 @@ class TackerService(object):
         """Stop everything started here (tolerates partial starts);
         ``remove`` deletes the work directory, logs included."""
         errors = []
-        for step in (self._stop_conductor, self._stop_server,
+        for step in (self.conductors.stop, self._stop_server,
                      self._stop_rabbitmq, self._stop_mariadb):
             try:
                 step()
@@ -321,11 +327,11 @@ class TackerService(object):
     def memory(self):
         """Resident memory (MB) of each running service."""
         result = {}
-        for name, pid in (('tacker-server', self._server and self._server.pid),
-                          ('tacker-conductor',
-                           self._conductor and self._conductor.pid),
-                          ('mariadb', _read_pid(self._p('run', 'mysqld.pid'))),
-                          ('rabbitmq', _read_pid(self._p('run', 'rabbit.pid')))):
+        pids = dict(self.conductors.pids())
+        pids.update({'tacker-server': self._server and self._server.pid,
+                     'mariadb': _read_pid(self._p('run', 'mysqld.pid')),
+                     'rabbitmq': _read_pid(self._p('run', 'rabbit.pid'))})
+        for name, pid in pids.items():
             if pid and _alive(pid):
                 result[name] = rss_mb(pid)
         return result
@@ -571,13 +577,13 @@ class TackerService(object):
                                % _tail(log))
         open(self._p('state', 'db-migrated'), 'w').close()
 
-    def _spawn(self, name):
+    def _spawn(self, name, *extra_args, program=None):
         log = self._p('logs', '%s.log' % name)
         out = open(self._p('logs', '%s.out' % name), 'ab')
         try:
             popen = subprocess.Popen(
-                [self.bin(name), '--config-file', self.conf_path,
-                 '--log-file', log],
+                [self.bin(program or name), '--config-file', self.conf_path,
+                 *extra_args, '--log-file', log],
                 env=self._tacker_env(), cwd=self.workdir,
                 stdin=subprocess.DEVNULL, stdout=out,
                 stderr=subprocess.STDOUT, start_new_session=True)
@@ -606,23 +612,8 @@ class TackerService(object):
                 return False
         wait_until(ready, 'tacker-server', 90, log=self._server.log)
 
-    def _start_conductor(self):
-        if self._conductor is not None and self._conductor.alive():
-            return
-        self._conductor = self._spawn('tacker-conductor')
-
-        def ready():
-            self._check_alive(self._conductor)
-            result = self._rabbitmqctl('list_queues', '-q', 'name',
-                                       'consumers', timeout=30)
-            for line in result.stdout.splitlines():
-                fields = line.split()
-                if len(fields) == 2 and fields[0].startswith(
-                        'TACKER_CONDUCTOR') and fields[1] != '0':
-                    return True
-            return False
-        wait_until(ready, 'tacker-conductor to consume', 120,
-                   first_delay=0.5, log=self._conductor.log)
+    def _start_conductors(self):
+        self.conductors.scale(self.conductor_count)
 
     @staticmethod
     def _wait_exit(process, timeout):
@@ -655,31 +646,6 @@ class TackerService(object):
             self._kill_group(process, signal.SIGKILL)
             process.popen.wait(timeout=10)
         self._kill_group(process, signal.SIGKILL)  # orphaned workers
-
-    def _stop_conductor(self):
-        process, self._conductor = self._conductor, None
-        if process is None:
-            return
-        if process.alive():
-            size = os.path.getsize(process.log) if os.path.exists(
-                process.log) else 0
-            with contextlib.suppress(ProcessLookupError):
-                os.kill(process.pid, signal.SIGTERM)
-            # Its master logs "Shutdown finish" once its worker is gone,
-            # but never exits: SIGKILL then (or after a grace period).
-
-            def finished():
-                if not process.alive():
-                    return True
-                with open(process.log, errors='replace') as handle:
-                    handle.seek(size)
-                    return 'Shutdown finish' in handle.read()
-            with contextlib.suppress(ServiceError):
-                wait_until(finished, 'tacker-conductor to shut down', 15)
-            if process.alive():
-                self._kill_group(process, signal.SIGKILL)
-                process.popen.wait(timeout=10)
-        self._kill_group(process, signal.SIGKILL)
 
 
 # -- a small REST client ---------------------------------------------------------
@@ -811,7 +777,8 @@ class TackerLab(object):
     booting testbed hosts, and helpers for the operator's steps and checks.
     """
 
-    def __init__(self, workdir=None, driver_options=None, log=None):
+    def __init__(self, workdir=None, driver_options=None, log=None,
+                 conductors=1):
         from testbed import cluster
         from testbed import heat_engine
         from testbed import openstack_api
@@ -821,7 +788,8 @@ class TackerLab(object):
         self.cloud = openstack_api.FakeOpenStack(heat_engine=self.engine)
         options = dict(cluster.TEST_OPTIONS)
         options.update(driver_options or {})
-        self.service = TackerService(workdir=workdir, driver_options=options)
+        self.service = TackerService(workdir=workdir, driver_options=options,
+                                     conductors=conductors)
         self.client = None
         self.timings = {}
 

@@ -6,6 +6,7 @@ keystoneauth1 session of the Heat client.
 """
 
 import base64
+import fcntl
 import logging
 import shutil
 import subprocess
@@ -410,6 +411,56 @@ def test_known_hosts_fallback_records_keys_verified_on_the_console(tmp_path):
 
     recorded = paramiko.HostKeys(known_hosts).lookup('10.0.0.5')
     assert recorded['ssh-ed25519'].asbytes() == healed.asbytes()
+
+
+def test_known_hosts_writers_lock_out_other_conductors(tmp_path,
+                                                       monkeypatch):
+    """Another conductor (process or host) sharing the file cannot take
+    its lock while an entry is being recorded: neither overwrites the
+    other's VNFs' entries."""
+    known_hosts = str(tmp_path / 'known_hosts')
+    attempts = []
+    load = host_keys._load_known_hosts
+
+    def load_while_another_conductor_tries(path, hostname):
+        with open(known_hosts + '.lock', 'a') as other:
+            try:
+                fcntl.flock(other, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                attempts.append('locked')
+            except BlockingIOError:
+                attempts.append('refused')
+        return load(path, hostname)
+
+    monkeypatch.setattr(host_keys, '_load_known_hosts',
+                        load_while_another_conductor_tries)
+    host_keys.record_known_host(known_hosts, '10.0.0.5', new_key())
+    policy(Console(''), timeout=0, fallback='known_hosts',
+           known_hosts_file=known_hosts).missing_host_key(
+        None, '10.0.0.6', new_key())
+
+    assert attempts == ['refused', 'refused']
+    assert sorted(paramiko.HostKeys(known_hosts).keys()) == [
+        '10.0.0.5', '10.0.0.6']
+
+
+def test_known_hosts_file_is_replaced_whole(tmp_path, monkeypatch):
+    """A connection loading the file while an entry is recorded (it takes
+    no lock) reads the old entries, never a truncated file."""
+    known_hosts = str(tmp_path / 'known_hosts')
+    host_keys.record_known_host(known_hosts, '10.0.0.5', new_key())
+    seen = []
+    save = paramiko.HostKeys.save
+
+    def save_and_look(known, filename):
+        save(known, filename)
+        seen.append(sorted(paramiko.HostKeys(known_hosts).keys()))
+
+    monkeypatch.setattr(paramiko.HostKeys, 'save', save_and_look)
+    host_keys.record_known_host(known_hosts, '10.0.0.6', new_key())
+
+    assert seen == [['10.0.0.5']]
+    assert sorted(paramiko.HostKeys(known_hosts).keys()) == [
+        '10.0.0.5', '10.0.0.6']
 
 
 def test_known_hosts_file_that_cannot_be_written_is_reported(tmp_path):
