@@ -9,16 +9,58 @@ paramiko and the driver's executor from here, for the duration of a block.
 import collections
 import contextlib
 import functools
+import logging
 import os
+import sys
 import threading
 import time
 
 import paramiko
 
 from kubernetes_mgmt_pv import remote
+from testbed import cluster as cluster_mod
+from testbed import hosts
 
 SCALING_TARGET = 1.5
 RERUN_TARGET = 0.25
+
+
+class Patches(object):
+    """Methods replaced by wrappers until ``restore`` puts the originals
+    back (in reverse order): the benchmarks measure the driver this way,
+    as it carries no counters."""
+
+    def __init__(self):
+        self._originals = []
+
+    def patch(self, owner, name, wrap):
+        original = getattr(owner, name)
+        self._originals.append((owner, name, original))
+        setattr(owner, name, wrap(original))
+
+    def restore(self):
+        while self._originals:
+            owner, name, original = self._originals.pop()
+            setattr(owner, name, original)
+
+
+def testbed_missing(**options):
+    """Why the testbed cannot run here (printed; the exit code 2), or
+    None once the driver's test options (plus ``options``) are set."""
+    reason = hosts.require_testbed()
+    if reason:
+        print('benchmark: %s' % reason, file=sys.stderr)
+        return 2
+    logging.basicConfig(level=logging.ERROR)
+    cluster_mod.use_test_options(**options)
+    return None
+
+
+def print_login_check(ok):
+    """Print the verdict of 'one SSH login per host per hook'; ``ok``."""
+    print('%-32s %s' % ('one SSH login per host per hook',
+                        'ok' if ok else 'MISSED'))
+    return ok
 
 
 def _busy_cpu_seconds():
@@ -70,17 +112,13 @@ def counting_ssh():
                                            seconds))
         return wrapper
 
-    wrapped = [(paramiko.SSHClient, 'connect', counted_connect),
-               (remote.RemoteCommandExecutor, 'run', counted_run)]
-    originals = [(owner, name, getattr(owner, name))
-                 for owner, name, _ in wrapped]
-    for owner, name, wrap in wrapped:
-        setattr(owner, name, wrap(getattr(owner, name)))
+    patches = Patches()
+    patches.patch(paramiko.SSHClient, 'connect', counted_connect)
+    patches.patch(remote.RemoteCommandExecutor, 'run', counted_run)
     try:
         yield counts
     finally:
-        for owner, name, method in originals:
-            setattr(owner, name, method)
+        patches.restore()
 
 
 def timed_call(function):

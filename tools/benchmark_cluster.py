@@ -37,7 +37,6 @@ Exit status 0 when every target holds, 1 otherwise.
 import argparse
 import contextlib
 import functools
-import logging
 import os
 import statistics
 import sys
@@ -51,7 +50,6 @@ from kubernetes_mgmt_pv import parallel
 from kubernetes_mgmt_pv import report as report_mod
 from kubernetes_mgmt_pv import storage_feature
 from testbed import cluster as cluster_mod
-from testbed import hosts
 from testbed import standins
 from tools import bench_common
 
@@ -102,12 +100,8 @@ class _Trace(object):
 @contextlib.contextmanager
 def tracing():
     trace = _Trace()
-    patches = []
-
-    def patch(owner, name, wrap):
-        original = getattr(owner, name)
-        patches.append((owner, name, original))
-        setattr(owner, name, wrap(original))
+    patches = bench_common.Patches()
+    patch = patches.patch
 
     def on_nodes(original):
         @functools.wraps(original)
@@ -178,8 +172,7 @@ def tracing():
         yield trace
     finally:
         trace.add_cpu(time.thread_time() - cpu)
-        for owner, name, original in reversed(patches):
-            setattr(owner, name, original)
+        patches.restore()
         # The pool closes its sessions when the hook returns; let their
         # transport threads finish, so their CPU is counted.
         for transport in trace.transports:
@@ -335,13 +328,10 @@ def main():
                         help='new Workers of the scale-outs (none: skip)')
     parser.add_argument('--max-concurrent-nodes', type=int, default=64)
     args = parser.parse_args()
-    reason = hosts.require_testbed()
-    if reason:
-        print('benchmark: %s' % reason, file=sys.stderr)
-        return 2
-    logging.basicConfig(level=logging.ERROR)
-    cluster_mod.use_test_options(
+    missing = bench_common.testbed_missing(
         max_concurrent_nodes=args.max_concurrent_nodes)
+    if missing:
+        return missing
 
     rows, scales = [], []
     for workers in args.workers:
@@ -448,8 +438,7 @@ def main():
         [scale['run'] for scale in scales]
     logins = all(logins_ok(run, run['expected_ips']) for run in all_runs)
     ok &= logins
-    print('%-32s %s' % ('one SSH login per host per hook',
-                        'ok' if logins else 'MISSED'))
+    bench_common.print_login_check(logins)
     return 0 if ok else 1
 
 

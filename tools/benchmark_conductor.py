@@ -30,7 +30,6 @@ Exit status 0 when every target holds, 1 otherwise.
 """
 
 import argparse
-import logging
 import os
 import sys
 import threading
@@ -40,7 +39,6 @@ import paramiko
 
 from kubernetes_mgmt_pv import config
 from testbed import cluster as cluster_mod
-from testbed import hosts
 from tools import bench_common
 
 SCALING_TARGET = 3.0
@@ -77,15 +75,12 @@ class Observer(object):
         self.sessions = self.vnfs = self.node_threads = self.threads = 0
         self.cpu = 0.0
         self.transports = []
-        self._patches = []
+        self._patches = bench_common.Patches()
 
     def __enter__(self):
         observer = self
 
-        def patch(owner, name, make):
-            original = getattr(owner, name)
-            self._patches.append((owner, name, original))
-            setattr(owner, name, make(original))
+        patch = self._patches.patch
 
         def connect(original):
             def wrapper(client, hostname, *args, **kwargs):
@@ -140,8 +135,7 @@ class Observer(object):
         return self
 
     def __exit__(self, *exc_info):
-        for owner, name, original in reversed(self._patches):
-            setattr(owner, name, original)
+        self._patches.restore()
 
 
 def run_hooks(clusters):
@@ -199,12 +193,9 @@ def main():
     parser.add_argument('--vnfs', type=int, nargs='+', default=[1, 5, 20],
                         help='how many VNFs run instantiate_end at once')
     args = parser.parse_args()
-    reason = hosts.require_testbed()
-    if reason:
-        print('benchmark: %s' % reason, file=sys.stderr)
-        return 2
-    logging.basicConfig(level=logging.ERROR)
-    cluster_mod.use_test_options()
+    missing = bench_common.testbed_missing()
+    if missing:
+        return missing
     caps = config.options()
 
     runs = []
@@ -270,8 +261,7 @@ def main():
     logins = all(run['logins_by_host'] == dict.fromkeys(
         run['expected_ips'], 1) for run in runs)
     ok &= logins
-    print('%-32s %s' % ('one SSH login per host per hook',
-                        'ok' if logins else 'MISSED'))
+    bench_common.print_login_check(logins)
     return 0 if ok else 1
 
 

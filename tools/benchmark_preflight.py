@@ -22,7 +22,6 @@ import argparse
 import collections
 import contextlib
 import functools
-import logging
 import statistics
 import sys
 import threading
@@ -35,7 +34,6 @@ from kubernetes_mgmt_pv import flow
 from kubernetes_mgmt_pv import host_keys
 from kubernetes_mgmt_pv import packages
 from testbed import cluster as cluster_mod
-from testbed import hosts
 from tools import bench_common
 
 PARTS = ('policy', 'console', 'login', 'check')
@@ -62,12 +60,8 @@ class Trace(object):
 @contextlib.contextmanager
 def tracing():
     trace = Trace()
-    patches = []
-
-    def patch(owner, name, make):
-        original = getattr(owner, name)
-        patches.append((owner, name, original))
-        setattr(owner, name, make(original))
+    patches = bench_common.Patches()
+    patch = patches.patch
 
     def timed(part, host_of):
         def make(original):
@@ -106,8 +100,7 @@ def tracing():
     try:
         yield trace
     finally:
-        for owner, name, original in reversed(patches):
-            setattr(owner, name, original)
+        patches.restore()
 
 
 def most_at_once(spans):
@@ -162,12 +155,9 @@ def main():
     parser.add_argument('--workers', type=int, default=16)
     parser.add_argument('--runs', type=int, default=3)
     args = parser.parse_args()
-    reason = hosts.require_testbed()
-    if reason:
-        print('benchmark: %s' % reason, file=sys.stderr)
-        return 2
-    logging.basicConfig(level=logging.ERROR)
-    cluster_mod.use_test_options(max_concurrent_nodes=64)
+    missing = bench_common.testbed_missing(max_concurrent_nodes=64)
+    if missing:
+        return missing
     with cluster_mod.VirtualCluster(masters=1, workers=args.workers,
                                     volumes=1, install_cluster=True,
                                     nfs_common=True) as cluster:

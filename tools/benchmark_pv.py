@@ -21,12 +21,11 @@ Exit status 0 when every target holds, 1 otherwise.
 """
 
 import argparse
-import logging
 import os
 import sys
 
 from testbed import cluster as cluster_mod
-from testbed import hosts
+from tools import bench_common
 from tools.bench_common import (
     RERUN_TARGET, SCALING_TARGET, print_checks, timed_run)
 
@@ -45,12 +44,9 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.split('\n')[0])
     parser.add_argument('--workers', type=int, nargs='+', default=[1, 4, 16])
     args = parser.parse_args()
-    reason = hosts.require_testbed()
-    if reason:
-        print('benchmark: %s' % reason, file=sys.stderr)
-        return 2
-    logging.basicConfig(level=logging.ERROR)
-    cluster_mod.use_test_options(max_concurrent_nodes=64)
+    missing = bench_common.testbed_missing(max_concurrent_nodes=64)
+    if missing:
+        return missing
 
     rows = []
     for workers in args.workers:
@@ -88,8 +84,7 @@ def main():
     logins_ok = all(row['first']['logins'] == row['hosts'] ==
                     row['rerun']['logins'] for row in rows)
     ok &= logins_ok
-    print('%-32s %s' % ('one SSH login per host per hook',
-                        'ok' if logins_ok else 'MISSED'))
+    bench_common.print_login_check(logins_ok)
     return 0 if ok else 1
 
 
