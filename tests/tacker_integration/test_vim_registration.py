@@ -109,7 +109,20 @@ def as_text(value):
     return value.decode() if isinstance(value, bytes) else str(value)
 
 
+def deploy_cnf(hook_context, vim_id):
+    """Tacker's "vnf" row of a CNF deployed on the VIM (NfvoPlugin refuses
+    to delete a VIM such a row references); its id."""
+    cnf_id = str(uuid.uuid4())
+    session = hook_context().session
+    session.add(vnfm_db.VNF(
+        id=cnf_id, tenant_id=PROJECT, name='cnf', status='ACTIVE',
+        vim_id=vim_id, deleted_at=datetime.datetime.min))
+    session.commit()
+    return cnf_id
+
+
 # -- registration -------------------------------------------------------------
+
 
 def test_registration_creates_one_vim_and_adds_the_connection_info(
         hook_context, vnf_instance, kube_api, credentials, tacker_db):
@@ -284,12 +297,7 @@ def test_a_vim_in_use_with_stale_credentials_is_an_error_naming_its_vnfs(
     # Tacker's plugins loaded before the CNF's row is added, as in
     # tacker-conductor (VNFMPlugin cannot load this bare row).
     assert stored_credentials(hook_context, vnf_instance) == credentials
-    cnf_id = str(uuid.uuid4())
-    session = hook_context().session
-    session.add(vnfm_db.VNF(
-        id=cnf_id, tenant_id=PROJECT, name='cnf', status='ACTIVE',
-        vim_id=vim_id, deleted_at=datetime.datetime.min))
-    session.commit()
+    cnf_id = deploy_cnf(hook_context, vim_id)
     api, new_credentials = rebuild()
 
     with pytest.raises(exceptions.MgmtDriverError) as error:
@@ -511,12 +519,7 @@ def test_a_vim_still_in_use_is_kept_with_a_clear_error(
     # Tacker's v1 LCM keeps a "vnf" row per VNF instance, with the VIM it
     # runs on (a CNF deployed on the cluster has this VIM);
     # NfvoPlugin.delete_vim refuses a VIM such a row references.
-    cnf_id = str(uuid.uuid4())
-    session = hook_context().session
-    session.add(vnfm_db.VNF(
-        id=cnf_id, tenant_id=PROJECT, name='cnf', status='ACTIVE',
-        vim_id=vim_id, deleted_at=datetime.datetime.min))
-    session.commit()
+    cnf_id = deploy_cnf(hook_context, vim_id)
 
     with pytest.raises(exceptions.MgmtDriverError) as error:
         delete(hook_context, vnf_instance)
@@ -536,12 +539,7 @@ def test_the_users_of_a_vim_are_those_tacker_refuses_its_deletion_for(
     instance = reread(hook_context, vnf_instance)
     assert tacker_compat.kubernetes_vim_users(
         hook_context(), instance, VIM_NAME) == {}
-    cnf_id = str(uuid.uuid4())
-    session = hook_context().session
-    session.add(vnfm_db.VNF(
-        id=cnf_id, tenant_id=PROJECT, name='cnf', status='ACTIVE',
-        vim_id=vim_id, deleted_at=datetime.datetime.min))
-    session.commit()
+    cnf_id = deploy_cnf(hook_context, vim_id)
 
     assert tacker_compat.kubernetes_vim_users(
         hook_context(), instance, VIM_NAME) == {vim_id: [cnf_id]}
