@@ -3,7 +3,7 @@
 Every Master runs haproxy, listening on ``*:16443`` and balancing TCP over
 the API servers of all Masters (``<master>:6443``), and keepalived, which
 holds the cluster's VIP on one Master; the control-plane endpoint is
-``<VIP>:16443`` (see the cluster contract, "Addresses and ports").
+``<VIP>:16443`` (the operator guide, "HA control plane").
 
 Like the storage steps, each Master is handled in three parts: one command
 gathers every fact (the interface holding the node's address, the current

@@ -1,11 +1,11 @@
 """The persistent-volume feature: what each LCM hook does for the Storage
 server, the NFS clients and the PersistentVolumes.
 
-The entry-point class only delegates here: every decision (is the feature
-on, what a heal request targets, which nodes a scale-out added) is made in
-this module, and the nodes and their credentials come from ``topology``;
-Tacker hashes neither, so fixing one never forces operators to rebuild
-their VNF packages.
+The entry-point class only delegates here. Whether the feature is on is
+decided here; what a heal or scale request targets is read by
+``lcm_requests``, the nodes and their credentials come from ``topology``,
+and the steps are ``workflows``. Tacker hashes none of them, so fixing one
+never forces operators to rebuild their VNF packages.
 """
 
 from oslo_log import log as logging
