@@ -125,7 +125,8 @@ class KubernetesMgmtDriver(tacker_compat.VnflcmMgmtAbstractDriver):
         return DRIVER_NAME
 
     def get_description(self):
-        return 'Kubernetes cluster management driver with NFS persistent volumes'
+        return ('Kubernetes cluster management driver with NFS persistent '
+                'volumes')
 
     # The cluster feature's hooks; the others have nothing to do. The
     # subclass registered as the entry point adds the persistent volumes.

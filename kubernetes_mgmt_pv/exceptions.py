@@ -24,7 +24,8 @@ class ParameterError(MgmtDriverError):
 
 
 class ParameterErrors(MgmtDriverError):
-    """Several parameter problems, reported together so one fix round suffices."""
+    """Several parameter problems, reported together so one fix round
+    suffices."""
 
     def __init__(self, errors):
         self.errors = list(errors)
@@ -74,7 +75,8 @@ def _shown(value, limit=80):
 
 
 class HeatLookupError(MgmtDriverError):
-    """A Heat resource or one of its attributes needed by the driver is missing."""
+    """A Heat resource or one of its attributes needed by the driver is
+    missing."""
 
 
 class RemoteConnectError(MgmtDriverError):
@@ -124,7 +126,8 @@ class ClusterInstallError(MgmtDriverError):
 
 
 class NodeStepError(MgmtDriverError):
-    """A step failed on some of the nodes it ran on; ``failures`` maps host to error."""
+    """A step failed on some of the nodes it ran on; ``failures`` maps host
+    to error."""
 
     def __init__(self, step, failures):
         self.step = step
@@ -182,7 +185,8 @@ class PersistentVolumeInUseError(PersistentVolumeError):
 
 
 def _tail(text, limit=2000):
-    """Keep the end of long command output: that is where the error usually is."""
+    """Keep the end of long command output: that is where the error usually
+    is."""
     if len(text) <= limit:
         return text
     return '...' + text[-limit:]

@@ -16,7 +16,8 @@ from kubernetes_mgmt_pv import safe_yaml
 
 # metadata.name of a PersistentVolume: an RFC 1123 DNS subdomain.
 _DNS_SUBDOMAIN = re.compile(
-    r'^(?=.{1,253}$)[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$')
+    r'^(?=.{1,253}$)[a-z0-9]([-a-z0-9]*[a-z0-9])?'
+    r'(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$')
 
 
 @dataclasses.dataclass(frozen=True)
@@ -123,4 +124,3 @@ def _shown(value, limit=80):
     """repr of a value from the manifest, short enough for a message."""
     text = repr(value)
     return text if len(text) <= limit else text[:limit - 3] + '...'
-

@@ -76,7 +76,8 @@ def unchecked_release(error, skip_flag, flag_path):
 
 
 def delete_volumes(kubectl, names, timeout, report):
-    """Delete the PVs that exist among ``names`` and wait until they are gone."""
+    """Delete the PVs that exist among ``names`` and wait until they are
+    gone."""
     present = sorted(live_volumes(kubectl, names))
     if not present:
         report.record(kubectl.host, 'delete PersistentVolumes', False)

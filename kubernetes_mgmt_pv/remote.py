@@ -521,7 +521,7 @@ class RemoteCommandExecutor(object):
         """A remote text file (UTF-8, undecodable bytes kept), or None."""
         data = self.read_bytes(path, sudo=sudo)
         return None if data is None else data.decode('utf-8',
-                                                      'surrogateescape')
+                                                     'surrogateescape')
 
     def install_file(self, data, path, mode='0644', owner='root',
                      group='root'):

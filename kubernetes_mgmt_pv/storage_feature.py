@@ -78,7 +78,7 @@ class StorageFeature(object):
         lcm_requests.check_scale_aspect(vnf_instance, workflow.params,
                                         scale_vnf_request)
         if lcm_requests.scaled_node_access(workflow.params,
-                                          scale_vnf_request) is None:
+                                           scale_vnf_request) is None:
             LOG.info('Aspect %s is not a Master/Worker aspect: no NFS client '
                      'to install', scale_vnf_request.aspect_id)
             return
@@ -96,8 +96,8 @@ class StorageFeature(object):
         may override the nodes' credentials. Parameters, overrides and
         manifests are validated here, before Heat or any VM is contacted.
         """
-        params = params_mod.parse(lcm_requests.additional_params(vnf_instance,
-                                                    instantiate_request))
+        params = params_mod.parse(lcm_requests.additional_params(
+            vnf_instance, instantiate_request))
         if not params.pv_enabled:
             LOG.debug('No storage_server parameter: persistent volumes off')
             return None
@@ -119,5 +119,5 @@ class StorageFeature(object):
                                  lcm_request=heal_vnf_request)
         if workflow is None:
             return None, None
-        return workflow, lcm_requests.heal_targets(vnf_instance, heal_vnf_request,
-                                      workflow.params)
+        return workflow, lcm_requests.heal_targets(
+            vnf_instance, heal_vnf_request, workflow.params)

@@ -24,11 +24,11 @@ from kubernetes_mgmt_pv import config
 from kubernetes_mgmt_pv import mgmt_driver
 from kubernetes_mgmt_pv import params
 from testbed import cloud_init
-from testbed import openstack_api
-from testbed import pv_manifest
 from testbed import hosts
 from testbed import kubeapi
 from testbed import node_lifecycle
+from testbed import openstack_api
+from testbed import pv_manifest
 from testbed import standins
 
 STORAGE_CP = 'storage_server_CP'

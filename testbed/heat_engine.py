@@ -107,7 +107,7 @@ class HeatEngine(object):
         self._worker = None
         self._t0 = time.monotonic()
 
-    # -- lifecycle -------------------------------------------------------------
+    # -- lifecycle ------------------------------------------------------------
 
     def attach(self, fake):
         self.fake = fake
@@ -162,7 +162,7 @@ class HeatEngine(object):
     def _submit(self, what, func, on_error):
         self._queue.put((what, func, on_error))
 
-    # -- helpers on the model ----------------------------------------------------
+    # -- helpers on the model -------------------------------------------------
 
     @property
     def _lock(self):
@@ -227,7 +227,7 @@ class HeatEngine(object):
                 resource.updated_time = self.fake_time()
         self.fake.add_event(resource, resource.status, 'state changed')
 
-    # -- the HTTP API (called by FakeOpenStack) ---------------------------------
+    # -- the HTTP API (called by FakeOpenStack) -------------------------------
 
     def create_stack(self, body):
         try:
@@ -347,7 +347,7 @@ class HeatEngine(object):
         self._submit('signal %s' % resource.name, resize, failed)
         return 200, {}, {}
 
-    # -- template handling --------------------------------------------------------
+    # -- template handling ----------------------------------------------------
 
     def _parse_create(self, body):
         if not isinstance(body, dict):
@@ -423,7 +423,7 @@ class HeatEngine(object):
             return [self._resolve(item, params, stack) for item in node]
         return node
 
-    # -- building ---------------------------------------------------------------------
+    # -- building -------------------------------------------------------------
 
     def _build(self, stack, template, files, given):
         """Create the resources of ``template`` in ``stack`` in dependency
@@ -612,7 +612,7 @@ class HeatEngine(object):
         with self._lock:
             group_stack.resources.pop(resource.name, None)
 
-    # -- servers, ports, volumes --------------------------------------------------
+    # -- servers, ports, volumes ----------------------------------------------
 
     def _role(self, name, props):
         lowered = name.lower()
@@ -667,7 +667,8 @@ class HeatEngine(object):
         wanted = {network.get('port') for network in
                   server.properties.get('networks') or []}
         return [r for r in stack.resources.values()
-                if r.resource_type == PORT and r.physical_resource_id in wanted]
+                if r.resource_type == PORT
+                and r.physical_resource_id in wanted]
 
     def _create_server(self, stack, name, props):
         role = self._role(props.get('name') or name, props)
@@ -787,7 +788,7 @@ class HeatEngine(object):
                 for resource in stack.resources.values()
                 for entry in resource.attributes.get('fixed_ips') or []})
 
-    # -- update (heal) ------------------------------------------------------------
+    # -- update (heal) --------------------------------------------------------
 
     def _update(self, root):
         # Groups whose desired_capacity changed are resized first.
@@ -903,7 +904,7 @@ class HeatEngine(object):
         self._submit('stop of %s' % host_name, stop, failed)
         return True
 
-    # -- delete -------------------------------------------------------------------
+    # -- delete ---------------------------------------------------------------
 
     def _delete_tree(self, stack):
         """Delete a stack and its nested stacks: hosts go, the stack keeps

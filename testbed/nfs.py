@@ -8,11 +8,11 @@ read and write through the userspace libnfs tools (`nfs-cp`, `nfs-cat`), so
 no kernel NFS client is needed either.
 """
 
+from dataclasses import dataclass
 import re
 import secrets
 import shlex
 import socket
-from dataclasses import dataclass
 
 from testbed.hosts import wait_for
 

@@ -709,10 +709,12 @@ class FakeOpenStack:
 
     def _version_document(self):
         return 200, {}, {'version': {
-            'id': 'v3.14', 'status': 'stable', 'updated': '2020-04-07T00:00:00Z',
+            'id': 'v3.14', 'status': 'stable',
+            'updated': '2020-04-07T00:00:00Z',
             'links': [{'rel': 'self', 'href': self.auth_url + '/'}],
-            'media-types': [{'base': 'application/json',
-                             'type': 'application/vnd.openstack.identity-v3+json'}]}}
+            'media-types': [{
+                'base': 'application/json',
+                'type': 'application/vnd.openstack.identity-v3+json'}]}}
 
     def _regions(self):
         return 200, {}, {'regions': [
@@ -1035,4 +1037,3 @@ def _fixed_ip_entry(entry):
 
 def _short_id():
     return uuid.uuid4().hex[:12]
-

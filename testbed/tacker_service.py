@@ -56,7 +56,7 @@ class ServiceError(RuntimeError):
     """A service did not start (the message names its log)."""
 
 
-# -- helpers -------------------------------------------------------------------
+# -- helpers ------------------------------------------------------------------
 
 def free_port(host='127.0.0.1'):
     with socket.socket() as sock:
@@ -133,7 +133,7 @@ def rss_mb(pid):
     return total // 1024
 
 
-# -- the key manager the conductor and the server share --------------------------
+# -- the key manager the conductor and the server share -----------------------
 
 def _key_manager_base():
     """Tacker's KeyManager base in a Tacker process (which imports this
@@ -189,7 +189,7 @@ class FileKeyManager(_key_manager_base()):
             os.unlink(self._path(managed_object_id))
 
 
-# -- the services ----------------------------------------------------------------
+# -- the services -------------------------------------------------------------
 
 class _Process(object):
     """A process we started, with its log files."""
@@ -238,7 +238,7 @@ class TackerService(object):
         self._rabbit_started = False
         self.timings = {}
 
-    # -- paths -----------------------------------------------------------------
+    # -- paths ----------------------------------------------------------------
 
     def _p(self, *parts):
         return os.path.join(self.workdir, *parts)
@@ -274,7 +274,7 @@ class TackerService(object):
                         % (name, venv))
         return None
 
-    # -- lifecycle -------------------------------------------------------------
+    # -- lifecycle ------------------------------------------------------------
 
     def __enter__(self):
         return self.start()
@@ -345,7 +345,7 @@ class TackerService(object):
                 out.append('==> %s <==\n%s' % (path, _tail(path, lines)))
         return '\n'.join(out)
 
-    # -- MariaDB ---------------------------------------------------------------
+    # -- MariaDB --------------------------------------------------------------
 
     def _mysql(self, sql):
         return subprocess.run(
@@ -416,7 +416,7 @@ class TackerService(object):
                 popen.wait(timeout=10)
             self._mysqld_safe = None
 
-    # -- RabbitMQ --------------------------------------------------------------
+    # -- RabbitMQ -------------------------------------------------------------
 
     def _rabbit_env(self):
         env = dict(os.environ)
@@ -491,7 +491,7 @@ class TackerService(object):
                        capture_output=True, timeout=30)
         self._rabbit_started = False
 
-    # -- Tacker ----------------------------------------------------------------
+    # -- Tacker ---------------------------------------------------------------
 
     def _write_conf(self):
         self.api_port = self.api_port or free_port()
@@ -648,11 +648,12 @@ class TackerService(object):
         self._kill_group(process, signal.SIGKILL)  # orphaned workers
 
 
-# -- a small REST client ---------------------------------------------------------
+# -- a small REST client ------------------------------------------------------
 
 class TackerError(RuntimeError):
     def __init__(self, method, url, status, body):
-        super().__init__('%s %s -> %s: %s' % (method, url, status, body[:2000]))
+        super().__init__('%s %s -> %s: %s'
+                         % (method, url, status, body[:2000]))
         self.status = status
         self.body = body
 
@@ -761,7 +762,7 @@ if __name__ == '__main__':  # manual use: start, print, wait for Ctrl-C
         service.stop()
 
 
-# -- the user guide's set-up: real Tacker, the Heat engine and the testbed -------
+# -- the user guide's set-up: real Tacker, the Heat engine and the testbed ----
 
 SAMPLE = os.path.join(ROOT, 'samples', 'kubernetes_pv_vnf')
 REQUESTS = os.path.join(ROOT, 'samples', 'requests')
@@ -833,7 +834,7 @@ class TackerLab(object):
         result['test process'] = rss_mb(os.getpid())
         return result
 
-    # -- onboarding -------------------------------------------------------------
+    # -- onboarding -----------------------------------------------------------
 
     def register_openstack_vim(self, name='testbed-openstack'):
         """POST /v1.0/vims: the fake Keystone as the default VIM."""
@@ -901,7 +902,7 @@ class TackerLab(object):
         with open(os.path.join(REQUESTS, name)) as handle:
             return json.load(handle)
 
-    # -- LCM ----------------------------------------------------------------------
+    # -- LCM ------------------------------------------------------------------
 
     def lcm(self, instance_id, operation, body, timeout=OP_TIMEOUT):
         """POST an LCM operation and wait for its final state; returns the
@@ -945,7 +946,7 @@ class TackerLab(object):
         return [vnfc for vnfc in info.get('vnfcResourceInfo', [])
                 if vdu_id in (None, vnfc['vduId'])]
 
-    # -- what the operator checks -------------------------------------------------
+    # -- what the operator checks ---------------------------------------------
 
     def stack(self, instance_id):
         return self.cloud.find_stack('vnflcm_%s' % instance_id)

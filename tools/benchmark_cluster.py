@@ -222,7 +222,7 @@ def describe_logins(run):
     return '%d-%d/host' % (min(counts), max(counts))
 
 
-# -- measurements --------------------------------------------------------------
+# -- measurements -------------------------------------------------------------
 
 def measure_instantiate(workers):
     with cluster_mod.VirtualCluster(masters=1, workers=workers, volumes=1,
@@ -265,7 +265,7 @@ def measure_scale_out(new_count):
     return {'new': new_count, 'hosts': hosts_total, 'run': run}
 
 
-# -- output ----------------------------------------------------------------------
+# -- output -------------------------------------------------------------------
 
 RUN_HEADER = '%8s %5s %6s %6s %9s %8s' % (
     'seconds', 'load', 'drvCPU', 'prcCPU', 'logins', 'commands')

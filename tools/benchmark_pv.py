@@ -26,8 +26,10 @@ import sys
 
 from testbed import cluster as cluster_mod
 from tools import bench_common
-from tools.bench_common import (
-    RERUN_TARGET, SCALING_TARGET, print_checks, timed_run)
+from tools.bench_common import print_checks
+from tools.bench_common import RERUN_TARGET
+from tools.bench_common import SCALING_TARGET
+from tools.bench_common import timed_run
 
 
 def measure(workers):

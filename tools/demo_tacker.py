@@ -40,7 +40,6 @@ from testbed import pv_manifest
 from testbed import tacker_service
 
 
-
 class Failed(Exception):
     pass
 

@@ -14,8 +14,10 @@ import threading
 
 import pytest
 
-from testbed import hosts, nfs
-from testbed.hosts import Testbed, require_testbed
+from testbed import hosts
+from testbed.hosts import require_testbed
+from testbed.hosts import Testbed
+from testbed import nfs
 
 SKIP_REASON = require_testbed()
 needs_testbed = pytest.mark.skipif(SKIP_REASON is not None,

@@ -26,7 +26,9 @@ import urllib.request
 
 import pytest
 
-from testbed import hosts, kubeapi, standins
+from testbed import hosts
+from testbed import kubeapi
+from testbed import standins
 
 SKIP_REASON = hosts.require_testbed()
 pytestmark = pytest.mark.skipif(SKIP_REASON is not None,
@@ -741,7 +743,7 @@ def test_losing_the_leader_and_removing_its_member_leaves_two(cluster):
         status = master1.run(f'{everyone} endpoint status -w json',
                              check=False).stdout
         if status and all(entry['Status']['leader'] == ids['master3']
-                           for entry in json.loads(status)):
+                          for entry in json.loads(status)):
             return True
         master1.run(f'{everyone} move-leader {ids["master3"]:x}',
                     check=False)

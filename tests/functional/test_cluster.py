@@ -17,8 +17,6 @@ from testbed import standins
 from tests.functional.conftest import skip_without_testbed
 
 
-
-
 def verb(calls):
     """The kubeadm subcommands in a host's call log."""
     return [' '.join(argv[1:3]) if argv[1] == 'init' and argv[2:3] == [
@@ -72,8 +70,8 @@ def test_one_master_two_workers(simple, logins):
     simple.instantiate_end()
 
     master = simple.host('master1')
-    assert cluster_mod.node_readiness(master) == {'master1': 'True', 'worker1': 'True',
-                                  'worker2': 'True'}
+    assert cluster_mod.node_readiness(master) == {
+        'master1': 'True', 'worker1': 'True', 'worker2': 'True'}
     init, = [argv for argv in simple.kubeadm_calls('master1')
              if argv[1] == 'init' and argv[2] != 'phase']
     assert init[init.index('--pod-network-cidr') + 1] == cluster_mod.POD_CIDR
@@ -126,8 +124,8 @@ def test_a_rerun_after_a_failed_worker_join_converges(simple):
     message = str(caught.value)
     assert worker2.ip in message and 'install script' in message
     # worker1 joined in the same run; nothing is registered yet.
-    assert cluster_mod.node_readiness(simple.host('master1')) == {'master1': 'True',
-                                                  'worker1': 'True'}
+    assert cluster_mod.node_readiness(simple.host('master1')) == {
+        'master1': 'True', 'worker1': 'True'}
     assert simple.vims == {}
 
     simple.instantiate_end()
@@ -195,8 +193,8 @@ def test_three_masters_behind_haproxy_and_keepalived(ha_cluster):
     ha_cluster.instantiate_end()
     vip = ha_cluster.vip
     names = ['master1', 'master2', 'master3', 'worker1', 'worker2']
-    assert cluster_mod.node_readiness(ha_cluster.host('master2')) == dict.fromkeys(names,
-                                                                   'True')
+    assert cluster_mod.node_readiness(ha_cluster.host('master2')) == \
+        dict.fromkeys(names, 'True')
     for name in ('master2', 'master3'):
         join = join_configuration(ha_cluster.host(name))
         assert join['discovery']['bootstrapToken']['apiServerEndpoint'] == \

@@ -120,7 +120,8 @@ def test_new_workers_log_in_with_the_scale_requests_password(simple):
     new = simple.add_node('worker')
     new.run('chpasswd', input='ubuntu:rotated-image-pw\n')
     simple.scale_end([new], worker_node_password='rotated-image-pw')
-    assert cluster_mod.node_readiness(simple.host('master1'))['worker3'] == 'True'
+    readiness = cluster_mod.node_readiness(simple.host('master1'))
+    assert readiness['worker3'] == 'True'
 
 
 def test_scale_in_drains_the_worker_and_forgets_it(simple):
@@ -131,7 +132,8 @@ def test_scale_in_drains_the_worker_and_forgets_it(simple):
     simple.kube.create(pod('agent', 'worker2', owner_kind='DaemonSet'))
     simple.scale_in(worker2)
     master = simple.host('master1')
-    assert cluster_mod.node_readiness(master) == {'master1': 'True', 'worker1': 'True'}
+    assert cluster_mod.node_readiness(master) == {'master1': 'True',
+                                                  'worker1': 'True'}
     assert 'web' not in [p['metadata']['name']
                          for p in simple.kube.objects('pods')]
     for host in simple.nodes():

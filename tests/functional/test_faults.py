@@ -26,8 +26,8 @@ import dataclasses
 import glob
 import re
 import socket
-import types
 import ssl
+import types
 import urllib.request
 
 import paramiko
@@ -36,10 +36,10 @@ import yaml
 
 from kubernetes_mgmt_pv import etcd
 from kubernetes_mgmt_pv import exceptions
-from tests.functional.conftest import skip_without_testbed
 from testbed import cluster as cluster_mod
 from testbed import faults
 from testbed import hosts
+from tests.functional.conftest import skip_without_testbed
 
 PACKAGES = ('nfs-common', 'nfs-kernel-server')
 DATA_PREFIX = 'fault-data'

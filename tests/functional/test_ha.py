@@ -21,8 +21,8 @@ import pytest
 from kubernetes_mgmt_pv import config
 from kubernetes_mgmt_pv import exceptions
 from kubernetes_mgmt_pv import ha
-from kubernetes_mgmt_pv import params
 from kubernetes_mgmt_pv import parallel
+from kubernetes_mgmt_pv import params
 from kubernetes_mgmt_pv import remote
 from kubernetes_mgmt_pv import report as report_mod
 from testbed import cluster as cluster_mod
@@ -422,4 +422,3 @@ def test_address_not_on_the_host_is_refused(bed, vip):
     assert 'HA control plane configuration failed on %s: 10.255.255.1 is ' \
         'not an address of any interface of this host' % host.ip \
         in str(caught.value)
-

@@ -21,8 +21,8 @@ from kubernetes_mgmt_pv import heat
 from kubernetes_mgmt_pv import host_keys
 from kubernetes_mgmt_pv import params
 from kubernetes_mgmt_pv import remote
-from testbed import openstack_api
 from testbed import hosts
+from testbed import openstack_api
 
 PASSWORD_ATTEMPT = re.compile(r'(Accepted|Failed) password')
 _VM_NUMBERS = itertools.count(1)

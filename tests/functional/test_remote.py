@@ -84,7 +84,7 @@ def test_passwords_and_proxy_credentials_are_redacted(host, options):
 
 
 def test_output_is_returned_exactly_even_when_it_holds_a_secret(host,
-                                                                 options):
+                                                                options):
     """The login password 'ubuntu' occurs in paths the driver parses and
     writes back: it is hidden in error messages only."""
     with remote.RemoteCommandExecutor(host.ip, 'ubuntu', 'ubuntu') as session:
@@ -199,7 +199,7 @@ def test_known_hosts_policy_records_then_detects_a_changed_key(
     # A different key for the same address (a re-created VM) is refused.
     key_type = next(iter(recorded[host.ip]))
     known_hosts.write_text('%s %s\n' % (host.ip,
-                                          _other_public_key(tmp_path, key_type)))
+                                        _other_public_key(tmp_path, key_type)))
     with pytest.raises(exceptions.RemoteConnectError) as caught:
         remote.RemoteCommandExecutor(host.ip, 'ubuntu', 'ubuntu').connect()
     assert 'does not match' in str(caught.value)

@@ -36,8 +36,6 @@ import pytest
 from kubernetes_mgmt_pv import cluster as cluster_lib
 from kubernetes_mgmt_pv import config
 from kubernetes_mgmt_pv import csar
-from tests.tacker_integration.support import CONFIGURED_DRIVERS
-from tests.tacker_integration.support import SAMPLE
 # Imported here, before any test module imports Tacker, on purpose:
 # Tacker's imports load eventlet's green BaseHTTPServer, which rebinds the
 # `server` attribute of the stdlib `http` package to an eventlet-patched
@@ -47,6 +45,8 @@ from tests.tacker_integration.support import SAMPLE
 from testbed import cluster as cluster_mod
 from testbed import hosts
 from testbed import kubeapi
+from tests.tacker_integration.support import CONFIGURED_DRIVERS
+from tests.tacker_integration.support import SAMPLE
 
 try:
     # Light (abc, oslo.config): no eventlet, no http.server rebinding.

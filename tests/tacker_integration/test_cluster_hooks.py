@@ -40,8 +40,8 @@ from tacker.common.container import kubernetes_utils  # noqa: E402
 from tacker.common import utils as tacker_utils  # noqa: E402
 from tacker.db.vnfm import vnfm_db  # noqa: E402
 from tacker.extensions import nfvo  # noqa: E402
-from tacker.objects import fields  # noqa: E402
 from tacker import objects  # noqa: E402
+from tacker.objects import fields  # noqa: E402
 from tacker.vnflcm import utils as vnflcm_utils  # noqa: E402
 from tacker.vnfm import vim_client  # noqa: E402
 
@@ -119,7 +119,7 @@ def vnfc_resource_info(cluster):
             vim_level_resource_type='OS::Nova::Server'),
         vnfc_cp_info=[objects.VnfcCpInfo(id=str(uuid.uuid4()),
                                          cpd_id=vnfc.cp_name)])
-        for vnfc in cluster.vnfcs.values()]
+            for vnfc in cluster.vnfcs.values()]
 
 
 def create_vnf_instance(context, additional_params, stack_id=None,
@@ -219,7 +219,7 @@ class Tacker(object):
             grant=None, grant_request=None)
 
 
-# -- what Tacker has ------------------------------------------------------------
+# -- what Tacker has ----------------------------------------------------------
 
 def live_vims(hook_context):
     """The VIMs NfvoPlugin lists (not soft-deleted), any project."""
@@ -322,8 +322,6 @@ def namespaces(auth):
         api.close_tmp_file(descriptor, ca_file)
 
 
-
-
 def pv_phases(master):
     return {name: volume['status']['phase'] for name, volume in
             cluster_mod.persistent_volumes(master).items()}
@@ -331,11 +329,12 @@ def pv_phases(master):
 
 def assert_cluster_with_volumes(cluster):
     master = cluster.host('master1')
-    assert cluster_mod.node_readiness(master) == {'master1': 'True', 'worker1': 'True'}
+    assert cluster_mod.node_readiness(master) == {'master1': 'True',
+                                                  'worker1': 'True'}
     assert pv_phases(master) == dict.fromkeys(PVS, 'Available')
 
 
-# -- the hook path --------------------------------------------------------------
+# -- the hook path ------------------------------------------------------------
 
 def test_cluster_hooks_with_tackers_vim_registry(
         virtual, hook_context, tacker_db, vim_secrets, timings):
@@ -464,7 +463,7 @@ def test_cluster_hooks_with_tackers_vim_registry(
         ['openstack']
 
 
-# -- terminate as Tacker 16 calls it ---------------------------------------------
+# -- terminate as Tacker 16 calls it ------------------------------------------
 
 def test_terminate_end_after_tackers_terminate_deletes_the_vim(
         hook_context, kube_api, credentials, vim_secrets):

@@ -14,8 +14,7 @@ from tacker.api.validation import validators  # noqa: E402
 from tacker.common import utils as tacker_utils  # noqa: E402
 from tacker import objects  # noqa: E402
 
-from kubernetes_mgmt_pv import lcm_requests
-from kubernetes_mgmt_pv import storage_feature  # noqa: E402
+from kubernetes_mgmt_pv import lcm_requests  # noqa: E402
 from kubernetes_mgmt_pv import params  # noqa: E402
 from tests.tacker_integration.support import REQUESTS  # noqa: E402
 

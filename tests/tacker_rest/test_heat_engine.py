@@ -40,8 +40,8 @@ def cloud():
 @pytest.fixture
 def heat(cloud):
     from heatclient import client
-    from keystoneauth1 import session
     from keystoneauth1.identity import v3
+    from keystoneauth1 import session
     auth = v3.Password(auth_url=cloud.auth_url, username=cloud.username,
                        password=cloud.password,
                        project_name=cloud.project_name,
@@ -52,8 +52,8 @@ def heat(cloud):
 
 
 def nova_client(cloud):
-    from keystoneauth1 import session
     from keystoneauth1.identity import v3
+    from keystoneauth1 import session
     from novaclient import client
     auth = v3.Password(auth_url=cloud.auth_url, username=cloud.username,
                        password=cloud.password,
@@ -90,7 +90,8 @@ def create(heat, flavour, name):
                                files=files, parameters={'nfv': nfv},
                                disable_rollback=True)
     stack_id = stack['stack']['id']
-    wait(lambda: heat.stacks.get(stack_id).stack_status != 'CREATE_IN_PROGRESS')
+    wait(lambda: heat.stacks.get(stack_id).stack_status
+         != 'CREATE_IN_PROGRESS')
     return stack_id
 
 
@@ -187,7 +188,8 @@ def test_simple_flavour_lifecycle(cloud, heat):
                 'touch /mnt/v/kept && umount /mnt/v')
     heat.resources.mark_unhealthy(stack_id, 'storage_server', True, 'heal')
     heat.stacks.update(stack_id, existing=True)
-    wait(lambda: heat.stacks.get(stack_id).stack_status != 'UPDATE_IN_PROGRESS')
+    wait(lambda: heat.stacks.get(stack_id).stack_status
+         != 'UPDATE_IN_PROGRESS')
     assert heat.stacks.get(stack_id).stack_status == 'UPDATE_COMPLETE'
     healed = heat.resources.get(stack_id, 'storage_server')
     assert healed.physical_resource_id != \
@@ -207,7 +209,8 @@ def test_simple_flavour_lifecycle(cloud, heat):
     heat.resources.mark_unhealthy(stack_id, 'storage_server_volume', True,
                                   'heal')
     heat.stacks.update(stack_id, existing=True)
-    wait(lambda: heat.stacks.get(stack_id).stack_status != 'UPDATE_IN_PROGRESS')
+    wait(lambda: heat.stacks.get(stack_id).stack_status
+         != 'UPDATE_IN_PROGRESS')
     assert heat.resources.get(stack_id, 'storage_server_volume'
                               ).physical_resource_id != \
         volume.physical_resource_id
@@ -260,7 +263,8 @@ def test_unsupported_resource_fails_the_stack(cloud, heat):
                              'properties': {}}}})
     stack = heat.stacks.create(stack_name='unsupported', template=template)
     stack_id = stack['stack']['id']
-    wait(lambda: heat.stacks.get(stack_id).stack_status != 'CREATE_IN_PROGRESS')
+    wait(lambda: heat.stacks.get(stack_id).stack_status
+         != 'CREATE_IN_PROGRESS')
     stack = heat.stacks.get(stack_id)
     assert stack.stack_status == 'CREATE_FAILED'
     assert 'OS::Octavia::LoadBalancer' in stack.stack_status_reason

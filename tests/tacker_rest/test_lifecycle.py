@@ -25,8 +25,8 @@ import ipaddress
 import json
 import re
 
-from keystoneauth1 import session as ks_session
 from keystoneauth1.identity import v3
+from keystoneauth1 import session as ks_session
 from novaclient import client as nova_client
 import pytest
 
@@ -113,7 +113,7 @@ def k8s_vims(lab):
     return [vim for vim in lab.vims() if vim['type'] == 'kubernetes']
 
 
-# -- the steps -------------------------------------------------------------------
+# -- the steps ----------------------------------------------------------------
 
 def test_register_openstack_vim(lab, s):
     vim = lab.register_openstack_vim()
@@ -412,7 +412,7 @@ def test_terminate_and_delete(lab, s):
     s.done.add('terminate')
 
 
-# -- what held throughout --------------------------------------------------------
+# -- what held throughout -----------------------------------------------------
 
 def test_only_testbed_addresses_were_handed_out(lab, s):
     s.need('instantiate')
@@ -424,7 +424,7 @@ def test_only_testbed_addresses_were_handed_out(lab, s):
     assert lab.engine.testbed.bridge_ip not in addresses
 
 
-# -- the cluster half (issue "Scale and heal of cluster nodes") ------------------
+# -- the cluster half (issue "Scale and heal of cluster nodes") ---------------
 
 def _nodes_at(s, step):
     s.need(step)

@@ -31,7 +31,8 @@ def facts(hostname, joined=False):
 
 
 def info_block(**overrides):
-    values = dict(server='https://10.0.0.5:16443', token='abcdef.0123456789abcdef',
+    values = dict(server='https://10.0.0.5:16443',
+                  token='abcdef.0123456789abcdef',
                   ca_cert_hash='sha256:' + 'a' * 64,
                   certificate_key='b' * 64,
                   ca_cert=base64.b64encode(PEM.encode()).decode())
@@ -39,7 +40,7 @@ def info_block(**overrides):
     lines = [cluster.INFO_BEGIN] + ['%s=%s' % item for item in values.items()
                                     if item[1] is not None]
     return '\n'.join(['[init] done'] + lines + [cluster.INFO_END,
-                                                 'Install Success!'])
+                                                'Install Success!'])
 
 
 # -- facts and script output ------------------------------------------------
@@ -156,7 +157,7 @@ def test_hosts_lines_name_every_node_at_its_address():
                                           '10.0.0.10 worker1']
 
 
-# -- the install plan -----------------------------------------------------------
+# -- the install plan ---------------------------------------------------------
 
 M1, M2, M3 = (node('master', '10.0.0.1%d' % n) for n in (1, 2, 3))
 W1, W2 = (node('worker', '10.0.0.2%d' % n) for n in (1, 2))
@@ -284,7 +285,7 @@ def test_a_fresh_single_master():
         M1, (), ())
 
 
-# -- command lines -------------------------------------------------------------
+# -- command lines ------------------------------------------------------------
 
 TOKEN = 'abcdef.0123456789abcdef'
 KEY = '12' * 32
@@ -355,7 +356,7 @@ def test_default_cidrs_are_left_to_kubeadm():
     assert '-p' not in argv and '-a' not in argv
 
 
-# -- VIM credentials -------------------------------------------------------------
+# -- VIM credentials ----------------------------------------------------------
 
 def test_the_credentials_bind_a_service_account_to_cluster_admin():
     items = cluster.credentials_manifest()['items']
@@ -414,7 +415,7 @@ def test_node_names_must_be_valid_and_unique(names, message):
         cluster.check_node_names(pairs)
 
 
-# -- the package's script -------------------------------------------------------
+# -- the package's script -----------------------------------------------------
 
 def test_the_script_is_read_from_the_package(tmp_path):
     (tmp_path / 'Scripts').mkdir()

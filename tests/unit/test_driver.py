@@ -5,10 +5,10 @@ import types
 
 import pytest
 
-from kubernetes_mgmt_pv import lcm_requests
 from kubernetes_mgmt_pv import base_driver
 from kubernetes_mgmt_pv import exceptions
 from kubernetes_mgmt_pv import flow
+from kubernetes_mgmt_pv import lcm_requests
 from kubernetes_mgmt_pv import mgmt_driver
 from kubernetes_mgmt_pv import parallel
 from kubernetes_mgmt_pv import params

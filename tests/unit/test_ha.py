@@ -287,38 +287,38 @@ KEEPALIVED_OURS = ha.HEADER + b'vrrp_instance a {}\n'
 KEEPALIVED_NEW = ha.HEADER + b'vrrp_instance b {}\n'
 
 
-@pytest.mark.parametrize('service, current, wanted, running, content, '
-                         'action, pending', [
-    # A change cut short after its file was written (the file now looks
-    # unchanged): restarted, or started if the daemon is gone.
-    ('haproxy', OURS, OURS, '77', None, 'restart', True),
-    ('keepalived', b'k', b'k', '78', None, 'restart', True),
-    ('haproxy', OURS, OURS, None, None, 'start', True),
-    # A pending change that changes again: restarted, whatever the file.
-    ('haproxy', OURS, NEW, '77', NEW, 'restart', True),
-    ('keepalived', b'k', b'k2', None, b'k2', 'start', True),
-    # Not running: start, after writing the file if it differs.
-    ('haproxy', None, OURS, None, OURS, 'start', False),
-    ('haproxy', PACKAGE_DEFAULT, OURS, None, OURS, 'start', False),
-    ('haproxy', OURS, OURS, None, None, 'start', False),
-    ('keepalived', None, b'k', None, b'k', 'start', False),
-    ('keepalived', b'k', b'k', None, None, 'start', False),
-    # Running and unchanged: nothing.
-    ('haproxy', OURS, OURS, '77', None, None, False),
-    ('keepalived', b'k', b'k', '78', None, None, False),
-    # Running, changed: haproxy reloads its own master-worker config...
-    ('haproxy', OURS, NEW, '77', NEW, 'reload', False),
-    # ... but restarts when it takes over another one (not master-worker:
-    # SIGUSR2 would kill it).
-    ('haproxy', PACKAGE_DEFAULT, OURS, '77', OURS, 'restart', False),
-    ('haproxy', None, OURS, '77', OURS, 'restart', False),
-    # keepalived reloads its own configuration (the VIP stays where it
-    # is) and restarts when it takes over another one.
-    ('keepalived', KEEPALIVED_OURS, KEEPALIVED_NEW, '78', KEEPALIVED_NEW,
-     'reload', False),
-    ('keepalived', b'k', b'k2', '78', b'k2', 'restart', False),
-    ('keepalived', None, b'k', '78', b'k', 'restart', False),
-])
+@pytest.mark.parametrize(
+    'service, current, wanted, running, content, action, pending', [
+        # A change cut short after its file was written (the file now looks
+        # unchanged): restarted, or started if the daemon is gone.
+        ('haproxy', OURS, OURS, '77', None, 'restart', True),
+        ('keepalived', b'k', b'k', '78', None, 'restart', True),
+        ('haproxy', OURS, OURS, None, None, 'start', True),
+        # A pending change that changes again: restarted, whatever the file.
+        ('haproxy', OURS, NEW, '77', NEW, 'restart', True),
+        ('keepalived', b'k', b'k2', None, b'k2', 'start', True),
+        # Not running: start, after writing the file if it differs.
+        ('haproxy', None, OURS, None, OURS, 'start', False),
+        ('haproxy', PACKAGE_DEFAULT, OURS, None, OURS, 'start', False),
+        ('haproxy', OURS, OURS, None, None, 'start', False),
+        ('keepalived', None, b'k', None, b'k', 'start', False),
+        ('keepalived', b'k', b'k', None, None, 'start', False),
+        # Running and unchanged: nothing.
+        ('haproxy', OURS, OURS, '77', None, None, False),
+        ('keepalived', b'k', b'k', '78', None, None, False),
+        # Running, changed: haproxy reloads its own master-worker config...
+        ('haproxy', OURS, NEW, '77', NEW, 'reload', False),
+        # ... but restarts when it takes over another one (not master-worker:
+        # SIGUSR2 would kill it).
+        ('haproxy', PACKAGE_DEFAULT, OURS, '77', OURS, 'restart', False),
+        ('haproxy', None, OURS, '77', OURS, 'restart', False),
+        # keepalived reloads its own configuration (the VIP stays where it
+        # is) and restarts when it takes over another one.
+        ('keepalived', KEEPALIVED_OURS, KEEPALIVED_NEW, '78', KEEPALIVED_NEW,
+         'reload', False),
+        ('keepalived', b'k', b'k2', '78', b'k2', 'restart', False),
+        ('keepalived', None, b'k', '78', b'k', 'restart', False),
+    ])
 def test_plan_of_one_daemon(service, current, wanted, running, content,
                             action, pending):
     assert ha.plan_service(service, current, wanted, running, pending) == \

@@ -172,7 +172,7 @@ def test_every_heat_request_carries_the_token(cloud, stack_id):
 
 @pytest.mark.parametrize('headers', [{}, {'X-Auth-Token': 'forged'}])
 def test_fake_heat_refuses_requests_without_a_valid_token(cloud, stack_id,
-                                                         headers):
+                                                          headers):
     url = '%s/stacks/%s' % (cloud.heat_url, stack_id)
 
     with pytest.raises(urllib.error.HTTPError) as raised:
@@ -368,7 +368,7 @@ def test_server_in_a_group_member_is_found(cloud, stack_id):
 
 
 def test_server_in_the_top_stack_is_found_without_listing_groups(cloud,
-                                                                stack_id):
+                                                                 stack_id):
     add_workers(cloud, stack_id, ['10.10.0.21'])
     server_id = cloud.add_server(stack_id, 'storage_server')
 
@@ -430,7 +430,7 @@ def test_server_of_a_floating_ip_without_port_details(cloud, stack_id):
 
 
 def test_floating_ip_with_a_port_of_another_stack_is_reported(cloud,
-                                                             stack_id):
+                                                              stack_id):
     other_stack_id = cloud.add_stack('elsewhere')
     cloud.add_port(other_stack_id, 'master_cp', ['10.10.0.5'],
                    device_id=SERVER_ID)

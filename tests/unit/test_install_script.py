@@ -10,8 +10,8 @@ runs through a harness that sources the script, points its five path
 variables (/etc/kubernetes, /etc/default/kubelet, /etc/systemd/system,
 /usr/local/lib/kubernetes-mgmt-pv, /run) into a temporary root, replaces
 the two functions that would change the machine (prepare_node,
-restart_kubelet) and calls main. The end-to-end run on real hosts is the functional
-tests' job.
+restart_kubelet) and calls main. The end-to-end run on real hosts is the
+functional tests' job.
 """
 
 import base64
@@ -390,7 +390,7 @@ def test_not_root_is_a_usage_error(node):
     (['-w', '10.9.9.9'], '-w: 10.9.9.9 is not an address of this host'),
 ])
 def test_an_address_this_host_does_not_hold_is_a_usage_error(node, args,
-                                                              message):
+                                                             message):
     result = node.run_main(*args, '-i', VIP)
     assert result.returncode == 2
     assert message in result.stderr

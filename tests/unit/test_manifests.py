@@ -9,7 +9,6 @@ from kubernetes_mgmt_pv import params
 from testbed import pv_manifest
 
 
-
 def pv(name, server):
     return pv_manifest.TEMPLATE.format(name=name, server=server,
                                        path='"/volume/nfs/%s"' % name)
@@ -68,7 +67,8 @@ def test_symlink_out_of_the_package_is_refused(package, tmp_path_factory):
 
 
 @pytest.mark.parametrize('content, message', [
-    ('kind: Pod\napiVersion: v1\nmetadata: {name: p}\n', 'v1 PersistentVolume'),
+    ('kind: Pod\napiVersion: v1\nmetadata: {name: p}\n',
+     'v1 PersistentVolume'),
     (pv('Bad_Name', 'x'), 'DNS subdomain'),
     (pv('a', 'x').replace('  nfs:', '  hostPath:'),
      'no spec.nfs'),

@@ -91,7 +91,8 @@ def test_a_secret_is_hidden_where_it_stands_as_a_whole_value(text, secret,
     ('http://admin:pw@host?x=1#f', 'http://***@host?x=1#f'),
     # Quoted inside a repr, two URLs in one line.
     ("url='http://admin:pw@host/v3'", "url='http://***@host/v3'"),
-    ('http://a:1@h1/x -> http://b:2@h2/y', 'http://***@h1/x -> http://***@h2/y'),
+    ('http://a:1@h1/x -> http://b:2@h2/y',
+     'http://***@h1/x -> http://***@h2/y'),
     # Nothing to hide: no user info, an "@" after the path or the host
     # (an e-mail address), no scheme.
     ('http://127.0.0.1:5000/v3', 'http://127.0.0.1:5000/v3'),

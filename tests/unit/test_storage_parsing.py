@@ -68,6 +68,6 @@ def test_exports_of_another_directory_do_not_count():
     ('/home/ubuntu', None),
 ])
 def test_export_directory_belongs_to_the_mount_that_contains_it(directory,
-                                                                 volume):
+                                                                volume):
     mounts = {'/volume1': '7:0', '/volume1/data': '7:1', '/volume2': '7:2'}
     assert storage.volume_of(directory, mounts) == volume

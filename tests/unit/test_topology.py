@@ -8,9 +8,9 @@ import types
 
 import pytest
 
-from kubernetes_mgmt_pv import lcm_requests
 from kubernetes_mgmt_pv import exceptions
 from kubernetes_mgmt_pv import heat
+from kubernetes_mgmt_pv import lcm_requests
 from kubernetes_mgmt_pv import mgmt_driver
 from kubernetes_mgmt_pv import params
 from kubernetes_mgmt_pv import storage_feature
@@ -300,7 +300,7 @@ def test_heal_request_overrides_the_credentials_of_healed_nodes(vnf):
         instance(), heal('v-worker0'), workflow.params)
     node, = workflow.topology.healed(targets.servers)
     assert (node.address, node.access.password) == ('10.10.0.21',
-                                                     'new-image-pw')
+                                                    'new-image-pw')
     assert workflow.topology.masters[0].access.password == 'ubuntu'
 
 
