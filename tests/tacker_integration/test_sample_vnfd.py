@@ -76,8 +76,10 @@ def test_vnflcm_hooks_point_at_the_driver_artifact(flavours, flavour):
 def test_scaling_aspects_and_initial_sizes(flavours, flavour, masters):
     policies = {p.name: p for p in flavours[flavour].policies}
     aspects = policies['scaling_aspects'].properties['aspects']
-    # The driver refuses to scale the Masters: they have no aspect.
-    assert sorted(aspects) == ['worker_instance']
+    # Tacker counts a group's VNFCs through its aspect; the Masters' one
+    # has no scale level to reach (the driver never scales Masters).
+    assert sorted(aspects) == ['master_instance', 'worker_instance']
+    assert aspects['master_instance']['max_scale_level'] == 0
     initial = {p.targets[0]: p.properties['initial_delta'][
         'number_of_instances'] for p in policies.values()
         if p.type == 'tosca.policies.nfv.VduInitialDelta'}
@@ -85,7 +87,8 @@ def test_scaling_aspects_and_initial_sizes(flavours, flavour, masters):
                        'storage_server': 1}
     deltas = {p.properties['aspect']: p.targets for p in policies.values()
               if p.type == 'tosca.policies.nfv.VduScalingAspectDeltas'}
-    assert deltas == {'worker_instance': ['workerNode']}
+    assert deltas == {'master_instance': ['masterNode'],
+                      'worker_instance': ['workerNode']}
     levels = {p.targets[0]: {level['number_of_instances'] for level in
                              p.properties['levels'].values()}
               for p in policies.values()
@@ -101,11 +104,11 @@ def test_scaling_aspects_and_initial_sizes(flavours, flavour, masters):
 @pytest.mark.parametrize('level, workers, worker_level', [
     (None, 2, 0), ('instantiation_level_1', 2, 0),
     ('instantiation_level_2', 4, 2)])
-def test_tacker_sizes_only_the_worker_group(flavour, masters, level, workers,
-                                            worker_level):
+def test_tacker_never_resizes_the_master_group(
+        flavour, masters, level, workers, worker_level):
     """Tacker's own reading of the flavour and its BaseHOT at instantiate:
-    the Master group keeps the BaseHOT's size at every instantiation level
-    and is no aspect of scaleStatus, so Tacker refuses to scale it."""
+    the Master group keeps the BaseHOT's size at every instantiation level,
+    at scale level 0 of at most 0, so Tacker refuses to scale it."""
     path = os.path.join(SAMPLE, 'Definitions',
                         'sample_kubernetes_df_%s.yaml' % flavour)
     with open(path) as stream:
@@ -119,7 +122,10 @@ def test_tacker_sizes_only_the_worker_group(flavour, masters, level, workers,
     vnf = {'attributes': {'scaling_group_names': json.dumps(groups)}}
     request = types.SimpleNamespace(instantiation_level_id=level)
     scale = tosca_utils.get_scale_group(vnf, vnfd, request)['scaleGroupDict']
-    assert sorted(scale) == ['worker_instance']
+    assert sorted(scale) == ['master_instance', 'worker_instance']
+    assert (scale['master_instance']['default'],
+            scale['master_instance']['initialLevel'],
+            scale['master_instance']['maxLevel']) == (masters, 0, 0)
     assert (scale['worker_instance']['default'],
             scale['worker_instance']['initialLevel']) == (workers,
                                                           worker_level)
