@@ -23,18 +23,9 @@ from kubernetes_mgmt_pv import facts
 EVERYONE = '*'
 WILDCARD_CHARACTERS = frozenset('*?[')
 
-# The Storage server's resolver in one command: "forward NAME" runs
-# getent ahosts NAME, "reverse ADDRESS" getent hosts ADDRESS, each printed
-# as a section (see ``facts``).
-_RESOLVE = facts.PROLOGUE + r'''
-while [ "$#" -gt 1 ]; do
-    case $1 in
-    forward) fact "forward $2" getent ahosts -- "$2" ;;
-    reverse) fact "reverse $2" getent hosts -- "$2" ;;
-    esac
-    shift 2
-done
-'''
+# The Storage server's resolver in one command (see
+# scripts/export_access_facts.sh).
+_RESOLVE = facts.script('export_access_facts.sh')
 
 
 @dataclasses.dataclass(frozen=True)

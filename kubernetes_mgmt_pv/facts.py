@@ -6,23 +6,47 @@ stdout, then "\\n<boundary> status <N>\\n" and its stderr. The boundary is
 random, so no file content can fake a section. ``gather`` runs such a
 script and ``parse_sections`` splits its output into one
 ``CommandResult`` per fact; pure functions then read those.
+
+The shell scripts are the package's ``scripts/*.sh`` files, so shellcheck
+checks them as they run.
 """
 
+import importlib.resources
 import secrets
 
-from kubernetes_mgmt_pv import remote
+
+class CommandResult(object):
+    """Exit status and output of one remote command, exactly as printed.
+
+    It lives here, not in ``remote``, so the modules that only read
+    results do not import paramiko.
+    """
+
+    def __init__(self, exit_status, stdout_bytes, stderr_bytes):
+        self.exit_status = exit_status
+        self.stdout_bytes = stdout_bytes
+        self.stdout = stdout_bytes.decode('utf-8', 'surrogateescape')
+        self.stderr = stderr_bytes.decode('utf-8', 'surrogateescape')
+
+    @property
+    def ok(self):
+        return self.exit_status == 0
+
+
+def read_script(name):
+    """The text of ``scripts/<name>`` shipped in this package."""
+    resource = importlib.resources.files(__package__) / 'scripts' / name
+    return resource.read_text(encoding='utf-8')
+
 
 # The start of every gathering script: its first argument is the
-# boundary, the rest are the script's own.
-PROLOGUE = r'''boundary=$1
-shift
-fact() {
-    printf '\n%s %s\n' "$boundary" "$1"
-    shift
-    { err=$("$@" 2>&1 >&3 3>&-); status=$?; } 3>&1
-    printf '\n%s status %d\n%s' "$boundary" "$status" "$err"
-}
-'''
+# boundary, the rest are the script's own; it defines ``fact``.
+PROLOGUE = read_script('facts_prologue.sh')
+
+
+def script(*names):
+    """A gathering script: ``PROLOGUE`` and then the named files."""
+    return PROLOGUE + ''.join(read_script(name) for name in names)
 
 
 def parse_sections(output, boundary):
@@ -33,7 +57,7 @@ def parse_sections(output, boundary):
         name, _, stdout = head.partition(b'\n')
         status, _, stderr = tail.partition(b'\n')
         sections[name.decode('utf-8', 'surrogateescape')] = \
-            remote.CommandResult(int(status.split()[1]), stdout, stderr)
+            CommandResult(int(status.split()[1]), stdout, stderr)
     return sections
 
 

@@ -290,55 +290,14 @@ def keepalived_config(own_address, peer_addresses, vip, prefixlen, interface,
 
 # -- facts --------------------------------------------------------------------
 
-# `running NAME PIDFILE` prints the daemon's PID and succeeds when the
-# first line of its pid file is the PID of a live process named NAME.
-_RUNNING = r'''running() {
-    pid=$(head -n 1 -- "$2" 2>/dev/null) || return 1
-    case $pid in ''|*[!0-9]*) return 1 ;; esac
-    [ "$(cat "/proc/$pid/comm" 2>/dev/null)" = "$1" ] || return 1
-    echo "$pid"
-}
-'''
-# The facts of one Master in one command (see ``facts``). Arguments: the
-# two configuration files, the number of packages and the packages, then
-# (name, pid file, pending marker) of each daemon.
-_GATHER = facts.PROLOGUE + _RUNNING + r'''fact addresses ip -o -4 addr show
-for file in "$1" "$2"; do
-    if [ -e "$file" ]; then fact "file $file" cat -- "$file"; fi
-done
-count=$3
-shift 3
-while [ "$count" -gt 0 ]; do
-    fact "package $1" dpkg-query -W -f='${Status}' "$1"
-    shift
-    count=$((count - 1))
-done
-while [ "$#" -gt 0 ]; do
-    fact "running $1" running "$1" "$2"
-    if [ -e "$3" ]; then fact "pending $1" true; fi
-    shift 3
-done
-if [ -d /run/systemd/system ]; then fact systemd true; fi
-'''
+# The facts of one Master in one command (see ``facts``).
+_GATHER = facts.script('running.sh', 'ha_facts.sh')
 GATHERED = ('ip -o -4 addr show, cat %s %s, dpkg-query, pid files, '
             'pending changes' % (HAPROXY_CONFIG, KEEPALIVED_CONFIG))
 _MARK = 'mkdir -p -- "$1" && : > "$2"'
 
-# Waits until a daemon runs (or is gone). Arguments: running|stopped,
-# name, pid file, how many more looks, seconds between two looks.
-_WAIT = _RUNNING + r'''want=$1 name=$2 pidfile=$3 tries=$4 pause=$5
-while :; do
-    if running "$name" "$pidfile" >/dev/null; then state=running
-    else state=stopped; fi
-    if [ "$state" = "$want" ]; then exit 0; fi
-    if [ "$tries" -le 0 ]; then
-        echo "$name is still $state (pid file $pidfile)" >&2
-        exit 1
-    fi
-    tries=$((tries - 1))
-    sleep "$pause"
-done
-'''
+# Waits until a daemon runs (or is gone).
+_WAIT = facts.read_script('running.sh') + facts.read_script('ha_wait.sh')
 
 
 @dataclasses.dataclass(frozen=True)
@@ -409,18 +368,13 @@ def parse_facts(executor, sections):
         result = _checked(executor, sections, 'file %s' % path,
                           'cat -- %s' % path)
         files[path] = None if result is None else result.stdout_bytes
-    statuses = {}
-    for package in HA_PACKAGES:
-        result = sections['package %s' % package]
-        statuses[package] = packages.parse_dpkg_status(result)
-        if statuses[package] is None:
-            raise executor.failure('dpkg-query -W %s' % package, result)
     return Facts(
         addresses=parse_addresses(addresses.stdout if addresses else ''),
         files=files,
         running={name: parse_running(sections.get('running %s' % name))
                  for name in SERVICES},
-        packages=statuses,
+        packages=packages.gathered_statuses(executor, sections,
+                                            HA_PACKAGES),
         systemd='systemd' in sections,
         pending=frozenset(name for name in SERVICES
                           if 'pending %s' % name in sections))

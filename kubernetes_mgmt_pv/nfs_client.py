@@ -11,19 +11,8 @@ from kubernetes_mgmt_pv import report as report_mod
 CLIENT_PACKAGES = ('nfs-common',)
 OS_RELEASE = '/etc/os-release'
 
-# A node's facts in one command: its OS, its NFS client packages, and the
-# route (source address) towards each NFS server address. Arguments:
-# number of packages, the packages, the server addresses.
-_GATHER = facts.PROLOGUE + r'''count=$1
-shift
-fact os-release cat -- /etc/os-release
-while [ "$count" -gt 0 ]; do
-    fact "package $1" dpkg-query -W -f='${Status}' "$1"
-    shift
-    count=$((count - 1))
-done
-for server in "$@"; do fact "route $server" ip -o route get "$server"; done
-'''
+# A node's facts in one command (see scripts/nfs_client_facts.sh).
+_GATHER = facts.script('nfs_client_facts.sh')
 
 
 @dataclasses.dataclass(frozen=True)
@@ -41,13 +30,8 @@ def gather_facts(executor, server_addresses):
         executor, _GATHER, [len(CLIENT_PACKAGES)] + list(CLIENT_PACKAGES) +
         servers, 'cat %s, dpkg-query, ip -o route get' % OS_RELEASE)
     os_release = sections['os-release']
-    statuses = {}
-    for package in CLIENT_PACKAGES:
-        statuses[package] = packages.parse_dpkg_status(
-            sections['package %s' % package])
-        if statuses[package] is None:
-            raise executor.failure('dpkg-query -W %s' % package,
-                                   sections['package %s' % package])
+    statuses = packages.gathered_statuses(executor, sections,
+                                          CLIENT_PACKAGES)
     routes = {server: sections.get('route %s' % server) for server in servers}
     return ClientFacts(
         os_release.stdout if os_release.ok else '', statuses,

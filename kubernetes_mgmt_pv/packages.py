@@ -58,6 +58,18 @@ def parse_dpkg_status(result):
     return None
 
 
+def gathered_statuses(executor, sections, package_names):
+    """``{package: dpkg Status}`` from the "package NAME" facts of a
+    gathering script (see ``facts``); a failed query is an error."""
+    statuses = {}
+    for package in package_names:
+        result = sections['package %s' % package]
+        statuses[package] = parse_dpkg_status(result)
+        if statuses[package] is None:
+            raise executor.failure('dpkg-query -W %s' % package, result)
+    return statuses
+
+
 def query_status(executor, package):
     """dpkg's Status of one package (one command)."""
     result = executor.run(['dpkg-query', '-W', '-f=${Status}', package],

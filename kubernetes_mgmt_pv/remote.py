@@ -36,6 +36,7 @@ import paramiko
 from kubernetes_mgmt_pv import capacity
 from kubernetes_mgmt_pv import config
 from kubernetes_mgmt_pv import exceptions
+from kubernetes_mgmt_pv import facts
 from kubernetes_mgmt_pv import host_keys
 from kubernetes_mgmt_pv import redaction
 
@@ -106,20 +107,6 @@ def describe_error(error):
     text = str(error).strip()
     name = type(error).__name__
     return '%s: %s' % (name, text) if text else name
-
-
-class CommandResult(object):
-    """Exit status and output of one remote command, exactly as printed."""
-
-    def __init__(self, exit_status, stdout_bytes, stderr_bytes):
-        self.exit_status = exit_status
-        self.stdout_bytes = stdout_bytes
-        self.stdout = stdout_bytes.decode('utf-8', 'surrogateescape')
-        self.stderr = stderr_bytes.decode('utf-8', 'surrogateescape')
-
-    @property
-    def ok(self):
-        return self.exit_status == 0
 
 
 class _RecordNewHostKey(paramiko.MissingHostKeyPolicy):
@@ -323,7 +310,7 @@ class RemoteCommandExecutor(object):
 
     def run(self, argv, sudo=False, check=True, timeout=None, env=None,
             stdin=None, description=None):
-        """Run ``argv`` on the host and return its ``CommandResult``.
+        """Run ``argv`` on the host and return its ``facts.CommandResult``.
 
         ``stdin`` (bytes) is fed to the command. ``env`` values reach the
         command through the head of its standard input, which a wrapper
@@ -370,7 +357,7 @@ class RemoteCommandExecutor(object):
                 self.host, description, None, self._redact_bytes(stdout),
                 self._redact_bytes(stderr), timed_out=True,
                 reason='timed out after %.0fs' % timeout)
-        result = CommandResult(exit_status, stdout, stderr)
+        result = facts.CommandResult(exit_status, stdout, stderr)
         if sudo and exit_status == 1 and 'password is required' in \
                 result.stderr:
             raise exceptions.RemoteCommandError(

@@ -30,71 +30,8 @@ NEW_FILESYSTEM = 'ext4'
 SERVER_PACKAGES = ('nfs-kernel-server',)
 
 
-# Whether a device's first and last MiB (where a GPT keeps its backup)
-# are all zeros: "<region> zero|data|unreadable" per region, after its
-# size. Data that blkid knows no signature of (a raw tar stream, an
-# unknown format) is found here.
-BLANK_REGION = 1024 * 1024
-_REGIONS_FUNCTIONS = r'''
-region() {
-    if dd if="$2" bs=65536 iflag=skip_bytes,count_bytes skip="$3" \
-            count="$4" status=none | cmp -s -n "$4" - /dev/zero; then
-        echo "$1 zero"
-    elif dd if="$2" of=/dev/null bs=65536 iflag=skip_bytes,count_bytes \
-            skip="$3" count="$4" status=none; then
-        echo "$1 data"
-    else
-        echo "$1 unreadable"
-    fi
-}
-regions() {
-    size=$(blockdev --getsize64 "$1") || return 1
-    length=$((size < %(region)d ? size : %(region)d))
-    echo "size $size"
-    region first "$1" 0 "$length"
-    region last "$1" $((size - length)) "$length"
-}
-''' % {'region': BLANK_REGION}
-# The storage server's facts. Arguments: number of volumes,
-# (by-id link or '', device, mount_to) per volume, number of packages,
-# the packages, the fstab and exports files, export directories.
-_GATHER = facts.PROLOGUE + _REGIONS_FUNCTIONS + r'''count=$1
-shift
-volume=0
-while [ "$volume" -lt "$count" ]; do
-    link=$1 device=$2 mount_to=$3
-    shift 3
-    if [ -n "$link" ]; then
-        fact "link $volume" readlink -e -- "$link"
-        if [ -e "$link" ]; then device=$link; fi
-    fi
-    fact "stat $volume" stat -L --printf '%n\t%Hr:%Lr\t%f\n' -- \
-        "$device" "$mount_to"
-    if [ -d "$mount_to" ]; then
-        fact "entry $volume" find -H "$mount_to" -mindepth 1 -maxdepth 1 \
-            -printf '%P\0' -quit
-    fi
-    fact "probe $volume" blkid -p -o export -- "$device"
-    fact "regions $volume" regions "$device"
-    volume=$((volume + 1))
-done
-fact mounts findmnt -r -n -o TARGET,MAJ:MIN
-count=$1
-shift
-while [ "$count" -gt 0 ]; do
-    fact "package $1" dpkg-query -W -f='${Status}' "$1"
-    shift
-    count=$((count - 1))
-done
-for file in "$1" "$2"; do
-    if [ -e "$file" ]; then fact "file $file" cat -- "$file"; fi
-done
-shift 2
-if [ "$#" -gt 0 ]; then
-    fact directories stat -L --printf '%n\t%Hd:%Ld\t%U:%G\n' -- "$@"
-fi
-if command -v exportfs >/dev/null; then fact exportfs exportfs -v; fi
-'''
+# The storage server's facts (see scripts/storage_facts.sh).
+_GATHER = facts.script('storage_facts.sh')
 GATHERED = ('readlink -e, stat -L, find, blkid -p, dd of the first and '
             'last MiB, findmnt, dpkg-query, '
             'cat %s %s, exportfs -v' % (FSTAB_FILE, EXPORTS_FILE))
@@ -566,16 +503,6 @@ def _file(executor, gathered, path):
     return result.stdout_bytes
 
 
-def _package_statuses(executor, gathered, package_names):
-    statuses = {}
-    for package in package_names:
-        result = gathered['package %s' % package]
-        statuses[package] = packages.parse_dpkg_status(result)
-        if statuses[package] is None:
-            raise executor.failure('dpkg-query -W %s' % package, result)
-    return statuses
-
-
 def _exportfs_output(executor, gathered):
     result = gathered.get('exportfs')
     if result is None:
@@ -670,7 +597,8 @@ def setup_storage_server(executor, storage, attachments, proxy, conf,
     with report_mod.step(host, 'NFS server installation'):
         installed = packages.ensure_installed(
             executor, SERVER_PACKAGES, proxy, conf.package_install_timeout,
-            report, _package_statuses(executor, gathered, SERVER_PACKAGES))
+            report, packages.gathered_statuses(
+                executor, gathered, SERVER_PACKAGES))
     with report_mod.step(host, 'export directories'):
         if mounted:  # the directories were looked at before the mount
             found = stat_directories(executor, directories)

@@ -4,8 +4,8 @@ tables for every client form of exports(5). No host."""
 import pytest
 
 from kubernetes_mgmt_pv import export_access
+from kubernetes_mgmt_pv import facts
 from kubernetes_mgmt_pv import params
-from kubernetes_mgmt_pv import remote
 from kubernetes_mgmt_pv import storage
 
 RESOLVED = export_access.Resolution(
@@ -120,7 +120,7 @@ def test_only_names_and_wildcards_need_the_storage_servers_resolver(
 
 
 def section(status, stdout=b''):
-    return remote.CommandResult(status, stdout, b'')
+    return facts.CommandResult(status, stdout, b'')
 
 
 def test_resolution_from_getent():

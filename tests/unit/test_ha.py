@@ -29,7 +29,7 @@ IP_ADDR = (
 
 
 def result(status=0, stdout=b'', stderr=b''):
-    return remote.CommandResult(status, stdout, stderr)
+    return facts.CommandResult(status, stdout, stderr)
 
 
 def lines(content):

@@ -2,8 +2,8 @@
 
 import pytest
 
+from kubernetes_mgmt_pv import facts
 from kubernetes_mgmt_pv import packages
-from kubernetes_mgmt_pv import remote
 
 INSTALLED = 'install ok installed'
 
@@ -22,7 +22,7 @@ INSTALLED = 'install ok installed'
 ])
 def test_dpkg_status(status, stderr, parsed):
     stdout, stderr = (stderr, '') if status == 0 else ('', stderr)
-    result = remote.CommandResult(status, stdout.encode(), stderr.encode())
+    result = facts.CommandResult(status, stdout.encode(), stderr.encode())
     assert packages.parse_dpkg_status(result) == parsed
 
 

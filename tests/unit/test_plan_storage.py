@@ -10,7 +10,6 @@ from kubernetes_mgmt_pv import exceptions
 from kubernetes_mgmt_pv import facts
 from kubernetes_mgmt_pv import managed_block
 from kubernetes_mgmt_pv import params
-from kubernetes_mgmt_pv import remote
 from kubernetes_mgmt_pv import storage
 
 BLOCK = stat.S_IFBLK | 0o660
@@ -20,7 +19,7 @@ MKFS = ['mkfs', '-t', 'ext4', '-q', '--', '/dev/vdb']
 
 
 def result(status=0, stdout=b'', stderr=b''):
-    return remote.CommandResult(status, stdout, stderr)
+    return facts.CommandResult(status, stdout, stderr)
 
 
 # -- the gathered facts -------------------------------------------------------
@@ -125,7 +124,7 @@ def test_filesystem_plan(probe, regions, plan):
 ])
 def test_regions_parsed(result, regions):
     if result is not None:
-        result = remote.CommandResult(result[0], result[1].encode(), b'')
+        result = facts.CommandResult(result[0], result[1].encode(), b'')
     assert storage.parse_regions(result) == regions
 
 

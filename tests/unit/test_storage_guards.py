@@ -8,10 +8,10 @@ import types
 import pytest
 
 from kubernetes_mgmt_pv import exceptions
+from kubernetes_mgmt_pv import facts
 from kubernetes_mgmt_pv import heat
 from kubernetes_mgmt_pv import managed_block
 from kubernetes_mgmt_pv import params
-from kubernetes_mgmt_pv import remote
 from kubernetes_mgmt_pv import report
 from kubernetes_mgmt_pv import storage
 
@@ -61,7 +61,7 @@ class FakeStorageServer(object):
                 stdout += b'\n%s %s\n%s\n%s status %d\n%s' % (
                     boundary, name.encode(), out, boundary, status,
                     err.encode())
-        return remote.CommandResult(0, stdout, b'')
+        return facts.CommandResult(0, stdout, b'')
 
     def failure(self, description, result, stderr=None):
         return exceptions.RemoteCommandError(
@@ -97,9 +97,9 @@ def test_a_rerun_that_changes_nothing_runs_one_command():
 
 
 def test_a_blank_volume_is_formatted_then_probed_again():
-    facts = dict(SET_UP)
-    del facts['link 0'], facts['entry 0'], facts['exportfs']
-    facts.update({
+    answers = dict(SET_UP)
+    del answers['link 0'], answers['entry 0'], answers['exportfs']
+    answers.update({
         'stat 0': (0, '/dev/vdb\t252:16\t61b0\n', ''),
         'probe 0': (2, '', ''),
         'regions 0': BLANK,
@@ -107,8 +107,8 @@ def test_a_blank_volume_is_formatted_then_probed_again():
         'file /etc/exports': (0, b'', ''),
         'directories': (0, '', ''),
     })
-    facts['file /etc/fstab'] = (0, b'/dev/vda1 / ext4 defaults 0 1\n', '')
-    host = FakeStorageServer(facts)
+    answers['file /etc/fstab'] = (0, b'/dev/vda1 / ext4 defaults 0 1\n', '')
+    host = FakeStorageServer(answers)
     with pytest.raises(exceptions.StepError,
                        match='^format /dev/vdb failed on 10.0.0.5: the '
                              'filesystem on /dev/vdb has no type'):
@@ -127,12 +127,12 @@ def test_a_blank_volume_is_formatted_then_probed_again():
 def test_data_without_a_signature_is_never_formatted(regions, found):
     """A raw tar stream has no signature blkid knows: refused before any
     command that changes the host, the device and what was found named."""
-    facts = dict(SET_UP)
-    del facts['link 0'], facts['entry 0']
-    facts.update({'stat 0': (0, '/dev/vdb\t252:16\t61b0\n', ''),
-                  'probe 0': (2, '', ''), 'regions 0': regions,
-                  'mounts': (0, '/ 252:1\n', '')})
-    host = FakeStorageServer(facts)
+    answers = dict(SET_UP)
+    del answers['link 0'], answers['entry 0']
+    answers.update({'stat 0': (0, '/dev/vdb\t252:16\t61b0\n', ''),
+                    'probe 0': (2, '', ''), 'regions 0': regions,
+                    'mounts': (0, '/ 252:1\n', '')})
+    host = FakeStorageServer(answers)
     with pytest.raises(exceptions.StepError,
                        match='^format /dev/vdb failed on 10.0.0.5: /dev/vdb '
                              'holds no filesystem signature, but ' + found):
@@ -191,7 +191,7 @@ def test_export_directories_are_created_then_chowned():
     listing = '/volume2/nfs/pv3\t252:32\troot:root\n'
     host.run = lambda argv, **kwargs: (
         host.commands.append(argv) or
-        remote.CommandResult(0, listing.encode(), b''))
+        facts.CommandResult(0, listing.encode(), b''))
     outcomes = report.Report()
     storage.ensure_export_dirs(
         host, ['/volume1/nfs/pv1', '/volume2/nfs/pv2', '/volume2/nfs/pv3'],
