@@ -155,7 +155,7 @@ class ClusterFeature(object):
         params = self._params(vnf_instance)
         if params is None:
             return None, ()
-        if _heals_entire_cluster(heal_vnf_request):
+        if lcm_requests.heals_entire_vnf(heal_vnf_request):
             return params, None
         servers = lcm_requests.heal_targets(vnf_instance, heal_vnf_request,
                                             params).servers
@@ -227,11 +227,6 @@ def vim_in_use_refusal(name, users):
                 name, '; '.join('VIM %s: %s' % (
                     vim_id, ', '.join(vnfs) or 'see "openstack vnflcm list"')
                     for vim_id, vnfs in sorted(users.items()))))
-
-
-def _heals_entire_cluster(heal_vnf_request):
-    """No vnfcInstanceId means the entire VNF (SOL003)."""
-    return not getattr(heal_vnf_request, 'vnfc_instance_id', None)
 
 
 def read_package_file(package_dir, relative, json_path):

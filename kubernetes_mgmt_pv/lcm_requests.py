@@ -38,11 +38,15 @@ def additional_params(vnf_instance, request=None):
     return getattr(info, 'additional_params', None) or {}
 
 
+def heals_entire_vnf(heal_vnf_request):
+    """No vnfcInstanceId means the entire VNF (SOL003)."""
+    return not getattr(heal_vnf_request, 'vnfc_instance_id', None)
+
+
 def heal_targets(vnf_instance, heal_vnf_request, params):
     """Classify the VNFCs of a heal request by their CP descriptor ids.
 
-    No vnfcInstanceId means the entire cluster (SOL003). An id the
-    instance does not have is refused, not skipped.
+    An id the instance does not have is refused, not skipped.
     """
     requested = list(getattr(heal_vnf_request, 'vnfc_instance_id', None)
                      or [])
@@ -52,7 +56,7 @@ def heal_targets(vnf_instance, heal_vnf_request, params):
                            [vnfc.id for vnfc in vnfcs],
                            'a VNFC of this VNF instance')
     wanted = set(requested)
-    targets = HealTargets(entire_cluster=not wanted)
+    targets = HealTargets(entire_cluster=heals_entire_vnf(heal_vnf_request))
     for vnfc in vnfcs:
         if vnfc.id not in wanted:
             continue

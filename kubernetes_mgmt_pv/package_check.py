@@ -17,16 +17,12 @@ import posixpath
 from kubernetes_mgmt_pv import base_driver
 from kubernetes_mgmt_pv import csar
 from kubernetes_mgmt_pv import exceptions
+from kubernetes_mgmt_pv import hooks as hooks_mod
 from kubernetes_mgmt_pv import manifests
 from kubernetes_mgmt_pv import params
 from kubernetes_mgmt_pv import safe_yaml
 
 ERROR, WARNING = 'error', 'warning'
-# The hooks in which the driver runs persistent-volume steps; a hook the
-# VNFD does not route to the driver runs Tacker's vnflcm_noop instead.
-PV_HOOKS = ('instantiate_end', 'heal_start', 'heal_end', 'scale_end')
-CLUSTER_HOOKS = ('instantiate_end', 'terminate_start', 'terminate_end',
-                 'scale_start', 'scale_end', 'heal_start', 'heal_end')
 _CP_TYPES = ('OS::Neutron::Port', 'OS::Neutron::FloatingIP')
 _VOLUME_TYPES = ('OS::Cinder::Volume',)
 _GROUP_TYPES = ('OS::Heat::AutoScalingGroup',)
@@ -492,9 +488,10 @@ def _check_vnfd(package_dir, flavour, model, found):
         'node_templates')).get('VNF'))
     where = '%s: VNF' % relative
     hooks = _mapping(_mapping(vnf.get('interfaces')).get('Vnflcm'))
-    wanted = [(hook, 'cluster') for hook in CLUSTER_HOOKS
+    wanted = [(hook, 'cluster') for hook in hooks_mod.CLUSTER
               if model.script_path is not None]
-    wanted += [(hook, 'persistent-volume') for hook in PV_HOOKS
+    wanted += [(hook, 'persistent-volume')
+               for hook in hooks_mod.PERSISTENT_VOLUME
                if model.pv_enabled and hook not in dict(wanted)]
     for hook, feature in wanted:
         if hook not in hooks:

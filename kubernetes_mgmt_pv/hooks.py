@@ -1,0 +1,12 @@
+"""The LCM hooks each feature acts at, declared once.
+
+A hook the VNFD does not route to the driver runs Tacker's vnflcm_noop
+instead, so ``package_check`` requires these; the unit tests check them
+against the hooks each feature class defines, the hashed entry-point
+file, the README table and the sample VNFDs, so none of those can drift.
+"""
+
+CLUSTER = ('instantiate_end', 'terminate_start', 'terminate_end',
+           'scale_start', 'scale_end', 'heal_start', 'heal_end')
+PERSISTENT_VOLUME = ('instantiate_end', 'heal_start', 'heal_end',
+                     'scale_end')
