@@ -12,7 +12,7 @@ packages=(
     nfs-kernel-server nfs-common nfs-ganesha nfs-ganesha-vfs libnfs-utils
     e2fsprogs iproute2 util-linux mount
     haproxy keepalived dpkg-dev shellcheck
-    etcd-server etcd-client mariadb-server rabbitmq-server
+    etcd-server etcd-client mariadb-server rabbitmq-server tinyproxy
 )
 
 missing=()
