@@ -64,18 +64,13 @@ class Limits(object):
         """Wait for a hook slot (in arrival order); ``name`` is logged if
         the hook has to wait."""
         with self._changed:
-            ticket = next(self._tickets)
-            self._hook_queue.append(ticket)
-            try:
-                self._wait(lambda: self._hook_queue[0] == ticket and
-                           self._hooks < self.conf.max_concurrent_hooks,
-                           '%s waits: %d hooks do remote work '
-                           '(max_concurrent_hooks = %d)', name,
-                           lambda: (self._hooks,
-                                    self.conf.max_concurrent_hooks))
-            finally:
-                self._hook_queue.remove(ticket)
-                self._changed.notify_all()
+            self._wait_turn(self._hook_queue,
+                            lambda: (self._hooks <
+                                     self.conf.max_concurrent_hooks),
+                            '%s waits: %d hooks do remote work '
+                            '(max_concurrent_hooks = %d)', name,
+                            lambda: (self._hooks,
+                                     self.conf.max_concurrent_hooks))
             self._hooks += 1
 
     def release_hook(self):
@@ -93,19 +88,14 @@ class Limits(object):
         with self._changed:
             if session in self._sessions:
                 return
-            ticket = next(self._tickets)
-            self._session_queue.append(ticket)
-            try:
-                self._wait(lambda: self._session_queue[0] == ticket and (
-                    len(self._sessions) < self.conf.max_ssh_sessions or
-                    self._idle() is not None),
-                    '%s waits for an SSH session: %d open '
-                    '(max_ssh_sessions = %d)', session,
-                    lambda: (len(self._sessions),
-                             self.conf.max_ssh_sessions))
-            finally:
-                self._session_queue.remove(ticket)
-                self._changed.notify_all()
+            self._wait_turn(self._session_queue,
+                            lambda: (len(self._sessions) <
+                                     self.conf.max_ssh_sessions or
+                                     self._idle() is not None),
+                            '%s waits for an SSH session: %d open '
+                            '(max_ssh_sessions = %d)', session,
+                            lambda: (len(self._sessions),
+                                     self.conf.max_ssh_sessions))
             if len(self._sessions) >= self.conf.max_ssh_sessions:
                 victim = self._idle()
                 del self._sessions[victim]
@@ -160,14 +150,23 @@ class Limits(object):
 
     # -- helpers --------------------------------------------------------------
 
-    def _wait(self, ready, message, subject, figures):
-        """Wait on the condition until ``ready()``, logging once if not at
-        first. Every release notifies, so no polling is needed."""
-        if ready():
-            return
-        LOG.info(message, subject, *figures())
-        while not ready():
-            self._changed.wait()
+    def _wait_turn(self, queue, can_go, message, subject, figures):
+        """Wait, in arrival order among the waiters of ``queue``, until
+        ``can_go()``, logging once if not at first; called holding the
+        lock. Every release notifies, so no polling is needed."""
+        ticket = next(self._tickets)
+        queue.append(ticket)
+
+        def ready():
+            return queue[0] == ticket and can_go()
+        try:
+            if not ready():
+                LOG.info(message, subject, *figures())
+            while not ready():
+                self._changed.wait()
+        finally:
+            queue.remove(ticket)
+            self._changed.notify_all()
 
 
 _PROCESS = Limits()

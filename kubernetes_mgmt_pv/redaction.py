@@ -6,6 +6,7 @@ password, token or the user info of a URL (``scheme://user:pass@host``)
 must be gone before an error is raised or a line logged.
 """
 
+import functools
 import re
 import traceback
 import urllib.parse
@@ -30,6 +31,7 @@ def redact(text, secrets=()):
     return _URL_CREDENTIALS.sub(r'\g<scheme>***@', text)
 
 
+@functools.lru_cache(maxsize=256)
 def _whole(secret):
     """A pattern finding ``secret`` where no word continues it: an edge of
     the secret that is a word character must not touch another word
