@@ -4,7 +4,7 @@
 Installed as /usr/lib/testbed/kube-apiserver-standin and started by the
 kubeadm stand-in. A real Master serves the API on <node ip>:6443; here a
 plain TCP forwarder listens there and relays every connection to the shared
-test API server (testbed/kubeapi.py), so TLS, tokens and objects are the
+test API server (testbed/kubeapi/), so TLS, tokens and objects are the
 test server's while addresses, ports, haproxy and keepalived behave as on a
 real cluster: when this process dies (kubeadm reset, the host is killed),
 <node ip>:6443 stops answering.

@@ -1,4 +1,4 @@
-"""Tests of testbed/kubeapi.py, driven by the machine's real kubectl.
+"""Tests of testbed/kubeapi/, driven by the machine's real kubectl.
 
 Each test gets a fresh server and a private HOME (kubectl's discovery cache
 lives in ~/.kube/cache), so no test depends on another's state. The only
