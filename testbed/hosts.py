@@ -20,11 +20,12 @@ import signal
 import socket
 import subprocess
 import tempfile
-import time
 
 import paramiko
 
 from testbed import cloud_init
+from testbed import polling
+from testbed import processes
 from testbed import standins
 
 ROLES = ('storage', 'master', 'worker')
@@ -135,25 +136,6 @@ def _run(args, timeout=120):
     return result.stdout
 
 
-def wait_for(predicate, what, timeout=10.0):
-    """Poll predicate with a short growing back-off until it returns truthy.
-
-    Hosts come up in milliseconds, so fixed sleeps would only waste time or
-    be flaky; the timeout only bounds a broken setup.
-    """
-    delay = 0.002
-    deadline = time.monotonic() + timeout
-    while True:
-        result = predicate()
-        if result:
-            return result
-        if time.monotonic() > deadline:
-            raise TimeoutError(
-                f'timed out after {timeout}s waiting for {what}')
-        time.sleep(delay)
-        delay = min(delay * 2, 0.1)
-
-
 def tcp_banner(ip, port, timeout=1.0):
     """The first bytes a TCP server sends, or b'' while it is unreachable."""
     try:
@@ -245,7 +227,8 @@ class _Volume:
             return
         _run(['losetup', '-d', self.loop])
         bound = f'/sys/block/{os.path.basename(self.loop)}/loop/backing_file'
-        wait_for(lambda: not os.path.exists(bound), f'{self.loop} to detach')
+        polling.wait_until(lambda: not os.path.exists(bound),
+                           f'{self.loop} to detach')
         self.loop = None
 
 
@@ -566,9 +549,10 @@ class Testbed:
                         '-e')],
                     stdin=subprocess.DEVNULL, stdout=log,
                     stderr=subprocess.STDOUT)
-            host.pid = wait_for(lambda: self._init_pid(host),
-                                f'{name} to boot')
-            wait_for(lambda: self._sshd_ready(host), f'sshd on {name}')
+            host.pid = polling.wait_until(lambda: self._init_pid(host),
+                                          f'{name} to boot')
+            polling.wait_until(lambda: self._sshd_ready(host),
+                               f'sshd on {name}')
         except BaseException:
             self._stop_host(host, free_volumes=True)
             raise
@@ -664,12 +648,13 @@ class Testbed:
         # cannot have been reused.
         if host._proc.poll() is None:
             pid = host.pid or Testbed._init_pid(host)
-            namespace = pid_namespace(pid) if pid else None
+            namespace = processes.pid_namespace(pid) if pid else None
             os.kill(pid or host._proc.pid, signal.SIGKILL)
         host._proc.wait(timeout=30)
         if namespace:
-            wait_for(lambda: not pids_in_namespace(namespace),
-                     f'the processes of {host.name} to exit', timeout=30)
+            polling.wait_until(
+                lambda: not processes.pids_in_namespace(namespace),
+                f'the processes of {host.name} to exit', timeout=30)
 
     def _remove_workdir(self):
         """Delete the temp dir, unless something is still mounted below it."""
@@ -690,27 +675,6 @@ def _new_host_key(upper, name):
           f'root@{name}', '-f', key])
     with open(os.path.join(upper, HOST_KEY_CONFIG.lstrip('/')), 'w') as f:
         f.write(f'HostKey {HOST_KEY}\n')
-
-
-def pid_namespace(pid):
-    """The PID namespace of a process, as its /proc link names it."""
-    try:
-        return os.readlink(f'/proc/{pid}/ns/pid')
-    except FileNotFoundError:
-        return None  # it exited meanwhile
-
-
-def pids_in_namespace(namespace):
-    """All processes on the machine that live in the given PID namespace."""
-    pids = []
-    for entry in os.listdir('/proc'):
-        if entry.isdigit():
-            try:
-                if os.readlink(f'/proc/{entry}/ns/pid') == namespace:
-                    pids.append(int(entry))
-            except (FileNotFoundError, PermissionError):
-                pass  # exited meanwhile, or not ours to inspect
-    return pids
 
 
 def _read_log(host):

@@ -14,7 +14,7 @@ import secrets
 import shlex
 import socket
 
-from testbed.hosts import wait_for
+from testbed import polling
 
 CONFIG = '/etc/ganesha/testbed.conf'
 PIDFILE = '/run/ganesha/testbed.pid'
@@ -121,9 +121,9 @@ def stop_ganesha(storage_host):
     if not pid:
         return
     storage_host.run(f'kill -9 {pid} 2>/dev/null; rm -f {PIDFILE}')
-    wait_for(lambda: storage_host.run(f'kill -0 {pid} 2>/dev/null',
-                                      check=False).returncode,
-             f'ganesha on {storage_host.name} to exit')
+    polling.wait_until(lambda: storage_host.run(f'kill -0 {pid} 2>/dev/null',
+                                                check=False).returncode,
+                       f'ganesha on {storage_host.name} to exit')
 
 
 def start_ganesha(storage_host, exports=None):
@@ -144,8 +144,8 @@ def start_ganesha(storage_host, exports=None):
         'mkdir -p /run/ganesha /var/lib/nfs/ganesha && '
         f'ganesha.nfsd -f {CONFIG} -L {LOGFILE} -N NIV_EVENT -p {PIDFILE}')
     try:
-        wait_for(lambda: _port_open(storage_host.ip, NFS_PORT),
-                 f'ganesha on {storage_host.name}')
+        polling.wait_until(lambda: _port_open(storage_host.ip, NFS_PORT),
+                           f'ganesha on {storage_host.name}')
     except TimeoutError as exc:
         log = storage_host.run(f'tail -n 30 {LOGFILE}', check=False).stdout
         raise RuntimeError(f'{exc}; ganesha log:\n{log}') from None

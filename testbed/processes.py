@@ -1,5 +1,6 @@
-"""Processes the testbed starts on this machine (MariaDB, RabbitMQ,
-Tacker): free ports, PID files, liveness, log tails and memory."""
+"""Processes on this machine: those the testbed starts (MariaDB,
+RabbitMQ, Tacker: free ports, PID files, liveness, log tails and memory)
+and those of a test host's PID namespace."""
 
 import os
 import socket
@@ -80,3 +81,24 @@ def rss_mb(pid):
         except (FileNotFoundError, ProcessLookupError, ValueError):
             continue
     return total // 1024
+
+
+def pid_namespace(pid):
+    """The PID namespace of a process, as its /proc link names it."""
+    try:
+        return os.readlink(f'/proc/{pid}/ns/pid')
+    except FileNotFoundError:
+        return None  # it exited meanwhile
+
+
+def pids_in_namespace(namespace):
+    """All processes on the machine that live in the given PID namespace."""
+    pids = []
+    for entry in os.listdir('/proc'):
+        if entry.isdigit():
+            try:
+                if os.readlink(f'/proc/{entry}/ns/pid') == namespace:
+                    pids.append(int(entry))
+            except (FileNotFoundError, PermissionError):
+                pass  # exited meanwhile, or not ours to inspect
+    return pids

@@ -8,7 +8,7 @@ install script sees kubeadm/kubelet installed at exactly its pinned
 K8S_PACKAGE_VERSION and skips node preparation, as on a prepared VM.
 
 All API servers of a test cluster share one test API server
-(testbed/kubeapi.py), which holds the Kubernetes objects: connect_host()
+(testbed/kubeapi/), which holds the Kubernetes objects: connect_host()
 tells a host where it is. Besides, kubeadm init/join --control-plane run a
 real stacked etcd cluster (Debian's etcd-server) on the control-plane
 hosts, with kubeadm's certificates, ports and membership changes, so the
@@ -21,7 +21,8 @@ import re
 import shlex
 import subprocess
 import tempfile
-import time
+
+from testbed import polling
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 INSTALL_SCRIPT = os.path.join(
@@ -168,12 +169,12 @@ def run_control_plane(host, kube, address):
     host.run(f'setsid -f {API_SERVER} --listen 0.0.0.0:{API_PORT} '
              f'--upstream {shlex.quote(upstream)} --pid-file '
              f'{API_SERVER_PID} </dev/null >>{API_SERVER_LOG} 2>&1')
-    deadline = time.monotonic() + DEFAULT_TIMEOUT
-    while host.run(f'test -s {API_SERVER_PID}', check=False).returncode:
-        if time.monotonic() > deadline:
-            raise RuntimeError(f'the API server stand-in on {host.name} '
-                               f'did not start, see {API_SERVER_LOG}')
-        time.sleep(0.05)
+    polling.wait_until(
+        lambda: host.run(f'test -s {API_SERVER_PID}',
+                         check=False).returncode == 0,
+        f'the API server stand-in on {host.name} to start',
+        DEFAULT_TIMEOUT, first_delay=0.05, max_delay=0.05,
+        log=API_SERVER_LOG)
 
 
 def connect_testbed(testbed, kube, **kwargs):

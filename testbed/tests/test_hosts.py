@@ -18,6 +18,7 @@ from testbed import hosts
 from testbed.hosts import require_testbed
 from testbed.hosts import Testbed
 from testbed import nfs
+from testbed import processes
 
 SKIP_REASON = require_testbed()
 needs_testbed = pytest.mark.skipif(SKIP_REASON is not None,
@@ -266,7 +267,7 @@ def test_replace_host_gives_a_fresh_root(make_testbed):
     old = testbed.add_host('worker', 'worker')
     old.write_file('/home/ubuntu/before-heal', 'old\n')
     old_processes = started_processes(
-        hosts.pids_in_namespace(hosts.pid_namespace(old.pid)))
+        processes.pids_in_namespace(processes.pid_namespace(old.pid)))
     assert old_processes
 
     new = testbed.replace_host('worker')
@@ -314,22 +315,22 @@ def test_remove_host_and_stop_leave_nothing_behind(make_testbed):
                 'mount /dev/vdb /volume')
     with worker.ssh_client() as client:
         assert ssh(client, 'nohup sleep 600 >/dev/null 2>&1 &')[0] == 0
-    namespaces = {name: hosts.pid_namespace(h.pid)
+    namespaces = {name: processes.pid_namespace(h.pid)
                   for name, h in testbed.hosts.items()}
     # sshd plus the background sleep
-    assert len(hosts.pids_in_namespace(namespaces['worker'])) >= 2
+    assert len(processes.pids_in_namespace(namespaces['worker'])) >= 2
     assert len([item for item in leftovers(prefix, workdir)
                 if item.startswith('loop')]) == 2
 
     testbed.remove_host('storage')
-    assert hosts.pids_in_namespace(namespaces['storage']) == []
+    assert processes.pids_in_namespace(namespaces['storage']) == []
     assert set(leftovers(prefix, workdir)) == {
         f'netns {prefix}-worker', *(f'link {v}' for v in worker._veths),
         f'link {prefix}br', f'dir {workdir}'}
     assert not os.path.exists(storage._dir)
 
     testbed.stop()
-    assert hosts.pids_in_namespace(namespaces['worker']) == []
+    assert processes.pids_in_namespace(namespaces['worker']) == []
     assert leftovers(prefix, workdir) == []
     assert testbed.workdir is None
 

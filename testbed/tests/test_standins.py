@@ -28,6 +28,8 @@ import pytest
 
 from testbed import hosts
 from testbed import kubeapi
+from testbed import polling
+from testbed import processes
 from testbed import standins
 
 SKIP_REASON = hosts.require_testbed()
@@ -103,7 +105,7 @@ def node_summary(node):
 def host_processes(host):
     """{runner PID: argv} of the live processes in a host's PID namespace."""
     found = {}
-    for pid in hosts.pids_in_namespace(hosts.pid_namespace(host.pid)):
+    for pid in processes.pids_in_namespace(processes.pid_namespace(host.pid)):
         try:
             with open(f'/proc/{pid}/cmdline', 'rb') as f:
                 argv = f.read().decode().split('\0')
@@ -192,7 +194,7 @@ def wait_for_health(host, expected, timeout=60):
         return last[0][0] == expected
 
     try:
-        hosts.wait_for(matches, 'etcd health', timeout=timeout)
+        polling.wait_until(matches, 'etcd health', timeout=timeout)
     except TimeoutError:
         raise AssertionError(f'etcd health {last} != {expected}')
     return last[0][1]
@@ -749,10 +751,10 @@ def test_losing_the_leader_and_removing_its_member_leaves_two(cluster):
                     check=False)
         return False
 
-    hosts.wait_for(master3_leads, 'master3 to lead', timeout=30)
+    polling.wait_until(master3_leads, 'master3 to lead', timeout=30)
     (pid, _), = etcd_processes(master3).items()
     os.kill(pid, signal.SIGKILL)
-    hosts.wait_for(lambda: not etcd_processes(master3), 'etcd to die')
+    polling.wait_until(lambda: not etcd_processes(master3), 'etcd to die')
 
     assert wait_for_health(master1, health_of(master1, master2,
                                               sick=[master3])) != 0
@@ -775,7 +777,7 @@ def test_a_join_failing_after_member_add_leaves_a_learner(cluster):
     master3.run('setsid python3 -c "import signal, socket; '
                 's = socket.create_server((\'127.0.0.1\', 2381)); '
                 'signal.pause()" </dev/null >/dev/null 2>&1 &')
-    hosts.wait_for(lambda: '127.0.0.1:2381' in master3.run(
+    polling.wait_until(lambda: '127.0.0.1:2381' in master3.run(
         'ss -Htln').stdout, 'the metrics port to be taken')
     learner = {'': ([f'https://{master3.ip}:2380'], [], True)}
     for attempt in range(2):

@@ -12,7 +12,7 @@ import pytest
 from kubernetes_mgmt_pv import exceptions
 from testbed import cluster as cluster_mod
 from testbed import faults as faults_mod
-from testbed import hosts
+from testbed import polling
 from testbed import standins
 from tests.functional.conftest import skip_without_testbed
 
@@ -215,7 +215,7 @@ def test_three_masters_behind_haproxy_and_keepalived(ha_cluster):
                if vip in m.run('ip -o -4 addr show').stdout]
     holder.run('service keepalived stop')
     # Another Master takes the VIP over; the API answers through it.
-    hosts.wait_for(
+    polling.wait_until(
         lambda: any(vip in m.run('ip -o -4 addr show').stdout
                     for m in ha_cluster.nodes('master') if m is not holder),
         'another Master holds the VIP', timeout=30)

@@ -38,7 +38,7 @@ from kubernetes_mgmt_pv import etcd
 from kubernetes_mgmt_pv import exceptions
 from testbed import cluster as cluster_mod
 from testbed import faults
-from testbed import hosts
+from testbed import polling
 from tests.functional.conftest import skip_without_testbed
 
 PACKAGES = ('nfs-common', 'nfs-kernel-server')
@@ -348,9 +348,9 @@ def temporary_leftovers(cluster):
 def wait_until_idle(cluster):
     """Wait until no host runs anything but its sshd listener."""
     for host in cluster.testbed.hosts.values():
-        hosts.wait_for(lambda: not faults.busy_processes(host),
-                       'the SSH sessions on %s to end' % host.name,
-                       timeout=30)
+        polling.wait_until(lambda: not faults.busy_processes(host),
+                           'the SSH sessions on %s to end' % host.name,
+                           timeout=30)
 
 
 def filesystem_uuid(cluster):

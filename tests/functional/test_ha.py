@@ -27,6 +27,7 @@ from kubernetes_mgmt_pv import remote
 from kubernetes_mgmt_pv import report as report_mod
 from testbed import cluster as cluster_mod
 from testbed import hosts
+from testbed import polling
 
 NAMES = ('m1', 'm2', 'm3')
 # VRRP elections take ~3 s (advert_int 1), an haproxy check ~2 s.
@@ -105,8 +106,8 @@ def start_api_server(host):
     host.run('setsid -f /usr/bin/python3 -c %s %s %s /etc/api-server.crt '
              '/etc/api-server.key </dev/null >/dev/null 2>&1'
              % (shlex.quote(API_SERVER), host.name, host.ip))
-    hosts.wait_for(lambda: api_answer(host.ip, ha.API_SERVER_PORT)
-                   == host.name, 'the API server of %s' % host.name)
+    polling.wait_until(lambda: api_answer(host.ip, ha.API_SERVER_PORT)
+                       == host.name, 'the API server of %s' % host.name)
 
 
 def vip_holders(bed, vip):
@@ -130,7 +131,7 @@ def wait_for_holder(bed, vip, wanted):
                 return holders, answer
         return None
 
-    holders, answer = hosts.wait_for(
+    holders, answer = polling.wait_until(
         settled, 'one of %s to hold %s and answer' % (sorted(wanted), vip),
         timeout=DEADLINE)
     return holders, answer, time.monotonic() - started
@@ -149,8 +150,8 @@ def stop(host, name):
     """Stop a daemon out of band; wait until its process is gone (init.d's
     stop only sends SIGTERM)."""
     host.run('service %s stop' % name)
-    hosts.wait_for(lambda: daemon_pid(host, name) is None,
-                   '%s on %s to exit' % (name, host.name))
+    polling.wait_until(lambda: daemon_pid(host, name) is None,
+                       '%s on %s to exit' % (name, host.name))
 
 
 def master_pid(host):
@@ -267,7 +268,7 @@ def test_first_run_installs_configures_and_starts(bed, vip, first_run):
     holders, answer, waited = wait_for_holder(bed, vip, {'m1'})
     print('VIP on m1 and answering: %.1fs after configure' % waited)
     # haproxy balances over every API server once its checks pass.
-    seen = hosts.wait_for(
+    seen = polling.wait_until(
         lambda: (lambda names: names if names == set(NAMES) else None)(
             {api_answer(vip, ha.FRONTEND_PORT) for _ in range(9)}),
         'every API server to answer through the VIP', timeout=DEADLINE)
@@ -364,9 +365,9 @@ def test_dropping_a_master_reloads_haproxy_on_the_others(bed, vip,
         # A reload: the same master, new workers with the new backends.
         assert master_pid(host) == before[host.name]
         assert configured_servers(host) == ['m1', 'm2']
-        hosts.wait_for(lambda: runtime_servers(host) == ['m1', 'm2'],
-                       'haproxy on %s to serve m1 and m2 only' % host.name)
-        hosts.wait_for(
+        polling.wait_until(lambda: runtime_servers(host) == ['m1', 'm2'],
+                           'haproxy on %s to serve m1 and m2 only' % host.name)
+        polling.wait_until(
             lambda: (lambda new: new and not new & workers[host.name])(
                 worker_pids(host, before[host.name])),
             'the old haproxy workers of %s to be replaced' % host.name)
@@ -405,8 +406,8 @@ def test_interrupted_change_is_completed_by_the_next_run(bed, vip,
     assert changed(configure(host, masters, vip)) == {
         ha.HAPROXY_CONFIG: '', 'service haproxy': 'reloaded'}
     assert master_pid(host) == before
-    hosts.wait_for(lambda: runtime_servers(host) == ['m1', 'm2'],
-                   'haproxy on m2 to serve m1 and m2')
+    polling.wait_until(lambda: runtime_servers(host) == ['m1', 'm2'],
+                       'haproxy on m2 to serve m1 and m2')
 
 
 def test_address_not_on_the_host_is_refused(bed, vip):

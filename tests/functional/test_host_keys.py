@@ -23,6 +23,7 @@ from kubernetes_mgmt_pv import params
 from kubernetes_mgmt_pv import remote
 from testbed import hosts
 from testbed import openstack_api
+from testbed import polling
 
 PASSWORD_ATTEMPT = re.compile(r'(Accepted|Failed) password')
 _VM_NUMBERS = itertools.count(1)
@@ -85,7 +86,7 @@ def fingerprint_of(host):
 
 
 def assert_closed_before_any_password(host):
-    log = hosts.wait_for(
+    log = polling.wait_until(
         lambda: '[preauth]' in host.sshd_log() and host.sshd_log(),
         'sshd on %s to log the closed connection' % host.name)
     assert not PASSWORD_ATTEMPT.search(log), log
@@ -98,8 +99,8 @@ def test_a_fresh_vm_is_verified_on_its_console(cloud, vm, password_attempts):
     connect(vm, policy_for(cloud, server_id)).close()
 
     assert password_attempts == [vm.ip]
-    hosts.wait_for(lambda: 'Accepted password' in vm.sshd_log(),
-                   'sshd to log the login')
+    polling.wait_until(lambda: 'Accepted password' in vm.sshd_log(),
+                       'sshd to log the login')
 
 
 def test_an_impostor_at_the_vm_address_gets_no_password(
@@ -123,8 +124,8 @@ def test_an_impostor_at_the_vm_address_gets_no_password(
     # The control: with "warn", the impostor gets the password and logs it.
     connect(impostor, paramiko.AutoAddPolicy()).close()
     assert password_attempts == [impostor.ip]
-    hosts.wait_for(lambda: PASSWORD_ATTEMPT.search(impostor.sshd_log()),
-                   'the impostor to log the password attempt')
+    polling.wait_until(lambda: PASSWORD_ATTEMPT.search(impostor.sshd_log()),
+                       'the impostor to log the password attempt')
 
 
 def test_a_healed_vm_with_a_new_key_at_the_same_address_is_accepted(

@@ -12,7 +12,7 @@ import pytest
 from kubernetes_mgmt_pv import config
 from kubernetes_mgmt_pv import exceptions
 from kubernetes_mgmt_pv import remote
-from testbed import hosts
+from testbed import polling
 
 
 @pytest.fixture(scope='module')
@@ -262,9 +262,9 @@ def _silence_during_a_long_command(host):
     cut = []
 
     def cut_when_running():
-        hosts.wait_for(lambda: host.run('pgrep -x sleep',
-                                        check=False).returncode == 0,
-                       'the command to start')
+        polling.wait_until(lambda: host.run('pgrep -x sleep',
+                                            check=False).returncode == 0,
+                           'the command to start')
         _silence(host)
         cut.append(time.monotonic())
 

@@ -25,7 +25,7 @@ import pytest
 
 from kubernetes_mgmt_pv import etcd
 from kubernetes_mgmt_pv import ha
-from testbed import hosts
+from testbed import polling
 from tests.tacker_rest import test_lifecycle as simple
 
 CONTROL_PLANE = 'node-role.kubernetes.io/control-plane'
@@ -121,12 +121,12 @@ def check_control_plane(lab, instance_id):
         (etcd.peer_url(address),) for address in addresses]
     for master in masters[1:]:
         assert etcd_members(master) == members, master.name
-    holders = hosts.wait_for(
+    holders = polling.wait_until(
         lambda: (lambda found: found if len(found) == 1 else None)(
             vip_holders(masters, vip)),
         'exactly one Master to hold %s' % vip, timeout=VIP_DEADLINE)
-    assert hosts.wait_for(lambda: api_at_vip(lab, instance_id, vip),
-                          'the API at %s' % vip, timeout=VIP_DEADLINE) == \
+    assert polling.wait_until(lambda: api_at_vip(lab, instance_id, vip),
+                              'the API at %s' % vip, timeout=VIP_DEADLINE) == \
         (200, 'ok')
     vim, = simple.k8s_vims(lab)
     assert vim['name'] == simple.K8S_VIM
