@@ -41,6 +41,10 @@ API_PORT = 6443
 KUBEADM_ETCD = '/usr/lib/testbed/kubeadm_etcd.py'
 # Its reader of --config files (kubeadm_config.py).
 KUBEADM_CONFIG = '/usr/lib/testbed/kubeadm_config.py'
+# Its files, API server client and API server "static pod" (kubeadm_node.py).
+KUBEADM_NODE = '/usr/lib/testbed/kubeadm_node.py'
+# Its etcd certificates (kubeadm_pki.py).
+KUBEADM_PKI = '/usr/lib/testbed/kubeadm_pki.py'
 ETCD = '/usr/bin/etcd'
 ETCD_LOG = '/var/log/etcd.log'
 DEFAULT_TIMEOUT = 60.0  # kubeadm's waits for API servers, in seconds
@@ -71,6 +75,8 @@ def packages(k8s_version=None):
          [('kubeadm.py', '/usr/bin/kubeadm'),
           ('kubeadm_etcd.py', KUBEADM_ETCD),
           ('kubeadm_config.py', KUBEADM_CONFIG),
+          ('kubeadm_node.py', KUBEADM_NODE),
+          ('kubeadm_pki.py', KUBEADM_PKI),
           ('kube_apiserver_standin.py', API_SERVER)]),
         ('kubelet', k8s_version, 'kubelet stand-in for the testbed',
          [('kubelet.py', '/usr/bin/kubelet')]),

@@ -50,7 +50,8 @@ What `kubeadm init` does here, as kubeadm:
     127.0.0.1, ::1; server+client auth), etcd/healthcheck-client
     (CN kube-etcd-healthcheck-client, client auth) and
     apiserver-etcd-client (CN kube-apiserver-etcd-client, client auth),
-    RSA 2048 with openssl, keys 0600, under /etc/kubernetes/pki;
+    RSA 2048 with openssl, keys 0600, under /etc/kubernetes/pki (made by
+    kubeadm_pki.py);
   * the "etcd static pod": /etc/kubernetes/manifests/etcd.yaml with
     kubeadm's command line, and /usr/bin/etcd started from it detached
     (own session, in the host's PID namespace, output to
@@ -110,11 +111,10 @@ gets no proxy variables from kubeadm's environment.
 
 Client side, this module talks to etcd's JSON gateway (/v3/cluster/...,
 /health) over HTTPS with the healthcheck-client certificate, so it needs
-the standard library only (plus the openssl CLI for certificates).
+the standard library only.
 """
 
 import http.client
-import ipaddress
 import json
 import os
 import shutil
@@ -123,7 +123,6 @@ import socket
 import ssl
 import subprocess
 import sys
-import tempfile
 import time
 
 ETCD = '/usr/bin/etcd'
@@ -186,103 +185,6 @@ def _host(address):
 
 def node_name():
     return socket.gethostname().lower()
-
-
-# --- certificates ------------------------------------------------------------
-
-def _openssl_config(common_name, extensions):
-    lines = ['[req]', 'distinguished_name = dn', 'x509_extensions = ext',
-             'prompt = no', '[dn]', f'CN = {common_name}', '[ext]']
-    lines += [f'{key} = {value}' for key, value in extensions]
-    return '\n'.join(lines) + '\n'
-
-
-def _new_certificate(cert, key, common_name, extensions, days, ca=None):
-    """A new RSA 2048 key and a certificate for it, self-signed or signed
-    by ca=(cert path, key path); the key is written 0600."""
-    os.makedirs(os.path.dirname(cert), exist_ok=True)
-    with tempfile.NamedTemporaryFile('w', suffix='.cnf') as config:
-        config.write(_openssl_config(common_name, extensions))
-        config.flush()
-        args = ['openssl', 'req', '-x509', '-new', '-config', config.name,
-                '-newkey', 'rsa:2048', '-nodes', '-keyout', key,
-                '-days', str(days), '-out', cert]
-        if ca:
-            args += ['-CA', ca[0], '-CAkey', ca[1]]
-        old = os.umask(0o077)
-        try:
-            subprocess.run(args, check=True, capture_output=True)
-        finally:
-            os.umask(old)
-    os.chmod(key, 0o600)
-    os.chmod(cert, 0o644)
-
-
-def have_ca():
-    return os.path.exists(CA_CERT) and os.path.exists(CA_KEY)
-
-
-def create_ca():
-    """etcd/ca, unless one is there already (as kubeadm's certs phase)."""
-    if have_ca():
-        print('[certs] Using existing etcd/ca certificate authority')
-        return
-    print('[certs] Generating "etcd/ca" certificate and key')
-    _new_certificate(CA_CERT, CA_KEY, 'etcd-ca', [
-        ('basicConstraints', 'critical,CA:TRUE'),
-        ('keyUsage', 'critical,digitalSignature,keyEncipherment,keyCertSign'),
-        ('subjectKeyIdentifier', 'hash')], days=3650)
-
-
-def install_ca(cert_pem, key_pem):
-    """Write an etcd CA downloaded from the kubeadm-certs Secret."""
-    os.makedirs(ETCD_PKI, exist_ok=True)
-    for path, data, mode in ((CA_CERT, cert_pem, 0o644),
-                             (CA_KEY, key_pem, 0o600)):
-        with open(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC,
-                          mode), 'wb') as handle:
-            handle.write(data)
-        os.chmod(path, mode)
-
-
-def read_ca():
-    """(cert PEM, key PEM) of the etcd CA, for upload-certs."""
-    try:
-        with open(CA_CERT, 'rb') as cert, open(CA_KEY, 'rb') as key:
-            return cert.read(), key.read()
-    except OSError as error:
-        raise EtcdError(f'error execution phase upload-certs: failed to '
-                        f'load the etcd CA: open {error.filename}: '
-                        f'{error.strerror.lower()}')
-
-
-def create_member_certificates(name, address):
-    """etcd/server, etcd/peer, etcd/healthcheck-client and
-    apiserver-etcd-client, signed by the etcd CA."""
-    ca = (CA_CERT, CA_KEY)
-    ip = ipaddress.ip_address(address)
-    dns = sorted({'localhost', name})
-    ips = [str(ip), '127.0.0.1', '::1']
-    sans = ','.join([f'DNS:{d}' for d in dns] + [f'IP:{i}' for i in ips])
-    leaf = [('basicConstraints', 'critical,CA:FALSE'),
-            ('keyUsage', 'critical,digitalSignature,keyEncipherment'),
-            ('authorityKeyIdentifier', 'keyid')]
-    both = [('extendedKeyUsage', 'serverAuth,clientAuth'),
-            ('subjectAltName', sans)]
-    client = [('extendedKeyUsage', 'clientAuth')]
-    for kind, cert, key in (('server', SERVER_CERT, SERVER_KEY),
-                            ('peer', PEER_CERT, PEER_KEY)):
-        print(f'[certs] Generating "etcd/{kind}" certificate and key')
-        print(f'[certs] etcd/{kind} serving cert is signed for DNS names '
-              f'[{" ".join(dns)}] and IPs [{" ".join(ips)}]')
-        _new_certificate(cert, key, name, leaf + both, 365, ca)
-    for label, cert, key, cn in (
-            ('etcd/healthcheck-client', HEALTHCHECK_CERT, HEALTHCHECK_KEY,
-             'kube-etcd-healthcheck-client'),
-            ('apiserver-etcd-client', APISERVER_CLIENT_CERT,
-             APISERVER_CLIENT_KEY, 'kube-apiserver-etcd-client')):
-        print(f'[certs] Generating "{label}" certificate and key')
-        _new_certificate(cert, key, cn, leaf + client, 365, ca)
 
 
 # --- preflight ---------------------------------------------------------------

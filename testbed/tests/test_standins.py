@@ -441,14 +441,15 @@ def test_upload_certs_carries_the_etcd_ca_encrypted(cluster):
     # a changed byte is noticed.
     kubeadm = load_kubeadm_module()
     key, other = '11' * 32, '22' * 32
-    sealed = kubeadm.encrypt(key, ca_key.encode())
-    assert kubeadm.decrypt(key, sealed, 'etcd-ca.key') == ca_key.encode()
+    sealed = kubeadm.node.encrypt(key, ca_key.encode())
+    assert kubeadm.node.decrypt(key, sealed, 'etcd-ca.key') == \
+        ca_key.encode()
     tampered = sealed[:20] + bytes([sealed[20] ^ 1]) + sealed[21:]
     for wrong_key, blob in ((other, sealed), (key, tampered)):
-        with pytest.raises(kubeadm.KubeadmError,
+        with pytest.raises(kubeadm.node.KubeadmError,
                            match='error decrypting certificate etcd-ca.key: '
                                  'cipher: message authentication failed'):
-            kubeadm.decrypt(wrong_key, blob, 'etcd-ca.key')
+            kubeadm.node.decrypt(wrong_key, blob, 'etcd-ca.key')
 
 
 def test_a_third_master_makes_three_started_members(cluster):
