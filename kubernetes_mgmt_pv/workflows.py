@@ -17,7 +17,7 @@ from kubernetes_mgmt_pv import nfs_client
 from kubernetes_mgmt_pv import packages
 from kubernetes_mgmt_pv import pv
 from kubernetes_mgmt_pv import report as report_mod
-from kubernetes_mgmt_pv import storage as storage_mod
+from kubernetes_mgmt_pv import storage_setup
 
 LOG = logging.getLogger(__name__)
 
@@ -140,10 +140,9 @@ class PvWorkflow(flow.Flow):
     # -- flows --------------------------------------------------------------
 
     def _setup_storage(self, sessions, node, attachments, report):
-        storage_mod.setup_storage_server(self.session(sessions, node),
-                                         self.params.storage, attachments,
-                                         self.params.proxy, self.conf,
-                                         report)
+        storage_setup.setup_storage_server(
+            self.session(sessions, node), self.params.storage, attachments,
+            self.params.proxy, self.conf, report)
 
     def _install_client(self, sessions, node, facts, report):
         nfs_client.install_nfs_client(self.session(sessions, node),
