@@ -227,6 +227,28 @@ class ClusterWorkflow(flow.Flow):
                  len(sequence.plan.join_workers), len(sequence.plan.members))
         return sequence
 
+    def check_install(self, sessions, report):
+        """What ``install`` would change, changing nothing: its
+        InstallSequence, and the ha.Plan of each Master ({address: plan})
+        for the backends haproxy has once every Master has joined.
+        ``report`` gets the etcd client that would be installed."""
+        _, vip, _ = self._addresses()
+        sequence = self.plan_install(sessions, vip, report,
+                                     install_etcdctl=False)
+        ha_plans = {}
+
+        def check_ha(node):
+            gathered = ha.gather_facts(self.session(sessions, node))
+            ha_plans[node.address] = ha.plan(gathered, *ha.wanted_configs(
+                gathered.addresses, node.fixed_ip, list(sequence.ha_masters),
+                vip, list(sequence.ha_rounds[-1])))
+
+        if sequence.ha_rounds:
+            self.on_hosts('HA control plane check', {
+                node.address: functools.partial(check_ha, node)
+                for node in self.topology.masters})
+        return sequence, ha_plans
+
     def install(self):
         """instantiate_end and entire-cluster heal: the whole cluster.
 
