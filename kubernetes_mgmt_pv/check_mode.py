@@ -108,29 +108,27 @@ def volume_changes(volume):
 
 
 def server_changes(host, plan):
-    """The Changes of a ``storage.ServerPlan`` on the storage server."""
+    """The Changes of a ``storage.ServerPlan`` on the storage server (a
+    step decided after another change is named as following it)."""
     found = [text for volume in plan.volumes
              for text in volume_changes(volume)]
-    if plan.fstab_after_format:
-        found.append('update %s with the new filesystems'
-                     % storage.FSTAB_FILE)
-    elif plan.fstab is not None:
-        found.append('update %s' % storage.FSTAB_FILE)
-    if plan.install:
-        found.append('install %s' % ' '.join(plan.install))
-    if plan.restat_directories:
-        found.append('create and chown the export directories missing on '
-                     'the new mounts')
+    found += [text for pending, text in (
+        (plan.fstab_after_format,
+         'update %s with the new filesystems' % storage.FSTAB_FILE),
+        (plan.fstab is not None, 'update %s' % storage.FSTAB_FILE),
+        (plan.install, 'install %s' % ' '.join(plan.install)),
+        (plan.restat_directories, 'create and chown the export '
+                                  'directories missing on the new mounts'),
+    ) if pending]
     found += ['create %s' % directory for directory in plan.create]
     found += ['chown %s %s' % (storage.EXPORT_OWNER, directory)
               for directory in plan.chown]
-    if plan.reread_exports:
-        found.append('update %s and export after the installation'
-                     % storage.EXPORTS_FILE)
-    elif plan.exports is not None:
-        found.append('update %s' % storage.EXPORTS_FILE)
-    if plan.reexport and not plan.reread_exports:
-        found.append('exportfs -ra')
+    found += [text for pending, text in (
+        (plan.reread_exports, 'update %s and export after the '
+                              'installation' % storage.EXPORTS_FILE),
+        (plan.exports is not None, 'update %s' % storage.EXPORTS_FILE),
+        (plan.reexport and not plan.reread_exports, 'exportfs -ra'),
+    ) if pending]
     return [Change(host, text) for text in found]
 
 

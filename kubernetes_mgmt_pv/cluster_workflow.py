@@ -266,15 +266,10 @@ class ClusterWorkflow(flow.Flow):
             self._ha_round(sessions, sequence, 0, vip, report)
             leader = self.session(sessions, plan.leader)
             self._delete_stale_nodes(leader, plan.stale_api_nodes)
-            env = self._script_environment(endpoint)
-            join_info = self._run_master_script(
-                sessions, plan.leader, self._script_call(
-                    'leader', plan, plan.leader, endpoint, floating_ip=fip),
-                env, report)
-            join_info = self._join_masters(sessions, leader, sequence, vip,
-                                           (endpoint, env, join_info), report)
-            self._join_workers(sessions, plan, (endpoint, env, join_info),
-                               report)
+            call = self._lead(sessions, plan, endpoint, fip, report)
+            call = self._join_masters(sessions, leader, sequence, vip, call,
+                                      report)
+            self._join_workers(sessions, plan, call, report)
             self._wait_ready(leader, sequence.ready_names)
             self._check_etcd(leader, sequence.etcd_expected, report)
             token, ca_cert = self._vim_credentials(leader, report)
@@ -282,10 +277,18 @@ class ClusterWorkflow(flow.Flow):
                                bearer_token=token, ca_cert=ca_cert)
         return access, self.finish('cluster install', report)
 
-    def _script_environment(self, endpoint):
-        return cluster.script_environment(
+    def _lead(self, sessions, plan, endpoint, floating_ip, report):
+        """The install script on the leader (kubeadm init, or nothing new
+        on a member): the (endpoint, environment, join info) the others
+        join with."""
+        env = cluster.script_environment(
             self.params.proxy, self.params.network, endpoint,
             [node.fixed_ip for node in self.topology.cluster_nodes])
+        join_info = self._run_master_script(
+            sessions, plan.leader, self._script_call(
+                'leader', plan, plan.leader, endpoint,
+                floating_ip=floating_ip), env, report)
+        return endpoint, env, join_info
 
     def _delete_stale_nodes(self, leader, names):
         """Nodes of the cluster with the name or address of a VM that
@@ -306,9 +309,9 @@ class ClusterWorkflow(flow.Flow):
     def _join_masters(self, sessions, leader, sequence, vip, call, report):
         """The joining Masters one after another (etcd grows one member at
         a time), each added to haproxy's backends once it has joined.
-        ``call``: (endpoint, environment, join info). Returns the last
-        join info: each Master uploads the certificates again with a new
-        key, which replaces the one it joined with."""
+        ``call``: (endpoint, environment, join info). Returns it with the
+        last join info: each Master uploads the certificates again with a
+        new key, which replaces the one it joined with."""
         endpoint, env, join_info = call
         plan = sequence.plan
         if sequence.remove_stale_etcd:
@@ -318,7 +321,7 @@ class ClusterWorkflow(flow.Flow):
                 sessions, node, self._script_call(
                     'master', plan, node, endpoint, join_info), env, report)
             self._ha_round(sessions, sequence, index, vip, report)
-        return join_info
+        return endpoint, env, join_info
 
     def _join_workers(self, sessions, plan, call, report):
         """The joining Workers, all at once."""
