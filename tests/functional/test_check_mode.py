@@ -42,6 +42,10 @@ def configured():
 def host_states(virtual):
     states = {name: host.run(STATE).stdout
               for name, host in virtual.testbed.hosts.items()}
+    for name, state in states.items():  # the files are really looked at
+        assert ' /etc/hosts\n' in state and ' /etc/fstab\n' in state, name
+        if name.startswith('master') and virtual.master_count > 1:
+            assert ' /etc/haproxy/haproxy.cfg\n' in state, name
     states['PersistentVolumes'] = {
         name: volume['metadata'].get('resourceVersion')
         for name, volume in cluster_mod.persistent_volumes(
