@@ -1,9 +1,11 @@
 """``kubernetes-mgmt-pv``: operator commands around the VNF package.
 
 ``validate`` checks a package and an Instantiate request offline, before
-any LCM call; ``package`` builds the CSAR zip that Tacker accepts. The
-logic lives in ``package_check`` and ``csar``; this module only parses
-arguments and prints. Bad input, however hostile, ends in the command's
+any LCM call; ``package`` builds the CSAR zip that Tacker accepts;
+``plan`` logs in to the VNF's VMs and says what instantiate_end would
+change on each, changing nothing. The logic lives in ``package_check``,
+``csar`` and ``check_mode``; this module only parses arguments and
+prints. Bad input, however hostile, ends in the command's
 normal error output and a non-zero exit status, never a traceback.
 """
 
@@ -13,8 +15,14 @@ import json
 import re
 import sys
 
+from kubernetes_mgmt_pv import check_mode
 from kubernetes_mgmt_pv import csar
+from kubernetes_mgmt_pv import exceptions
 from kubernetes_mgmt_pv import package_check
+from kubernetes_mgmt_pv import safe_yaml
+
+# plan's exit status when a change is pending (0: none, 1: failure).
+CHANGES_PENDING = 2
 
 # All C0 and C1 control characters but the newline.
 _CONTROL = re.compile(r'[\x00-\x09\x0b-\x1f\x7f-\x9f]')
@@ -63,6 +71,55 @@ def _package(args):
     return 0
 
 
+def _plan(args):
+    try:
+        inputs = check_mode.load(
+            args.package, safe_yaml.load_json(args.request),
+            safe_yaml.load_json(args.vim), args.stack_id)
+        result = check_mode.check(*inputs)
+    except (exceptions.MgmtDriverError, safe_yaml.LoadError,
+            OSError) as error:
+        _say('kubernetes-mgmt-pv plan: %s' % error, sys.stderr)
+        return 1
+    if args.format == 'json':
+        _say(json.dumps({
+            'hosts': [{'host': host, 'role': role,
+                       'changes': result.of(host)}
+                      for host, role in result.hosts]}, indent=2))
+    else:
+        for line in check_mode.render(result):
+            _say(line)
+    return CHANGES_PENDING if result.changes else 0
+
+
+def _plan_parser(commands):
+    plan = commands.add_parser(
+        'plan', help='say what instantiate_end would change on each VM',
+        description='Log in to every VM of an instantiated VNF, gather the '
+                    'facts the hooks gather and print what instantiate_end '
+                    '(or a heal of the entire VNF, or a scale-out, which '
+                    'converge to the same state) would change on each, '
+                    'changing nothing. Exit status 0: no change, %d: '
+                    'changes pending, 1: the check failed.'
+                    % CHANGES_PENDING)
+    plan.add_argument('--package', required=True, metavar='DIR',
+                      help='VNF package source directory (the install '
+                           'script and the PV manifests)')
+    plan.add_argument('--request', required=True, metavar='FILE',
+                      help='Instantiate request body (JSON): its '
+                           'additionalParams')
+    plan.add_argument('--vim', required=True, metavar='FILE',
+                      help='the OpenStack VIM\'s access_info (JSON: '
+                           'auth_url, username, password, project_name, '
+                           '...), kept out of the command line')
+    plan.add_argument('--stack-id', required=True, metavar='ID',
+                      help='Heat stack of the VNF instance (its '
+                           'instantiatedVnfInfo instanceId)')
+    plan.add_argument('--format', choices=('text', 'json'), default='text',
+                      help='json: {"hosts": [{host, role, changes}]}')
+    plan.set_defaults(run=_plan)
+
+
 def _parser():
     parser = argparse.ArgumentParser(
         prog='kubernetes-mgmt-pv',
@@ -96,6 +153,7 @@ def _parser():
     package.add_argument('--output', required=True, metavar='FILE.zip',
                          help='CSAR zip to write (replaced if it exists)')
     package.set_defaults(run=_package)
+    _plan_parser(commands)
     return parser
 
 

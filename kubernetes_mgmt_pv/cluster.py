@@ -96,6 +96,7 @@ class InstallPlan(object):
     stale_api_nodes: tuple  # Node names to delete before the joins
     members: tuple  # already in the cluster: left alone
     half_joined: tuple = ()  # Masters with a Node but no etcd member
+    leader_joined: bool = False  # the leader is in the cluster already
 
     @property
     def script_nodes(self):
@@ -313,7 +314,7 @@ def plan_install(masters, workers, facts, api_nodes, etcd_members=None):
         stale_api_nodes=tuple(sorted(stale)),
         members=tuple(node for node in masters + workers
                       if node is not leader and member(node)),
-        half_joined=half_joined)
+        half_joined=half_joined, leader_joined=member(leader))
 
 
 def secrets_on_stdin(script):

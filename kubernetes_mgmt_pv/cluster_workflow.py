@@ -14,18 +14,17 @@ import json
 from oslo_log import log as logging
 
 from kubernetes_mgmt_pv import cluster
+from kubernetes_mgmt_pv import cluster_sequence
 from kubernetes_mgmt_pv import etcd
 from kubernetes_mgmt_pv import exceptions
 from kubernetes_mgmt_pv import flow
 from kubernetes_mgmt_pv import ha
-from kubernetes_mgmt_pv import managed_block
 from kubernetes_mgmt_pv import packages
 from kubernetes_mgmt_pv import report as report_mod
-from kubernetes_mgmt_pv import topology as topology_mod
 
 LOG = logging.getLogger(__name__)
 
-HOSTS_FILE = '/etc/hosts'
+HOSTS_FILE = cluster_sequence.HOSTS_FILE
 
 
 @dataclasses.dataclass(frozen=True)
@@ -101,33 +100,30 @@ class ClusterWorkflow(flow.Flow):
         kubectl step runs it (``cluster.kubectl_argv``)."""
         return self.kubectl(executor).run(args, **kwargs)
 
-    def _prepare(self, sessions, node, facts, host_name, lines, plan,
-                 report):
-        """The per-VM steps that need no cluster: /etc/hosts, the host
+    def _prepare(self, sessions, prepared, report):
+        """Apply a ``cluster_sequence.Preparation``: /etc/hosts, the host
         name, the script, and a reset of a VM joined to a cluster that is
         gone."""
-        self._update_hosts(sessions, node, facts, lines, report)
-        executor = self.session(sessions, node)
-        if facts.hostname != host_name:  # after /etc/hosts: sudo resolves it
+        executor = self.session(sessions, prepared.node)
+        self._write_hosts(executor, prepared, report)
+        if prepared.host_name:  # after /etc/hosts: sudo resolves it
             with report_mod.step(executor.host, 'host name'):
                 executor.run(['sh', '-c', cluster.HOST_NAME_SCRIPT, 'sh',
-                              host_name], sudo=True)
-            report.record(executor.host, 'host name %s' % host_name, True,
-                          'was %s' % facts.hostname)
-        if node in plan.script_nodes:
+                              prepared.host_name], sudo=True)
+            report.record(executor.host, 'host name %s' % prepared.host_name,
+                          True, 'was %s' % prepared.was_named)
+        if prepared.upload_script:
             with report_mod.step(executor.host, 'install script upload'):
                 executor.run(['install', '-d', '-m', '0755',
                               cluster.SCRIPT_PATH.rpartition('/')[0]],
                              sudo=True)
                 executor.install_file(self.script, cluster.SCRIPT_PATH,
                                       mode='0755')
-        if node in plan.reset:
+        if prepared.reset:
             with report_mod.step(executor.host, 'kubeadm reset'):
                 executor.run(['kubeadm', 'reset', '-f'], sudo=True)
                 report.record(executor.host, 'kubeadm reset', True,
-                              'half-joined: not an etcd member'
-                              if node in plan.half_joined else
-                              'its cluster does not know it')
+                              prepared.reset)
 
     def _script_call(self, role, plan, node, endpoint, join_info=None,
                      floating_ip=None):
@@ -208,105 +204,145 @@ class ClusterWorkflow(flow.Flow):
 
     # -- the flow -----------------------------------------------------------
 
+    def plan_install(self, sessions, vip, report, install_etcdctl=True):
+        """Log in, gather every VM's facts and plan the install: the
+        ``cluster_sequence.InstallSequence``. Changes nothing but, with
+        ``install_etcdctl``, the etcd client on a Master it asks."""
+        masters, workers = self.topology.masters, self.topology.of_role(
+            'worker')
+        nodes = masters + workers
+        self.preflight(sessions, nodes)
+        gathered = self._gather(sessions, nodes)
+        api_nodes = self._api_nodes(sessions, masters, gathered)
+        facts = cluster_sequence.named_facts(nodes, gathered, api_nodes)
+        members = self._etcd_members(
+            sessions, cluster_sequence.etcd_askable(masters, facts,
+                                                    api_nodes),
+            report, install_etcdctl)
+        sequence = cluster_sequence.plan_install_sequence(
+            masters, workers, gathered, facts, api_nodes, members, vip)
+        LOG.info('Cluster plan: leader %s, join %d Master(s) and %d '
+                 'Worker(s), %d already in the cluster',
+                 sequence.plan.leader.address, len(sequence.plan.join_masters),
+                 len(sequence.plan.join_workers), len(sequence.plan.members))
+        return sequence
+
+    def check_install(self, sessions, report):
+        """What ``install`` would change, changing nothing: its
+        InstallSequence, and the ha.Plan of each Master ({address: plan})
+        for the backends haproxy has once every Master has joined.
+        ``report`` gets the etcd client that would be installed."""
+        _, vip, _ = self._addresses()
+        sequence = self.plan_install(sessions, vip, report,
+                                     install_etcdctl=False)
+        ha_plans = {}
+
+        def check_ha(node):
+            gathered = ha.gather_facts(self.session(sessions, node))
+            ha_plans[node.address] = ha.plan(gathered, *ha.wanted_configs(
+                gathered.addresses, node.fixed_ip, list(sequence.ha_masters),
+                vip, list(sequence.ha_rounds[-1])))
+
+        if sequence.ha_rounds:
+            self.on_hosts('HA control plane check', {
+                node.address: functools.partial(check_ha, node)
+                for node in self.topology.masters})
+        return sequence, ha_plans
+
     def install(self):
         """instantiate_end and entire-cluster heal: the whole cluster.
 
         Returns (ClusterAccess, Report).
         """
         report = report_mod.Report()
-        masters, workers = self.topology.masters, self.topology.of_role(
-            'worker')
-        nodes = masters + workers
         endpoint, vip, fip = self._addresses()
         with self.sessions() as sessions:
-            self.preflight(sessions, nodes)
-            gathered = self._gather(sessions, nodes)
-            api_nodes = self._api_nodes(sessions, masters, gathered)
-            names = cluster.host_names(nodes, gathered, api_nodes)
-            # From here on, every VM as it will be named.
-            facts = {address: dataclasses.replace(own, hostname=names[address])
-                     for address, own in gathered.items()}
-            named = [(node, facts[node.address]) for node in nodes]
-            cluster.check_node_names(named)
-            plan = cluster.plan_install(
-                masters, workers, facts, api_nodes,
-                self._etcd_members(sessions, masters, facts, api_nodes,
-                                   report))
-            LOG.info('Cluster plan: leader %s, join %d Master(s) and %d '
-                     'Worker(s), %d already in the cluster',
-                     plan.leader.address, len(plan.join_masters),
-                     len(plan.join_workers), len(plan.members))
-            lines = cluster.hosts_lines(named)
+            sequence = self.plan_install(sessions, vip, report)
+            plan = sequence.plan
             self.on_hosts('node preparation', {
-                node.address: functools.partial(
-                    self._prepare, sessions, node, gathered[node.address],
-                    names[node.address], lines, plan, report)
-                for node in nodes})
-            # haproxy sends requests only to the Masters whose API server
-            # runs: the leader (up once it has run kubeadm init) and the
-            # members; each joining Master is added once it has joined.
-            serving = [node for node in masters
-                       if node is plan.leader or node in plan.members]
-            if vip:
-                self._configure_ha(sessions, masters, facts, vip, report,
-                                   serving)
+                prepared.node.address: functools.partial(
+                    self._prepare, sessions, prepared, report)
+                for prepared in sequence.preparations})
+            self._ha_round(sessions, sequence, 0, vip, report)
             leader = self.session(sessions, plan.leader)
-            if plan.stale_api_nodes:
-                with report_mod.step(leader.host, 'stale Node removal'):
-                    self._kubectl(leader, ['delete', 'node',
-                                           '--ignore-not-found'] +
-                                  list(plan.stale_api_nodes))
-            env = cluster.script_environment(
-                self.params.proxy, self.params.network,
-                endpoint, [node.fixed_ip for node in nodes])
-            join_info = self._run_master_script(
-                sessions, plan.leader, self._script_call(
-                    'leader', plan, plan.leader, endpoint, floating_ip=fip),
-                env, report)
-            several_masters = len(masters) > 1
-            if several_masters and plan.join_masters:
-                self._remove_stale_members(leader, plan.join_masters, report)
-            for node in plan.join_masters:  # etcd grows one member at a time
-                # Each Master uploads the certificates again with a new
-                # key, which replaces the one it joined with.
-                join_info = self._run_master_script(
-                    sessions, node, self._script_call(
-                        'master', plan, node, endpoint, join_info), env,
-                    report)
-                serving.append(node)
-                if vip:
-                    self._configure_ha(sessions, masters, facts, vip, report,
-                                       serving)
-            self.on_hosts('Worker join', {
-                node.address: functools.partial(
-                    self._run_script, sessions, node, self._script_call(
-                        'worker', plan, node, endpoint, join_info), env,
-                    report)
-                for node in plan.join_workers})
-            self._wait_ready(leader, [facts.node_name for _, facts in named])
-            if several_masters:
-                self._check_etcd(leader, {
-                    facts[node.address].node_name: node.fixed_ip
-                    for node in masters}, report)
+            self._delete_stale_nodes(leader, plan.stale_api_nodes)
+            call = self._lead(sessions, plan, endpoint, fip, report)
+            call = self._join_masters(sessions, leader, sequence, vip, call,
+                                      report)
+            self._join_workers(sessions, plan, call, report)
+            self._wait_ready(leader, sequence.ready_names)
+            self._check_etcd(leader, sequence.etcd_expected, report)
             token, ca_cert = self._vim_credentials(leader, report)
         access = ClusterAccess(url=cluster.vim_url(endpoint, fip),
                                bearer_token=token, ca_cert=ca_cert)
         return access, self.finish('cluster install', report)
 
-    def _configure_ha(self, sessions, masters, facts, vip, report,
-                      serving=None):
-        """haproxy and keepalived on every Master, before any kubeadm runs
-        (kubeadm reaches the API server through the VIP); haproxy balances
-        over the ``serving`` Masters (default: all)."""
-        def named(nodes):
-            return [(facts[node.address].node_name, node.fixed_ip)
-                    for node in masters if node in nodes]
+    def _lead(self, sessions, plan, endpoint, floating_ip, report):
+        """The install script on the leader (kubeadm init, or nothing new
+        on a member): the (endpoint, environment, join info) the others
+        join with."""
+        env = cluster.script_environment(
+            self.params.proxy, self.params.network, endpoint,
+            [node.fixed_ip for node in self.topology.cluster_nodes])
+        join_info = self._run_master_script(
+            sessions, plan.leader, self._script_call(
+                'leader', plan, plan.leader, endpoint,
+                floating_ip=floating_ip), env, report)
+        return endpoint, env, join_info
 
+    def _delete_stale_nodes(self, leader, names):
+        """Nodes of the cluster with the name or address of a VM that
+        joins: kubeadm join would refuse the name."""
+        if names:
+            with report_mod.step(leader.host, 'stale Node removal'):
+                self._kubectl(leader, ['delete', 'node',
+                                       '--ignore-not-found'] + list(names))
+
+    def _ha_round(self, sessions, sequence, index, vip, report):
+        """haproxy and keepalived with the backends of HA round ``index``
+        (nothing without a VIP)."""
+        if sequence.ha_rounds:
+            self._configure_ha(sessions, self.topology.masters,
+                               sequence.ha_masters, vip, report,
+                               sequence.ha_rounds[index])
+
+    def _join_masters(self, sessions, leader, sequence, vip, call, report):
+        """The joining Masters one after another (etcd grows one member at
+        a time), each added to haproxy's backends once it has joined.
+        ``call``: (endpoint, environment, join info). Returns it with the
+        last join info: each Master uploads the certificates again with a
+        new key, which replaces the one it joined with."""
+        endpoint, env, join_info = call
+        plan = sequence.plan
+        if sequence.remove_stale_etcd:
+            self._remove_stale_members(leader, plan.join_masters, report)
+        for index, node in enumerate(plan.join_masters, 1):
+            join_info = self._run_master_script(
+                sessions, node, self._script_call(
+                    'master', plan, node, endpoint, join_info), env, report)
+            self._ha_round(sessions, sequence, index, vip, report)
+        return endpoint, env, join_info
+
+    def _join_workers(self, sessions, plan, call, report):
+        """The joining Workers, all at once."""
+        endpoint, env, join_info = call
+        self.on_hosts('Worker join', {
+            node.address: functools.partial(
+                self._run_script, sessions, node, self._script_call(
+                    'worker', plan, node, endpoint, join_info), env, report)
+            for node in plan.join_workers})
+
+    def _configure_ha(self, sessions, masters, members, vip, report,
+                      backends=None):
+        """haproxy and keepalived on every Master, before any kubeadm runs
+        (kubeadm reaches the API server through the VIP). ``members``:
+        (Node name, address) of every Master; haproxy balances over the
+        ``backends`` (default: all)."""
         self.on_hosts('HA control plane', {
             node.address: functools.partial(
                 ha.configure, self.session(sessions, node), node.fixed_ip,
-                named(masters), vip, self.params.proxy, self.conf, report,
-                backends=named(masters if serving is None else serving))
+                list(members), vip, self.params.proxy, self.conf, report,
+                backends=list(members if backends is None else backends))
             for node in masters})
 
     # -- etcd -----------------------------------------------------------------
@@ -317,24 +353,41 @@ class ClusterWorkflow(flow.Flow):
                                   self.conf.package_install_timeout, report)
         return executor
 
-    def _etcd_members(self, sessions, masters, facts, api_nodes, report):
+    def _has_etcdctl(self, executor, report, install):
+        """Whether etcdctl can run on the Master: installed now when
+        ``install``, else only looked for (the check mode records that it
+        would be installed)."""
+        if install:
+            self._etcd_session(executor, report)
+            return True
+        missing = packages.missing_packages(
+            [etcd.PACKAGE], {etcd.PACKAGE: packages.query_status(
+                executor, etcd.PACKAGE)})
+        if missing:
+            report.record(executor.host, 'packages %s' % etcd.PACKAGE, True,
+                          'to install; etcd members not checked')
+        return not missing
+
+    def _etcd_members(self, sessions, asked, report, install_etcdctl=True):
         """The etcd members, for telling joined Masters from half-joined
-        ones; None with one Master or none in a cluster yet. Asked on the
-        Masters that have their Node in turn: a half-joined one runs no
-        etcd member to ask."""
-        asked = [node for node in masters
-                 if cluster.has_node(node, facts, api_nodes)]
-        if len(masters) < 2 or not asked:
-            return None
+        ones; None when no Master is ``asked`` (see
+        ``cluster_sequence.etcd_askable``). Asked on each in turn."""
         errors = []
         for node in asked:
-            executor = self.session(sessions, node)
             try:
-                with report_mod.step(executor.host, 'etcd member list'):
-                    return etcd.members(self._etcd_session(executor, report))
+                return self._ask_etcd(self.session(sessions, node), report,
+                                      install_etcdctl)
             except exceptions.StepError as error:
                 errors.append(error)
-        raise errors[0]
+        if errors:
+            raise errors[0]
+        return None
+
+    def _ask_etcd(self, executor, report, install_etcdctl):
+        with report_mod.step(executor.host, 'etcd member list'):
+            if self._has_etcdctl(executor, report, install_etcdctl):
+                return etcd.members(executor)
+            return None
 
     def _remove_stale_members(self, leader, joining, report):
         """Members left over from earlier VMs of the joining Masters."""
@@ -348,6 +401,10 @@ class ClusterWorkflow(flow.Flow):
                           ', '.join(stale))
 
     def _check_etcd(self, leader, expected, report):
+        """etcd has exactly the ``expected`` members, healthy (nothing to
+        check when empty: one Master)."""
+        if not expected:
+            return
         with report_mod.step(leader.host, 'etcd check'):
             self._etcd_session(leader, report)
             etcd.check_members(etcd.members(leader), expected)
@@ -366,79 +423,77 @@ class ClusterWorkflow(flow.Flow):
         skipped, so a re-run after a failure converges.
         """
         report = report_mod.Report()
-        masters = self.topology.masters
-        staying = [node for node in self.topology.cluster_nodes
-                   if node not in leaving]
-        staying_masters = [node for node in masters if node in staying]
-        leaving_masters = [node for node in masters if node in leaving]
-        if leaving_masters and not staying_masters:
-            raise exceptions.ClusterInstallError(
-                'cannot take out the only Master (%s): its cluster would be '
-                'lost; heal the entire VNF instead' % ', '.join(
-                    node.address for node in leaving_masters))
-        endpoint, vip, _ = self._addresses()
+        split = cluster_sequence.split_leaving(
+            self.topology.masters, self.topology.cluster_nodes, leaving)
+        _, vip, _ = self._addresses()
         with self.sessions() as sessions:
-            self.preflight(sessions, staying)
-            facts = self._gather(sessions, staying)
-            joined = [node for node in staying_masters
-                      if facts[node.address].joined]
-            if not joined:
-                raise exceptions.ClusterInstallError(
-                    'no staying Master is in the cluster: nothing to remove '
-                    'the nodes from')
-            leader = self.session(sessions, joined[0])
+            self.preflight(sessions, split.staying)
+            facts = self._gather(sessions, split.staying)
+            leader = self.session(sessions, cluster_sequence.removal_leader(
+                split.staying_masters, facts))
             with report_mod.step(leader.host, 'Node list'):
                 listing = self._kubectl(leader, ['get', 'nodes', '-o',
                                                  'json']).stdout
-                api_nodes = cluster.parse_api_nodes(listing)
-                undrainable = cluster.undrainable_nodes(listing)
-            for node in leaving:
-                self._remove_node(sessions, leader, node, api_nodes,
-                                  undrainable, staying_masters, facts, vip,
-                                  report)
+                removal = cluster_sequence.plan_removals(
+                    split, leaving, cluster.parse_api_nodes(listing),
+                    cluster.undrainable_nodes(listing))
+            for node_removal in removal.removals:
+                self._remove_node(sessions, leader, node_removal,
+                                  removal.staying_masters, facts, vip, report)
             if scale_in:
-                lines = cluster.hosts_lines(
-                    [(node, facts[node.address]) for node in staying])
-                self.on_hosts('hosts file update', {
-                    node.address: functools.partial(
-                        self._update_hosts, sessions, node,
-                        facts[node.address], lines, report)
-                    for node in staying})
-                for node in leaving:
-                    self._reset_leaving(sessions, node, report)
+                self._forget_leaving(sessions, removal, facts, report)
         return self.finish('node removal', report)
 
-    def _remove_node(self, sessions, leader, node, api_nodes, undrainable,
-                     staying_masters, facts, vip, report):
-        """Drain (unless ``undrainable`` says why it cannot be: its VM is
-        down), take a Master out of haproxy and etcd, delete the Node."""
-        name = cluster.name_at(api_nodes, node.fixed_ip)
-        if name in undrainable:
+    def _forget_leaving(self, sessions, removal, facts, report):
+        """After a scale-in: the leaving nodes out of every staying node's
+        /etc/hosts, and kubeadm reset on them (best effort)."""
+        lines = cluster.hosts_lines(
+            [(node, facts[node.address]) for node in removal.staying])
+        self.on_hosts('hosts file update', {
+            node.address: functools.partial(
+                self._write_hosts, self.session(sessions, node),
+                cluster_sequence.Preparation(
+                    node, hosts_lines=tuple(lines),
+                    hosts_current=facts[node.address].hosts_file), report)
+            for node in removal.staying})
+        for node_removal in removal.removals:
+            self._reset_leaving(sessions, node_removal.node, report)
+
+    def _remove_node(self, sessions, leader, removal, staying_masters, facts,
+                     vip, report):
+        """Apply a ``cluster_sequence.NodeRemoval``: drain (unless its VM
+        is down), take a Master out of haproxy and etcd, delete the
+        Node."""
+        name = removal.name
+        if removal.undrainable:
             LOG.warning('Node %s is not drained (%s): its pods cannot be '
                         'evicted; it is deleted with them',
-                        name, undrainable[name])
+                        name, removal.undrainable)
             report.record(leader.host, 'drain of %s' % name, False,
-                          'skipped: %s' % undrainable[name])
-        elif name is not None:
-            with report_mod.step(leader.host, 'drain of %s' % name):
-                timeout = self.conf.drain_timeout
-                result = self._kubectl(
-                    leader, cluster.drain_argv(name, timeout,
-                                               self.conf.drain_force),
-                    check=False, timeout=timeout + 60)
-                if not result.ok:
-                    raise cluster.drain_failure(
-                        name, result.stderr, timeout, self._budgets(
-                            leader, cluster.blocking_pods(result.stderr)))
-            report.record(leader.host, 'drain of %s' % name, True)
-        if node.role == topology_mod.MASTER:
-            self._remove_master(sessions, leader, node, name,
-                                staying_masters, facts, vip, report)
+                          'skipped: %s' % removal.undrainable)
+        elif removal.drain:
+            self._drain(leader, name, report)
+        if removal.master:
+            self._remove_master(sessions, leader, removal, staying_masters,
+                                facts, vip, report)
         if name is not None:
             with report_mod.step(leader.host, 'Node deletion'):
                 self._kubectl(leader, ['delete', 'node', '--ignore-not-found',
                                        name])
             report.record(leader.host, 'Node %s' % name, True, 'deleted')
+
+    def _drain(self, leader, name, report):
+        with report_mod.step(leader.host, 'drain of %s' % name):
+            timeout = self.conf.drain_timeout
+            result = self._kubectl(
+                leader, cluster.drain_argv(name, timeout,
+                                           self.conf.drain_force),
+                check=False, timeout=timeout + 60)
+            if not result.ok:
+                raise cluster.drain_failure(
+                    name, result.stderr, timeout, self._budgets(
+                        leader, cluster.blocking_pods(result.stderr)))
+        report.record(leader.host, 'drain of %s' % name, True)
 
     def _budgets(self, leader, pods):
         """The PodDisruptionBudgets that block ``pods``, for the error."""
@@ -452,21 +507,21 @@ class ClusterWorkflow(flow.Flow):
         return cluster.blocking_budgets(listings[0].stdout,
                                         listings[1].stdout, pods)
 
-    def _remove_master(self, sessions, leader, node, name, staying_masters,
+    def _remove_master(self, sessions, leader, removal, staying_masters,
                        facts, vip, report):
         """A Master leaves haproxy's backends on the others (before the
         API server goes) and the etcd cluster."""
+        node = removal.node
         if vip:
             self._silence_keepalived(sessions, node, report)
-            self._configure_ha(sessions, staying_masters, facts, vip, report)
+            self._configure_ha(sessions, staying_masters,
+                               cluster_sequence.ha_members(staying_masters,
+                                                           facts),
+                               vip, report)
         with report_mod.step(leader.host, 'etcd member removal'):
             self._etcd_session(leader, report)
-            members = etcd.members(leader)
-            if name is not None:
-                member = etcd.member_of(members, name, node.fixed_ip)
-            else:  # the Node is gone already: match by the peer URL
-                member = next(iter(etcd.stale_members(
-                    members, [node.fixed_ip])), None)
+            member = cluster_sequence.leaving_member(etcd.members(leader),
+                                                     removal)
             if member is not None:
                 etcd.remove_member(leader, member)
             report.record(leader.host, 'etcd member of %s' % node.fixed_ip,
@@ -489,12 +544,13 @@ class ClusterWorkflow(flow.Flow):
                         '%s', node.address,
                         exceptions.failure_reason(error, node.address))
 
-    def _update_hosts(self, sessions, node, facts, lines, report):
-        executor = self.session(sessions, node)
+    def _write_hosts(self, executor, prepared, report):
+        """The /etc/hosts block of a ``cluster_sequence.Preparation``."""
         with report_mod.step(executor.host, 'hosts file'):
-            changed = managed_block.ensure_block(
-                executor, HOSTS_FILE, facts.hosts_file, lines)
-        report.record(executor.host, 'hosts file', changed)
+            content = prepared.hosts_file
+            if content is not None:
+                executor.install_file(content, HOSTS_FILE)
+        report.record(executor.host, 'hosts file', content is not None)
 
     def _reset_leaving(self, sessions, node, report):
         """kubeadm reset on a VM a scale-in removes: best effort, the VM

@@ -10,14 +10,13 @@ from kubernetes_mgmt_pv import params as params_mod
 from kubernetes_mgmt_pv import topology
 
 
-@dataclasses.dataclass
+@dataclasses.dataclass(frozen=True)
 class HealTargets(object):
     """What a heal request targets: the entire VNF, the Storage server,
     Master and Worker servers."""
     entire_cluster: bool = False
     storage_server: bool = False
-    servers: list = dataclasses.field(
-        default_factory=list)  # topology.HealedServer: Masters and Workers
+    servers: tuple = ()  # topology.HealedServer: Masters and Workers
 
     @property
     def recreates_storage(self):
@@ -56,19 +55,20 @@ def heal_targets(vnf_instance, heal_vnf_request, params):
                            [vnfc.id for vnfc in vnfcs],
                            'a VNFC of this VNF instance')
     wanted = set(requested)
-    targets = HealTargets(entire_cluster=heals_entire_vnf(heal_vnf_request))
+    storage_server, servers = False, []
     for vnfc in vnfcs:
         if vnfc.id not in wanted:
             continue
         cpds = {cp.cpd_id for cp in vnfc.vnfc_cp_info or []}
         server_id = vnfc.compute_resource.resource_id
         if params.storage is not None and params.storage.nic_cp_name in cpds:
-            targets.storage_server = True
+            storage_server = True
         for role, access in ((topology.MASTER, params.master),
                              (topology.WORKER, params.worker)):
             if access is not None and access.nic_cp_name in cpds:
-                targets.servers.append(topology.HealedServer(role, server_id))
-    return targets
+                servers.append(topology.HealedServer(role, server_id))
+    return HealTargets(entire_cluster=heals_entire_vnf(heal_vnf_request),
+                       storage_server=storage_server, servers=tuple(servers))
 
 
 def scaled_node_access(params, scale_vnf_request):

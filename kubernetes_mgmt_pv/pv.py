@@ -98,13 +98,17 @@ def delete_volumes(kubectl, names, timeout, report):
                   ', '.join(present))
 
 
-@dataclasses.dataclass
+@dataclasses.dataclass(frozen=True)
 class RegistrationPlan(object):
     """What registering the manifests must do, decided from the live PVs."""
-    recreate: list = dataclasses.field(default_factory=list)  # names
-    apply: list = dataclasses.field(default_factory=list)  # (manifest, doc)
-    unchanged: list = dataclasses.field(default_factory=list)  # (name, phase)
-    waiting: list = dataclasses.field(default_factory=list)  # names
+    recreate: tuple = ()  # names
+    apply: tuple = ()  # (manifest, document)
+    unchanged: tuple = ()  # (name, phase)
+    waiting: tuple = ()  # names
+
+    @property
+    def changes(self):
+        return bool(self.recreate or self.apply)
 
 
 def plan_registration(manifests, servers, live):
@@ -116,29 +120,37 @@ def plan_registration(manifests, servers, live):
     missing, re-created or lacks a field of its manifest; a live PV that
     is in no settled phase is waited for.
     """
-    plan = RegistrationPlan()
-    for manifest in manifests:
-        volume = live.get(manifest.name)
-        desired = (servers[manifest.nfs_server_cp], manifest.nfs_path)
-        if volume is not None and _nfs_source(volume) != desired:
-            if _phase(volume) == BOUND:
-                raise exceptions.PersistentVolumeError(
-                    'PersistentVolume %s is Bound but points at %s:%s '
-                    'instead of %s:%s; release its claim first' % (
-                        (manifest.name,) + _nfs_source(volume) + desired))
-            plan.recreate.append(manifest.name)
+    recreate = tuple(manifest.name for manifest in manifests
+                     if _source_changes(manifest, servers, live))
+    apply, unchanged = [], []
     for manifest in manifests:
         rendered = manifest.rendered(servers[manifest.nfs_server_cp])
         volume = live.get(manifest.name)
-        if manifest.name in plan.recreate or volume is None or \
+        if manifest.name in recreate or volume is None or \
                 not _contains(volume, rendered):
-            plan.apply.append((manifest, rendered))
+            apply.append((manifest, rendered))
         else:
-            plan.unchanged.append((manifest.name, _phase(volume)))
-    plan.waiting = sorted(name for name, volume in live.items()
-                          if name not in plan.recreate and
-                          _phase(volume) not in SETTLED)
-    return plan
+            unchanged.append((manifest.name, _phase(volume)))
+    return RegistrationPlan(
+        recreate=recreate, apply=tuple(apply), unchanged=tuple(unchanged),
+        waiting=tuple(sorted(name for name, volume in live.items()
+                             if name not in recreate and
+                             _phase(volume) not in SETTLED)))
+
+
+def _source_changes(manifest, servers, live):
+    """True when the live PV's NFS source differs from the manifest's;
+    refused when that PV is Bound."""
+    volume = live.get(manifest.name)
+    desired = (servers[manifest.nfs_server_cp], manifest.nfs_path)
+    if volume is None or _nfs_source(volume) == desired:
+        return False
+    if _phase(volume) == BOUND:
+        raise exceptions.PersistentVolumeError(
+            'PersistentVolume %s is Bound but points at %s:%s instead of '
+            '%s:%s; release its claim first' % (
+                (manifest.name,) + _nfs_source(volume) + desired))
+    return True
 
 
 def register_volumes(kubectl, manifests, servers, timeout, report):
@@ -151,7 +163,7 @@ def register_volumes(kubectl, manifests, servers, timeout, report):
     live = live_volumes(kubectl, [manifest.name for manifest in manifests])
     plan = plan_registration(manifests, servers, live)
     if plan.recreate:
-        delete_volumes(kubectl, plan.recreate, timeout, report)
+        delete_volumes(kubectl, list(plan.recreate), timeout, report)
     for name, phase in plan.unchanged:
         report.record(kubectl.host, 'PersistentVolume %s' % name, False,
                       phase)

@@ -107,7 +107,7 @@ def parse_stat(result, paths):
     return found
 
 
-def _checked_stat(executor, result, paths):
+def checked_stat(executor, result, paths):
     unexplained = stat_errors(result)
     if unexplained:
         raise executor.failure('stat -L -- %s' % ' '.join(paths), result,
@@ -119,7 +119,7 @@ def stat_directories(executor, directories):
     """Device and owner of the ``directories`` that exist (one command)."""
     result = executor.run(['stat', '-L', '--printf', '%n\t%Hd:%Ld\t%U:%G\n',
                            '--'] + list(directories), sudo=True, check=False)
-    return _checked_stat(executor, result, directories)
+    return checked_stat(executor, result, directories)
 
 
 def parse_mounts(output):
@@ -142,7 +142,7 @@ def parse_probe(result):
     return fields
 
 
-@dataclasses.dataclass
+@dataclasses.dataclass(frozen=True)
 class MountPoint(object):
     """What the host says about one volume's device and its mount point."""
     device: str
@@ -150,7 +150,7 @@ class MountPoint(object):
     device_id: str = None  # "major:minor" of the device; None: missing
     device_mode: int = 0
     mounted_here: str = None  # "major:minor" mounted on mount_to, if any
-    mounted_elsewhere: list = dataclasses.field(default_factory=list)
+    mounted_elsewhere: tuple = ()
     mode: int = None  # st_mode of mount_to; None: it does not exist
     entry: str = None  # one entry of the mount_to directory; None: empty
 
@@ -159,20 +159,18 @@ def mount_point(device, mount_to, stats, mounts, entry=None):
     """The ``MountPoint`` of a device from stat's ``{path: [major:minor,
     hex mode]}`` (the device under the name it was stat'ed by, which may
     be a by-id link) and findmnt's mounts."""
-    point = MountPoint(device, mount_to, entry=entry)
     device_stat = stats.get(device)
-    if device_stat:
-        point.device_id = device_stat[0]
-        point.device_mode = int(device_stat[1], 16)
-    if mount_to in stats:
-        # %f, the raw mode in hex: file type names (%F) are translated.
-        point.mode = int(stats[mount_to][1], 16)
+    device_id = device_stat[0] if device_stat else None
     here = [dev for target, dev in mounts if target == mount_to]
-    point.mounted_here = here[-1] if here else None
-    point.mounted_elsewhere = [target for target, dev in mounts
-                               if dev == point.device_id and
-                               target != mount_to]
-    return point
+    return MountPoint(
+        device, mount_to, entry=entry, device_id=device_id,
+        device_mode=int(device_stat[1], 16) if device_stat else 0,
+        # %f, the raw mode in hex: file type names (%F) are translated.
+        mode=int(stats[mount_to][1], 16) if mount_to in stats else None,
+        mounted_here=here[-1] if here else None,
+        mounted_elsewhere=tuple(target for target, dev in mounts
+                                if dev == device_id and
+                                target != mount_to))
 
 
 def parse_entry(result):
@@ -283,10 +281,10 @@ def probe_device(executor, device):
     """blkid's probe of ``device`` after it was formatted (one command)."""
     result = executor.run(['blkid', '-p', '-o', 'export', '--', device],
                           sudo=True, check=False)
-    return _checked_probe(executor, device, result)
+    return checked_probe(executor, device, result)
 
 
-def _checked_probe(executor, device, result):
+def checked_probe(executor, device, result):
     probe = parse_probe(result)
     if probe is None:
         raise executor.failure('blkid -p -- %s' % device, result)
@@ -472,7 +470,7 @@ def plan_exports(exports, current, exportfs_output):
     return content, reexport
 
 
-def _exportfs_listing(executor):
+def exportfs_listing(executor):
     return executor.run(['exportfs', '-v'], sudo=True).stdout
 
 
@@ -483,7 +481,7 @@ def ensure_exports(executor, exports, current, exportfs_output, report):
         executor.install_file(content, EXPORTS_FILE)
     if reexport:
         executor.run(['exportfs', '-ra'], sudo=True)
-        missing = missing_exports(exports, _exportfs_listing(executor))
+        missing = missing_exports(exports, exportfs_listing(executor))
         if missing:
             raise exceptions.StorageSetupError(
                 'exportfs -v does not list %s after exportfs -ra' % ', '.join(
@@ -493,129 +491,128 @@ def ensure_exports(executor, exports, current, exportfs_output, report):
     return reexport
 
 
-def _file(executor, gathered, path):
-    """A gathered file's content (None: the file does not exist)."""
-    result = gathered.get('file %s' % path)
-    if result is None:
-        return None
-    if not result.ok:
-        raise executor.failure('cat -- %s' % path, result)
-    return result.stdout_bytes
+# -- the plan of the whole setup ---------------------------------------------
+
+@dataclasses.dataclass(frozen=True)
+class Fact(object):
+    """A gathered fact, or the error reading it failed with: only a step
+    that needs the fact fails."""
+    value: object = None
+    error: Exception = None
+
+    def get(self):
+        if self.error is not None:
+            raise self.error
+        return self.value
 
 
-def _exportfs_output(executor, gathered):
-    result = gathered.get('exportfs')
-    if result is None:
-        return ''
-    if not result.ok:
-        raise executor.failure('exportfs -v', result)
-    return result.stdout
+@dataclasses.dataclass(frozen=True)
+class ServerFacts(object):
+    """The storage server as gathered (see ``storage_setup``)."""
+    points: tuple  # MountPoint of each volume
+    listings: tuple  # Fact of each: listing its mount point worked
+    probes: tuple  # Fact of each: blkid's probe of its device
+    regions: tuple  # parse_regions of each device
+    fstab: Fact  # bytes, None: missing
+    statuses: Fact  # {package: dpkg Status}
+    directories: Fact  # stat of the export directories
+    exports: Fact  # bytes, None: missing
+    exportfs: Fact  # exportfs -v output
 
 
-def _mount_points(executor, gathered, devices, volumes):
-    """The ``MountPoint`` of each volume from the gathered facts."""
-    mounts = gathered['mounts']
-    if not mounts.ok:
-        raise executor.failure('findmnt -r -n -o TARGET,MAJ:MIN', mounts)
-    mounts = parse_mounts(mounts.stdout)
-    points = []
-    for index, (device, (link, nova_device, mount_to)) in enumerate(
-            zip(devices, volumes)):
-        # The script stat'ed the by-id link when it existed.
-        located = located_device(None, gathered.get('link %d' % index))
-        stated = nova_device if located is None else link
-        stats = _checked_stat(executor, gathered['stat %d' % index],
-                              [stated, mount_to])
-        if stated in stats:
-            stats[device] = stats.pop(stated)
-        entry = parse_entry(gathered.get('entry %d' % index))
-        points.append(mount_point(device, mount_to, stats, mounts, entry))
-    return points
+@dataclasses.dataclass(frozen=True)
+class VolumePlan(object):
+    """What one volume needs: mkfs, a mount, and its fstab identity."""
+    point: MountPoint
+    probe: dict  # blkid's probe of its device
+    mkfs: tuple = None  # argv; None: it holds its filesystem
+    mount: tuple = ()  # argvs; (): its device is mounted there
+    identity: tuple = None  # (type, UUID); None: known after mkfs
 
 
-def _check_listing(executor, point, gathered, index):
-    """Fail when the mount point had to be listed and find failed."""
-    entry = gathered.get('entry %d' % index)
-    if needs_listing(point) and entry is not None and not entry.ok:
-        raise executor.failure(
-            'find -H %s -mindepth 1 -maxdepth 1' % point.mount_to, entry)
+@dataclasses.dataclass(frozen=True)
+class ServerPlan(object):
+    """The storage server's setup, decided from ``ServerFacts``. A step
+    after a change that alters its facts is decided again then (its
+    re-gather point): /etc/fstab after a mkfs (the new UUID), the export
+    directories after a mount, /etc/exports after the NFS server's
+    installation (which writes it)."""
+    volumes: tuple
+    directories: tuple  # export directories
+    volume_devices: dict  # {mount_to: "major:minor" of its device}
+    fstab: bytes = None  # new content; None: unchanged (or after mkfs)
+    fstab_after_format: bool = False
+    install: tuple = ()  # packages
+    create: tuple = ()  # export directories to create
+    chown: tuple = ()  # and to hand to the squashed NFS user
+    restat_directories: bool = False  # after a mount
+    exports: bytes = None  # new /etc/exports; None: unchanged
+    reexport: bool = False
+    reread_exports: bool = False  # after the installation
+
+    @property
+    def changes(self):
+        return bool(
+            any(v.mkfs or v.mount for v in self.volumes) or
+            self.fstab is not None or self.install or self.create or
+            self.chown or self.exports is not None or self.reexport)
 
 
-def setup_storage_server(executor, storage, attachments, proxy, conf,
-                         report):
-    """Bring the storage server to the requested state, step by step.
+def plan_volume(host, point, listing, probe, regions):
+    """The ``VolumePlan`` of a volume, refusing what ``check_mount_point``
+    and ``plan_filesystem`` refuse (named by the step they refuse)."""
+    with report_mod.step(host, 'mount %s' % point.mount_to):
+        if needs_listing(point):
+            listing.get()
+        check_mount_point(point)
+    with report_mod.step(host, 'format %s' % point.device):
+        probe = probe.get()
+        mkfs = plan_filesystem(point.device, probe, regions)
+        identity = None if mkfs else filesystem_identity(point.device, probe)
+    fstype = identity[0] if identity else NEW_FILESYSTEM
+    return VolumePlan(point, probe, tuple(mkfs) if mkfs else None,
+                      tuple(tuple(argv) for argv in plan_mount(point, fstype)),
+                      identity)
 
-    ``attachments`` maps each volume_resource_id to its Heat attachment.
-    Facts come from one command; a fact that an earlier step changed
-    (export directories after a mount, /etc/exports after the server's
-    installation) is looked at again. Every mount point and every format
-    decision is checked before any volume is formatted or mounted, so a
-    refused mount or format leaves the host as it was.
-    """
-    host = executor.host
-    volumes = [(by_id_link(attachments[volume.volume_resource_id]),
-                attachments[volume.volume_resource_id].device,
-                volume.mount_to) for volume in storage.volumes]
-    directories = list(dict.fromkeys(e.export_dir for e in storage.exports))
-    with report_mod.step(host, 'storage server facts'):
-        gathered = gather_facts(executor, volumes, SERVER_PACKAGES,
-                                directories)
-    devices = []
-    for index, volume in enumerate(storage.volumes):
-        with report_mod.step(host, 'device lookup for volume %s'
-                             % volume.volume_resource_id):
-            devices.append(locate_device(
-                executor, attachments[volume.volume_resource_id],
-                gathered.get('link %d' % index), report))
-    with report_mod.step(host, 'volume inspection'):
-        points = _mount_points(executor, gathered, devices, volumes)
-    probes, formats = [], []
-    for index, point in enumerate(points):
-        with report_mod.step(host, 'mount %s' % point.mount_to):
-            _check_listing(executor, point, gathered, index)
-            check_mount_point(point)
-        with report_mod.step(host, 'format %s' % point.device):
-            probes.append(_checked_probe(executor, point.device,
-                                         gathered['probe %d' % index]))
-            formats.append(plan_filesystem(
-                point.device, probes[-1],
-                parse_regions(gathered.get('regions %d' % index))))
-    fstab = []
-    mounted = False
-    for point, probe, mkfs in zip(points, probes, formats):
-        with report_mod.step(host, 'format %s' % point.device):
-            fstype, uuid = ensure_filesystem(executor, point.device, probe,
-                                             mkfs, report)
-        with report_mod.step(host, 'mount %s' % point.mount_to):
-            mounted |= ensure_mounted(executor, point, fstype, report)
-        fstab.append((uuid, point.mount_to, fstype))
+
+def plan_export_dirs(directories, volume_devices, found):
+    """(directories to create, to chown) given stat's ``found``: a new
+    directory belongs to root, so it is chowned too."""
+    export_homes(directories, volume_devices)
+    create = tuple(d for d in directories if d not in found)
+    existing = [d for d in directories if d in found]
+    chown = plan_ownership(existing, volume_devices, found)
+    return create, tuple(d for d in directories
+                         if d in chown or d in create)
+
+
+def plan_server(host, storage, found):
+    """The ``ServerPlan`` of the storage server ``host`` from its
+    ``ServerFacts``; refusals and facts that failed are named by the step
+    that needs them, before anything is changed."""
+    volumes = tuple(plan_volume(host, *volume) for volume in zip(
+        found.points, found.listings, found.probes, found.regions))
+    directories = tuple(dict.fromkeys(e.export_dir for e in storage.exports))
+    devices = {v.point.mount_to: v.point.device_id for v in volumes}
+    fresh = any(v.mkfs for v in volumes)
+    restat = any(v.mount for v in volumes)
     with report_mod.step(host, '%s update' % FSTAB_FILE):
-        changed = managed_block.ensure_block(
-            executor, FSTAB_FILE, _file(executor, gathered, FSTAB_FILE),
-            fstab_lines(fstab))
-        report.record(host, FSTAB_FILE, changed)
+        fstab = None if fresh else managed_block.planned_content(
+            FSTAB_FILE, found.fstab.get(), fstab_lines(
+                [(v.identity[1], v.point.mount_to, v.identity[0])
+                 for v in volumes]))
     with report_mod.step(host, 'NFS server installation'):
-        installed = packages.ensure_installed(
-            executor, SERVER_PACKAGES, proxy, conf.package_install_timeout,
-            report, packages.gathered_statuses(
-                executor, gathered, SERVER_PACKAGES))
+        install = tuple(packages.missing_packages(SERVER_PACKAGES,
+                                                  found.statuses.get()))
     with report_mod.step(host, 'export directories'):
-        if mounted:  # the directories were looked at before the mount
-            found = stat_directories(executor, directories)
-        elif directories:
-            found = _checked_stat(executor, gathered['directories'],
-                                  directories)
-        else:
-            found = {}
-        ensure_export_dirs(
-            executor, directories,
-            {point.mount_to: point.device_id for point in points}, found,
-            report)
+        export_homes(directories, devices)
+        create, chown = ((), ()) if restat else plan_export_dirs(
+            directories, devices, found.directories.get())
     with report_mod.step(host, 'NFS exports'):
-        if installed:  # the installation wrote /etc/exports, started NFS
-            current = executor.read_bytes(EXPORTS_FILE, sudo=True)
-            listing = _exportfs_listing(executor)
-        else:
-            current = _file(executor, gathered, EXPORTS_FILE)
-            listing = _exportfs_output(executor, gathered)
-        ensure_exports(executor, storage.exports, current, listing, report)
+        exports, reexport = (None, True) if install else plan_exports(
+            storage.exports, found.exports.get(), found.exportfs.get())
+    return ServerPlan(
+        volumes=volumes, directories=directories, volume_devices=devices,
+        fstab=fstab, fstab_after_format=fresh, install=install,
+        create=create, chown=chown, restat_directories=restat,
+        exports=exports, reexport=reexport, reread_exports=bool(install))

@@ -5,6 +5,7 @@ a bad stack fails before any host is touched; then it opens one SSH session
 per host for the whole flow and runs the idempotent steps.
 """
 
+import dataclasses
 import functools
 
 from oslo_log import log as logging
@@ -17,11 +18,21 @@ from kubernetes_mgmt_pv import nfs_client
 from kubernetes_mgmt_pv import packages
 from kubernetes_mgmt_pv import pv
 from kubernetes_mgmt_pv import report as report_mod
-from kubernetes_mgmt_pv import storage as storage_mod
+from kubernetes_mgmt_pv import storage_setup
 
 LOG = logging.getLogger(__name__)
 
 REGISTRATION = 'PersistentVolume registration'
+
+
+@dataclasses.dataclass(frozen=True)
+class DeployCheck(object):
+    """What ``PvWorkflow.deploy`` would do, from the gathered facts."""
+    clients: dict  # nfs_client.ClientFacts by node address
+    storage: str  # the storage server's address
+    server: object  # its storage.ServerPlan
+    registrar: str = None  # the Master kubectl registers the PVs on
+    registration: object = None  # pv.RegistrationPlan; None: no PV
 
 
 class PvWorkflow(flow.Flow):
@@ -140,10 +151,9 @@ class PvWorkflow(flow.Flow):
     # -- flows --------------------------------------------------------------
 
     def _setup_storage(self, sessions, node, attachments, report):
-        storage_mod.setup_storage_server(self.session(sessions, node),
-                                         self.params.storage, attachments,
-                                         self.params.proxy, self.conf,
-                                         report)
+        storage_setup.setup_storage_server(
+            self.session(sessions, node), self.params.storage, attachments,
+            self.params.proxy, self.conf, report)
 
     def _install_client(self, sessions, node, facts, report):
         nfs_client.install_nfs_client(self.session(sessions, node),
@@ -185,6 +195,29 @@ class PvWorkflow(flow.Flow):
             self.on_hosts('storage server and NFS client setup', tasks)
             self._register(kubectl, servers, report)
         return self.finish('deploy', report)
+
+    def check_deploy(self, sessions, report):
+        """What ``deploy`` would change, changing nothing: its
+        ``DeployCheck``. The exports are checked against the nodes as
+        ``deploy`` does."""
+        storage, nodes = self.topology.storage, self.topology.cluster_nodes
+        attachments, servers = self._volume_attachments(), self._nfs_servers()
+        addresses = self._server_addresses(servers)
+        facts = self._client_preflight(sessions, nodes, addresses,
+                                       storage=storage)
+        self._check_exports(sessions, nodes, facts, addresses)
+        server, _ = storage_setup.plan(self.session(sessions, storage),
+                                       self.params.storage, attachments,
+                                       report)
+        kubectl = self._registrar(sessions)
+        if kubectl is None:
+            return DeployCheck(facts, storage.address, server)
+        with report_mod.step(kubectl.host, REGISTRATION):
+            live = pv.live_volumes(kubectl, [manifest.name
+                                             for manifest in self.manifests])
+            return DeployCheck(facts, storage.address, server, kubectl.host,
+                               pv.plan_registration(self.manifests, servers,
+                                                    live))
 
     def release_storage(self, skip_if_unreachable=False):
         """heal_start of the storage server or of the entire cluster (both

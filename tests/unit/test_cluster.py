@@ -176,48 +176,44 @@ def etcd_member(name, address, member_id='1'):
     return (member_id, name, ('https://%s:2380' % address,))
 
 
-def test_a_fresh_cluster_is_initialised_by_the_first_master():
-    result = plan()
-    assert result.leader is M1
-    assert result.master_addresses == ('10.0.0.11', '10.0.0.12', '10.0.0.13')
-    assert result.join_masters == (M2, M3)
-    assert result.join_workers == (W1, W2)
-    assert result.reset == result.stale_api_nodes == result.members == ()
-    assert result.script_nodes == (M1, M2, M3, W1, W2)
-
-
-def test_a_rerun_skips_the_members():
-    api = {'m1': '10.0.0.11', 'm2': '10.0.0.12', 'w1': '10.0.0.21'}
-    result = plan(joined=(M1, M2, W1), api=api)
-    assert result.leader is M1
-    assert result.join_masters == (M3,)
-    assert result.join_workers == (W2,)
-    assert result.members == (M2, W1)
-    assert result.reset == ()
-
-
-def test_a_member_master_leads_when_the_first_is_new():
-    """The first Master was re-created: it must join, not init a second
-    cluster."""
-    api = {'m1': '10.0.0.11', 'm2': '10.0.0.12', 'm3': '10.0.0.13'}
-    result = plan(joined=(M2, M3), api=api)
-    assert result.leader is M2
-    assert result.master_addresses == ('10.0.0.12', '10.0.0.11', '10.0.0.13')
-    assert result.join_masters == (M1,)
-    assert result.stale_api_nodes == ('m1',)
-
-
-def test_a_vm_joined_to_an_unknown_cluster_is_reset():
-    api = {'m1': '10.0.0.11'}
-    result = plan(joined=(M1, W1), api=api)
-    assert result.reset == (W1,)
-    assert W1 in result.join_workers
-
-
-def test_a_node_of_another_address_with_our_name_is_stale():
-    api = {'m1': '10.0.0.11', 'w2': '10.0.0.99', 'old': '10.0.0.21'}
-    result = plan(joined=(M1,), api=api)
-    assert result.stale_api_nodes == ('old', 'w2')
+@pytest.mark.parametrize('case, joined, api, expected', [
+    ('a fresh cluster is initialised by the first Master', (), {},
+     dict(leader=M1, master_addresses=('10.0.0.11', '10.0.0.12',
+                                       '10.0.0.13'),
+          join_masters=(M2, M3), join_workers=(W1, W2), reset=(),
+          stale_api_nodes=(), members=(),
+          script_nodes=(M1, M2, M3, W1, W2))),
+    ('a re-run skips the members', (M1, M2, W1),
+     {'m1': '10.0.0.11', 'm2': '10.0.0.12', 'w1': '10.0.0.21'},
+     dict(leader=M1, join_masters=(M3,), join_workers=(W2,),
+          members=(M2, W1), reset=(), script_nodes=(M1, M3, W2))),
+    ('a member Master leads when the first is re-created: it joins, and '
+     'does not init a second cluster', (M2, M3),
+     {'m1': '10.0.0.11', 'm2': '10.0.0.12', 'm3': '10.0.0.13'},
+     dict(leader=M2, master_addresses=('10.0.0.12', '10.0.0.11',
+                                       '10.0.0.13'),
+          join_masters=(M1,), stale_api_nodes=('m1',), members=(M3,))),
+    ('a VM joined to a cluster that does not know it is reset', (M1, W1),
+     {'m1': '10.0.0.11'},
+     dict(reset=(W1,), join_workers=(W1, W2), join_masters=(M2, M3))),
+    ('a Node with the name or address of a joining VM is stale', (M1,),
+     {'m1': '10.0.0.11', 'w2': '10.0.0.99', 'old': '10.0.0.21'},
+     dict(stale_api_nodes=('old', 'w2'), reset=())),
+    ('half-joined Workers (kubeadm ran, no Node) are reset and joined',
+     (M1, M2, M3, W1, W2),
+     {'m1': '10.0.0.11', 'm2': '10.0.0.12', 'm3': '10.0.0.13'},
+     dict(leader=M1, join_masters=(), join_workers=(W1, W2),
+          reset=(W1, W2), members=(M2, M3))),
+    ('every Master re-created, Workers still joined (no Master to ask '
+     'for Nodes): the first inits, the Workers are reset and join the new '
+     'cluster', (W1, W2), {},
+     dict(leader=M1, join_masters=(M2, M3), join_workers=(W1, W2),
+          reset=(W1, W2), stale_api_nodes=(), members=())),
+])
+def test_install_plan(case, joined, api, expected):
+    result = plan(joined=joined, api=api)
+    assert {field: getattr(result, field) for field in expected} == \
+        expected, case
 
 
 ALL_API = {'m1': '10.0.0.11', 'm2': '10.0.0.12', 'm3': '10.0.0.13',

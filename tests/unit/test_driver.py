@@ -60,7 +60,7 @@ def test_heal_targets_classify_by_cp_descriptor():
     targets = lcm_requests.heal_targets(
         instance(), heal_request('v-storage', 'v-worker'), parsed)
     assert not targets.entire_cluster and targets.storage_server
-    assert targets.servers == [topology.HealedServer('worker', 'srv-w')]
+    assert targets.servers == (topology.HealedServer('worker', 'srv-w'),)
     entire = lcm_requests.heal_targets(
         instance(), heal_request(), parsed)
     assert entire.entire_cluster and not entire.storage_server
@@ -270,7 +270,7 @@ def test_heal_targets_without_a_storage_server():
     targets = lcm_requests.heal_targets(
         instance(), heal_request('v-worker', 'v-storage'),
         params.parse(cluster_only()))
-    assert targets.servers == [topology.HealedServer('worker', 'srv-w')]
+    assert targets.servers == (topology.HealedServer('worker', 'srv-w'),)
     assert not targets.storage_server
 
 

@@ -54,10 +54,11 @@ def live(name='nfs-pv1', phase='Available', server='10.0.0.5',
 ])
 def test_registration_plan(existing, recreate, applied, unchanged, waiting):
     plan = pv.plan_registration([manifest()], SERVERS, existing)
-    assert plan.recreate == recreate
+    assert plan.recreate == tuple(recreate)
     assert [m.name for m, _ in plan.apply] == applied
-    assert plan.unchanged == unchanged
-    assert plan.waiting == waiting
+    assert plan.unchanged == tuple(unchanged)
+    assert plan.waiting == tuple(waiting)
+    assert plan.changes == bool(recreate or applied)
     for _, document in plan.apply:
         assert document['spec']['nfs'] == {'server': '10.0.0.5',
                                            'path': '/volume1/nfs/pv1'}

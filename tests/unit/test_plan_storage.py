@@ -200,12 +200,12 @@ MOUNTS = [('/', '252:1'), ('/volume1', '252:16'), ('/mnt/other', '252:32')]
 
 @pytest.mark.parametrize('device, mount_to, expected', [
     ('/dev/vdb', '/volume1', dict(device_id='252:16', mounted_here='252:16',
-                                  mounted_elsewhere=[], mode=DIRECTORY)),
+                                  mounted_elsewhere=(), mode=DIRECTORY)),
     ('/dev/vdc', '/volume2', dict(device_id='252:32', mounted_here=None,
-                                  mounted_elsewhere=['/mnt/other'],
+                                  mounted_elsewhere=('/mnt/other',),
                                   mode=None)),
     ('/dev/vdd', '/volume2', dict(device_id=None, mounted_here=None,
-                                  mounted_elsewhere=[], mode=None)),
+                                  mounted_elsewhere=(), mode=None)),
 ])
 def test_mount_point_facts(device, mount_to, expected):
     found = storage.mount_point(device, mount_to, STATS, MOUNTS)
@@ -307,3 +307,113 @@ def test_export_directories_must_be_on_a_volume(directories, homes):
             storage.export_homes(directories, VOLUMES)
     else:
         assert storage.export_homes(directories, VOLUMES) == homes
+
+
+# -- the whole setup ---------------------------------------------------------
+
+SERVER = params.StorageServer(
+    'ssh', 'nic', 'ubuntu', 'secret',
+    volumes=(params.VolumeSetup('storage_server_volume1', '/volume1'),),
+    exports=(params.NfsExport('/volume1/nfs/pv1', '10.0.0.0/24'),))
+SETUP_EXPORTS = managed_block.with_block(b'', storage.export_lines(
+    SERVER.exports))
+SETUP_FSTAB = managed_block.with_block(ADMIN, FSTAB_LINES)
+MOUNTED = storage.MountPoint('/dev/vdb', '/volume1', '252:16', BLOCK,
+                             mounted_here='252:16', mode=DIRECTORY)
+EMPTY = storage.MountPoint('/dev/vdb', '/volume1', '252:16', BLOCK,
+                           mode=DIRECTORY)
+INSTALLED = {'nfs-kernel-server': 'install ok installed'}
+OWNED = {'/volume1/nfs/pv1': ['252:16', 'nobody:nogroup']}
+EXPORTED = '/volume1/nfs/pv1\n\t\t10.0.0.0/24(rw)\n'
+BOOM = exceptions.StorageSetupError('boom')
+
+
+def server_facts(point=MOUNTED, probe=None, fstab=SETUP_FSTAB,
+                 statuses=INSTALLED, directories=OWNED,
+                 exports=SETUP_EXPORTS, exportfs=EXPORTED, listing=None):
+    def fact(value):
+        return storage.Fact(error=value) if value is BOOM else \
+            storage.Fact(value)
+
+    return storage.ServerFacts(
+        points=(point,), listings=(fact(listing),),
+        probes=(fact({'TYPE': 'ext4', 'UUID': 'u1'} if probe is None
+                     else probe),),
+        regions=(ZEROS,), fstab=fact(fstab), statuses=fact(statuses),
+        directories=fact(directories), exports=fact(exports),
+        exportfs=fact(exportfs))
+
+
+def fields(plan):
+    return dict(
+        mkfs=[list(v.mkfs) if v.mkfs else None for v in plan.volumes],
+        mount=[[list(argv) for argv in v.mount] for v in plan.volumes],
+        fstab=plan.fstab is not None,
+        fstab_after_format=plan.fstab_after_format,
+        install=list(plan.install), create=list(plan.create),
+        chown=list(plan.chown), restat=plan.restat_directories,
+        exports=plan.exports is not None, reexport=plan.reexport,
+        reread=plan.reread_exports, changes=plan.changes)
+
+
+NOTHING = dict(mkfs=[None], mount=[[]], fstab=False,
+               fstab_after_format=False, install=[], create=[], chown=[],
+               restat=False, exports=False, reexport=False, reread=False,
+               changes=False)
+
+
+@pytest.mark.parametrize('case, found, expected', [
+    ('set up: nothing to do', server_facts(), NOTHING),
+    ('a blank volume: mkfs and mount; fstab after mkfs, the directories '
+     'after the mount (their facts are not even needed)',
+     server_facts(point=EMPTY, probe={},
+                  directories=BOOM),
+     dict(NOTHING, mkfs=[MKFS], mount=[MOUNT], fstab_after_format=True,
+          restat=True, changes=True)),
+    ('its filesystem, not mounted: mount, fstab now',
+     server_facts(point=EMPTY, fstab=ADMIN),
+     dict(NOTHING, mount=[MOUNT], fstab=True, restat=True, changes=True)),
+    ('no NFS server: install it, /etc/exports after (its facts are not '
+     'needed)', server_facts(statuses={}, exports=BOOM, exportfs=BOOM),
+     dict(NOTHING, install=['nfs-kernel-server'], reexport=True,
+          reread=True, changes=True)),
+    ('an export not active (exportfs -u): re-export only',
+     server_facts(exportfs=''), dict(NOTHING, reexport=True, changes=True)),
+    ('/etc/exports without its block: write and re-export',
+     server_facts(exports=b''),
+     dict(NOTHING, exports=True, reexport=True, changes=True)),
+    ('an export directory missing: created and chowned',
+     server_facts(directories={}),
+     dict(NOTHING, create=['/volume1/nfs/pv1'], chown=['/volume1/nfs/pv1'],
+          changes=True)),
+    ('an export directory owned by root: chowned',
+     server_facts(directories={'/volume1/nfs/pv1': ['252:16', 'root:root']}),
+     dict(NOTHING, chown=['/volume1/nfs/pv1'], changes=True)),
+])
+def test_server_plan(case, found, expected):
+    assert fields(storage.plan_server('10.0.0.5', SERVER, found)) == \
+        expected, case
+
+
+@pytest.mark.parametrize('found, step', [
+    (server_facts(fstab=BOOM), '/etc/fstab update'),
+    (server_facts(statuses=BOOM), 'NFS server installation'),
+    (server_facts(directories=BOOM), 'export directories'),
+    (server_facts(exports=BOOM), 'NFS exports'),
+    (server_facts(exportfs=BOOM), 'NFS exports'),
+    (server_facts(probe=BOOM), 'format /dev/vdb'),
+    (server_facts(point=EMPTY, listing=BOOM), 'mount /volume1'),
+    (server_facts(directories={
+        '/volume1/nfs/pv1': ['252:1', 'nobody:nogroup']}),
+     'export directories'),  # not on the volume
+])
+def test_a_failed_fact_or_refusal_is_named_by_its_step(found, step):
+    with pytest.raises(exceptions.StepError,
+                       match='^%s failed on 10.0.0.5' % re.escape(step)):
+        storage.plan_server('10.0.0.5', SERVER, found)
+
+
+def test_a_mounted_volumes_listing_is_not_needed():
+    plan = storage.plan_server('10.0.0.5', SERVER,
+                               server_facts(listing=BOOM))
+    assert not plan.changes

@@ -14,6 +14,7 @@ from kubernetes_mgmt_pv import managed_block
 from kubernetes_mgmt_pv import params
 from kubernetes_mgmt_pv import report
 from kubernetes_mgmt_pv import storage
+from kubernetes_mgmt_pv import storage_setup
 
 OPTIONS = storage.EXPORT_OPTIONS
 FSTAB = (b'/dev/vda1 / ext4 defaults 0 1\n' + managed_block.BEGIN +
@@ -81,8 +82,8 @@ def set_up(executor, outcomes=None):
         '0123456789abcdef0123-4567', '/dev/vdb')}
     proxy = types.SimpleNamespace(environment=dict)
     conf = types.SimpleNamespace(package_install_timeout=600)
-    storage.setup_storage_server(executor, server, attachments, proxy, conf,
-                                 outcomes or report.Report())
+    storage_setup.setup_storage_server(executor, server, attachments, proxy,
+                                       conf, outcomes or report.Report())
 
 
 def test_a_rerun_that_changes_nothing_runs_one_command():

@@ -159,7 +159,8 @@ def test_heal_request_is_classified_by_cp_descriptor(
     assert (targets.storage_server, targets.entire_cluster) == (storage,
                                                                 entire)
     assert targets.recreates_storage == (storage or entire)
-    assert targets.servers == [topology.HealedServer(*s) for s in servers]
+    assert targets.servers == tuple(
+        topology.HealedServer(*s) for s in servers)
 
 
 @pytest.mark.parametrize('healed, address', [
