@@ -154,8 +154,9 @@ def _url(check, offline, key):
 
 def _registries(check, offline):
     names = []
+    given = offline.get('mirrored_registries') is not None
     for where, item in check.items(offline, 'mirrored_registries', PATH,
-                                   minimum=1):
+                                   minimum=1 if given else 0):
         if isinstance(item, str) and _REGISTRY.match(item):
             names.append(item)
         else:
