@@ -164,6 +164,31 @@ def write_release(path, files):
         stream.write('\n'.join(lines) + '\n')
 
 
+# The VNF package's files and the request's offline sources of a cluster
+# whose nodes are prepared from this repository. containerd pulls nothing
+# in the testbed: the registry mirror is only configured.
+KEY_FILE = 'Files/keys/kubernetes-apt.asc'
+CNI_FILE = 'Files/cni/calico.yaml'
+REGISTRY_MIRROR = 'http://10.254.0.1:5000'
+MIRRORED_REGISTRIES = ('registry.k8s.io', 'docker.io')
+PAUSE_IMAGE = '10.254.0.1:5000/pause:3.10'
+
+
+def use_in(virtual, repository, cni_manifest, key=None):
+    """Make a testbed.cluster.VirtualCluster's request and package name
+    the repository: its key (or ``key``, armored bytes) and the CNI
+    manifest in the package, the registry mirror and the pause image."""
+    virtual.add_package_file(
+        KEY_FILE, (key or repository.key.public_armored).decode())
+    virtual.add_package_file(CNI_FILE, cni_manifest)
+    virtual.offline = {
+        'apt_repository_url': repository.url, 'apt_key_file': KEY_FILE,
+        'cni_manifest_file': CNI_FILE,
+        'registry_mirror_url': REGISTRY_MIRROR,
+        'mirrored_registries': list(MIRRORED_REGISTRIES),
+        'sandbox_image': PAUSE_IMAGE}
+
+
 class _Handler(http.server.SimpleHTTPRequestHandler):
     def log_message(self, *args):
         pass  # requests go to the server's log instead

@@ -19,11 +19,9 @@ from testbed import http_proxy
 from testbed import standins
 from tests.functional.conftest import skip_without_testbed
 
-KEY_FILE = 'Files/keys/kubernetes-apt.asc'
-CNI_FILE = 'Files/cni/calico.yaml'
-# containerd pulls nothing in the testbed: the mirror is only configured.
-MIRROR = 'http://10.254.0.1:5000'
-PAUSE = '10.254.0.1:5000/pause:3.10'
+KEY_FILE = apt_repo.KEY_FILE
+MIRROR = apt_repo.REGISTRY_MIRROR
+PAUSE = apt_repo.PAUSE_IMAGE
 KUBERNETES = ('kubelet', 'kubeadm', 'kubectl')
 PACKAGES = KUBERNETES + ('containerd', 'runc')
 KEYRING = '/etc/apt/keyrings/kubernetes-apt-keyring.asc'
@@ -52,15 +50,7 @@ def fresh(repository):
     with cluster_mod.VirtualCluster(masters=1, workers=1, volumes=1,
                                     install_cluster=True,
                                     fresh_nodes=True) as virtual:
-        virtual.add_package_file(KEY_FILE,
-                                 repository.key.public_armored.decode())
-        virtual.add_package_file(CNI_FILE, cluster_mod.CALICO_STAND_IN)
-        virtual.offline = {
-            'apt_repository_url': repository.url,
-            'apt_key_file': KEY_FILE, 'cni_manifest_file': CNI_FILE,
-            'registry_mirror_url': MIRROR,
-            'mirrored_registries': ['registry.k8s.io', 'docker.io'],
-            'sandbox_image': PAUSE}
+        apt_repo.use_in(virtual, repository, cluster_mod.CALICO_STAND_IN)
         yield virtual
 
 
@@ -99,7 +89,7 @@ def assert_prepared(virtual, repository, direct=True):
         assert 'SystemdCgroup = true' in config
         assert 'sandbox_image = "%s"' % PAUSE in config
         assert 'config_path = "/etc/containerd/certs.d"' in config
-        for registry in ('registry.k8s.io', 'docker.io'):
+        for registry in apt_repo.MIRRORED_REGISTRIES:
             hosts_toml = node.read_file(
                 '/etc/containerd/certs.d/%s/hosts.toml' % registry)
             assert '[host."%s"]' % MIRROR in hosts_toml
