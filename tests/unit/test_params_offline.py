@@ -8,6 +8,11 @@ from kubernetes_mgmt_pv import cluster
 from kubernetes_mgmt_pv import exceptions
 from kubernetes_mgmt_pv import offline
 from kubernetes_mgmt_pv import params
+from tests.unit import test_cli
+from tests.unit.test_cli import body  # noqa: F401 (fixtures)
+from tests.unit.test_cli import built_zip  # noqa: F401
+from tests.unit.test_cli import package  # noqa: F401
+from tests.unit.test_cli import validate  # noqa: F401
 from tests.unit import test_cluster
 
 PATH = offline.PATH
@@ -144,3 +149,15 @@ def test_every_node_gets_the_sources_after_its_endpoint():
             params.ClusterNetwork(), test_cluster.INFO, offline=sources)
         endpoint = argv.index('-i') + 2
         assert argv[endpoint:endpoint + 12] == sources.script_options()
+
+
+def test_validate_reports_offline_files_missing_from_the_package(
+        package, validate, body):  # noqa: F811 (the fixtures above)
+    (package / 'Files' / 'keys').mkdir()
+    (package / 'Files' / 'keys' / 'k8s.asc').write_text('key\n')
+    test_cli.cluster_params(body)['offline'] = {
+        'apt_repository_url': 'http://mirror.example/k8s/',
+        'apt_key_file': 'Files/keys/k8s.asc',
+        'cni_manifest_file': 'Files/cni/missing.yaml'}
+    assert validate.rebuilt(package, body) == (1, {
+        ('offline-file-missing', PATH + '.cni_manifest_file')})
