@@ -24,7 +24,7 @@
 #   Worker:        install_k8s_cluster.sh -w IP -i HOST:PORT
 #                      -s sha256:HASH [SOURCES] < JOIN_SECRETS
 #   SOURCES (air-gapped sites): [-r URL] [-g FILE] [-n FILE]
-#                      [-M URL [-R REGISTRIES]] [-P IMAGE]
+#                      [-M URL [-R NAMES]] [-P IMAGE]
 #
 # Options:
 #   -m IPS        Comma-separated addresses of all Masters. The Master that
