@@ -188,6 +188,11 @@ def test_nodes_reach_the_repository_through_the_proxy(fresh, repository):
     # Every request came from the proxy, none from a node itself.
     clients = {client for client, _, _, _ in repository.log[since:]}
     assert clients == {repository.address}
+    for node in fresh.nodes():
+        for unit in ('containerd', 'kubelet'):
+            assert 'Environment="HTTP_PROXY=%s"' % proxy.url in \
+                node.read_file('/etc/systemd/system/%s.service.d/'
+                               'http-proxy.conf' % unit)
     assert repository.url + 'InRelease' in log
     assert repository.url + 'Packages' in log
     assert 'kubeadm_' in log and 'containerd_' in log
