@@ -142,6 +142,13 @@ def _url(check, offline, key):
     if value is None:
         return None
     port = url_port(value) if is_http_url(value) else None
+    if port is not None and '@' in urllib.parse.urlsplit(value).netloc:
+        # Not echoed either.
+        check.fail(PATH + '.' + key,
+                   'must not carry credentials: the URL goes into a command '
+                   'line and a world-readable file of every node (give apt '
+                   'its credentials in /etc/apt/auth.conf.d of the image)')
+        return None
     if port is not None and (port == '' or port.isdigit()):
         return value
     # Not echoed: a URL may carry credentials.

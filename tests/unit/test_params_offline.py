@@ -103,6 +103,15 @@ def test_urls_are_not_echoed_in_errors():
     assert 's3cret' not in errors[PATH + '.registry_mirror_url']
 
 
+@pytest.mark.parametrize('key', ['apt_repository_url',
+                                 'registry_mirror_url'])
+def test_urls_may_not_carry_credentials(key):
+    errors = errors_of(dict(FULL, **{key: 'http://user:s3cret@mirror/k8s/'}))
+    assert list(errors) == ['%s.%s' % (PATH, key)]
+    assert 'credentials' in errors['%s.%s' % (PATH, key)]
+    assert 's3cret' not in errors['%s.%s' % (PATH, key)]
+
+
 @pytest.mark.parametrize('registries, where', [
     ([], PATH + '.mirrored_registries'),
     ('docker.io', PATH + '.mirrored_registries'),
