@@ -324,18 +324,21 @@ def secrets_on_stdin(script):
 
 
 def script_argv(role, plan, node, endpoint, network, join_info=None,
-                floating_ip=None, legacy_secrets=False):
+                floating_ip=None, legacy_secrets=False, offline=None):
     """The install script's command line for node in ``role`` (leader,
     master or worker); the VIM's ``floating_ip`` goes into the API server
     certificate, which Tacker checks against it. The join secrets go to
     ``script_input``, unless ``legacy_secrets``: a script of the earlier
-    contract takes them here."""
+    contract takes them here. ``offline``: the site's package sources
+    (offline.OfflineSources), whose files the driver uploaded."""
     argv = ['bash', SCRIPT_PATH]
     if role == 'worker':
         argv += ['-w', node.fixed_ip]
     else:
         argv += ['-m', ','.join(plan.master_addresses)]
     argv += ['-i', endpoint]
+    if offline is not None:
+        argv += offline.script_options()
     if role != 'worker':
         if network.pod_cidr:
             argv += ['-p', network.pod_cidr]

@@ -184,9 +184,13 @@ class ClusterFeature(object):
         """The cluster workflow of this hook; the parameters, the request's
         credential overrides and the script are checked before Heat or any
         VM is contacted."""
-        script = read_package_file(
-            self._driver.vnf_package_dir(context, vnf_instance),
-            params.script_path, params_mod.ROOT + '.script_path')
+        package_dir = self._driver.vnf_package_dir(context, vnf_instance)
+        script = read_package_file(package_dir, params.script_path,
+                                   params_mod.ROOT + '.script_path')
+        node_files = [(node_path, read_package_file(package_dir, relative,
+                                                    json_path))
+                      for json_path, relative, node_path in
+                      params.offline.package_files()]
         overrides = topology.credential_overrides(
             getattr(lcm_request, 'additional_params', None))
         client = heat.build_heat_client(
@@ -195,7 +199,7 @@ class ClusterFeature(object):
             params, heat.HeatStack(
                 client, vnf_instance.instantiated_vnf_info.instance_id),
             script, credential_overrides=overrides,
-            sessions=self._driver.hook_sessions())
+            sessions=self._driver.hook_sessions(), node_files=node_files)
 
     def _install(self, context, vnf_instance, params, lcm_request=None):
         """Install (or complete) the cluster, then register its VIM."""

@@ -38,15 +38,18 @@ class ClusterAccess(object):
 class ClusterWorkflow(flow.Flow):
     """Kubernetes on the Masters and Workers of one VNF.
 
-    ``script``: the install script's content (bytes) from the VNF package.
+    ``script``: the install script's content (bytes) from the VNF package;
+    ``node_files``: (path on the node, bytes) of the package files it
+    uses (offline.OfflineSources.package_files), uploaded with it.
     """
 
     def __init__(self, params, heat, script, conf=None,
-                 credential_overrides=None, sessions=None):
+                 credential_overrides=None, sessions=None, node_files=()):
         super().__init__(params, heat, conf=conf,
                          credential_overrides=credential_overrides,
                          sessions=sessions)
         self.script = script
+        self.node_files = tuple(node_files)
 
     # -- lookups (no host touched) -----------------------------------------
 
@@ -119,6 +122,8 @@ class ClusterWorkflow(flow.Flow):
                              sudo=True)
                 executor.install_file(self.script, cluster.SCRIPT_PATH,
                                       mode='0755')
+                for path, data in self.node_files:
+                    executor.install_file(data, path, mode='0644')
         if prepared.reset:
             with report_mod.step(executor.host, 'kubeadm reset'):
                 executor.run(['kubeadm', 'reset', '-f'], sudo=True)
@@ -139,7 +144,8 @@ class ClusterWorkflow(flow.Flow):
                         node.address)
         return (cluster.script_argv(role, plan, node, endpoint,
                                     self.params.network, join_info,
-                                    floating_ip, legacy_secrets=legacy),
+                                    floating_ip, legacy_secrets=legacy,
+                                    offline=self.params.offline),
                 cluster.script_input(role, join_info))
 
     def _run_script(self, sessions, node, call, env, report):

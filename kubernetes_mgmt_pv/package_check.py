@@ -93,6 +93,7 @@ def check(package_dir, request, found):
     # already a param-invalid finding, and cannot name a file or resource.
     invalid_paths = {error.path for error in parsed.errors}
     _check_script(package_dir, parsed.params, invalid_paths, found)
+    _check_offline_files(package_dir, parsed.params, found)
     _check_manifests(package_dir, parsed.params, found)
     _check_heat(package_dir, flavour, parsed.params, invalid_paths, found)
     _check_vnfd(package_dir, flavour, parsed.params, found)
@@ -203,6 +204,16 @@ def _check_script(package_dir, model, invalid_paths, found):
         found.error('script-missing', where,
                     '%s is not a file of the package; the cluster install '
                     'uploads it to every node' % model.script_path)
+
+
+def _check_offline_files(package_dir, model, found):
+    root = os.path.realpath(package_dir)
+    for where, relative, _ in model.offline.package_files():
+        path = os.path.realpath(os.path.join(root, relative))
+        if not (_within(path, root) and os.path.isfile(path)):
+            found.error('offline-file-missing', where,
+                        '%s is not a file of the package; the cluster '
+                        'install uploads it to every node' % relative)
 
 
 def _check_manifests(package_dir, model, found):

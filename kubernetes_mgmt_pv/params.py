@@ -20,9 +20,9 @@ import ipaddress
 import json
 import posixpath
 import re
-import urllib.parse
 
 from kubernetes_mgmt_pv import exceptions
+from kubernetes_mgmt_pv import offline as offline_mod
 
 ROOT = 'k8s_cluster_installation_param'
 # JSON paths of the mappings that occur once; validate names findings by
@@ -46,10 +46,6 @@ _NETGROUP = re.compile(r'^@[A-Za-z0-9_.-]{1,253}$')
 # would reach another path of the endpoint (with the VIM token), so only
 # the characters the sample packages use are accepted.
 _RESOURCE_NAME = re.compile(r'^[A-Za-z0-9][A-Za-z0-9_.-]{0,254}$')
-# RFC 3986 characters: anything else (quotes, spaces, non-ASCII) must be
-# percent-encoded in a proxy URL, and would otherwise end up in apt's
-# configuration or environment.
-_URL = re.compile(r"^[A-Za-z0-9._~:/?#\[\]@!$&'()*+,;=%-]+$")
 # C0 and C1 control characters (NUL, newline, escape, ...) and lone
 # surrogates, which cannot be encoded to send to a host.
 _UNSENDABLE = re.compile(r'[\x00-\x1f\x7f-\x9f\ud800-\udfff]')
@@ -177,6 +173,7 @@ class ClusterParams(object):
     # Name of the Kubernetes VIM; None lets the cluster half choose one.
     vim_name: str = None
     network: ClusterNetwork = ClusterNetwork()
+    offline: offline_mod.OfflineSources = offline_mod.OfflineSources()
     warnings: tuple = dataclasses.field(default=(), compare=False)
 
     @property
@@ -367,13 +364,13 @@ class _Checker(object):
         if value is None:
             return None
         where = '%s.%s' % (path, key)
-        if not _is_proxy_url(value):
+        if not offline_mod.is_http_url(value):
             # Not echoed: a malformed URL may still contain a password.
             self.fail(where, 'must be an http:// or https:// URL with a host '
                              'and an optional port from 1 to 65535, its '
                              'special characters percent-encoded')
             return None
-        port = _proxy_port(value)
+        port = offline_mod.url_port(value)
         if port and not port.isdigit():
             # The user guide's own sample has "host1:port1": accepted so
             # that it parses, but apt cannot use it.
@@ -399,30 +396,6 @@ def _unsendable_reason(value):
     match = _UNSENDABLE.search(value)
     return ('must not contain control characters or lone surrogates, found '
             'U+%04X at offset %d' % (ord(match.group()), match.start()))
-
-
-def _is_proxy_url(value):
-    """An http(s) URL with a host; its port, if a number, in range (one
-    that is not a number is a placeholder the caller warns of)."""
-    if not _URL.match(value):
-        return False
-    try:
-        parsed = urllib.parse.urlsplit(value)
-    except ValueError:
-        return False
-    port = _proxy_port(value)
-    if port.isdigit() and not 0 < int(port) < 65536:
-        return False
-    return parsed.scheme in ('http', 'https') and bool(parsed.hostname)
-
-
-def _proxy_port(url):
-    """The port text of a proxy URL whose syntax urlsplit accepted; '' when
-    it has none."""
-    host_and_port = urllib.parse.urlsplit(url).netloc.rpartition('@')[2]
-    if host_and_port.startswith('['):
-        host_and_port = host_and_port.partition(']')[2]
-    return host_and_port.rpartition(':')[2] if ':' in host_and_port else ''
 
 
 def _is_system_dir(path):
@@ -527,7 +500,8 @@ def _capped(errors):
 
 
 _ROOT_KEYS = ('script_path', 'vim_name', 'master_node', 'worker_node',
-              'proxy', 'storage_server', 'pv_registration_params')
+              'proxy', 'storage_server', 'pv_registration_params',
+              'offline')
 
 
 def _parse_root(check, root):
@@ -558,7 +532,8 @@ def _parse_root(check, root):
         script_path=check.package_path(root, 'script_path', ROOT,
                                        required=False),
         vim_name=check.name(root, 'vim_name', ROOT),
-        network=network)
+        network=network,
+        offline=offline_mod.parse(check, root.get('offline')))
 
 
 _NODE_KEYS = ('aspect_id', 'ssh_cp_name', 'nic_cp_name', 'username',

@@ -24,6 +24,7 @@ from kubernetes_mgmt_pv import config
 from kubernetes_mgmt_pv import mgmt_driver
 from kubernetes_mgmt_pv import params
 from testbed import cloud_init
+from testbed import fresh_nodes
 from testbed import hosts
 from testbed import kubeapi
 from testbed import node_lifecycle
@@ -125,13 +126,15 @@ def look_like_the_user_guides_guest(host):
         host._password = STORAGE_PASSWORD  # for host.ssh_client()
 
 
-def prepare_guest(host, kube, install_cluster=True, nfs_common=False):
+def prepare_guest(host, kube, install_cluster=True, nfs_common=False,
+                  fresh=False):
     """Make a freshly booted test host a VM of the user guide's VNF: an
     Ubuntu 22.04 look-alike; a Master or Worker also lacks nfs-common
     unless ``nfs_common`` (so the driver really installs it) and either
     gets the kubeadm stand-ins' view of the cluster's state ``kube`` (the
     driver installs Kubernetes) or, as a Master of an existing kubeadm
-    cluster, its admin.conf and API server."""
+    cluster, its admin.conf and API server. A ``fresh`` Master or Worker
+    has nothing of Kubernetes and no apt source (testbed.fresh_nodes)."""
     look_like_the_user_guides_guest(host)
     if host.role == 'storage':
         return
@@ -139,7 +142,10 @@ def prepare_guest(host, kube, install_cluster=True, nfs_common=False):
     # nfs-ganesha (the test NFS server), which depends on nfs-common.
     if not nfs_common:
         host.run('apt-get purge -y -q nfs-common')
-    if install_cluster:
+    if fresh:
+        fresh_nodes.make(host)
+        standins.connect_host(host, kube)
+    elif install_cluster:
         standins.connect_host(host, kube)
         # Like an offline image, the host carries the network plugin's
         # manifest the script would download: here one the test API
@@ -179,7 +185,8 @@ class VirtualCluster(object):
     def __init__(self, masters=1, workers=2, volumes=2,
                  purge_packages=('nfs-kernel-server',),
                  install_cluster=False, nova_host_names=False,
-                 cluster_network=False, nfs_common=False, openstack=None):
+                 cluster_network=False, nfs_common=False, openstack=None,
+                 fresh_nodes=False):
         """``install_cluster``: the driver installs Kubernetes with the
         sample install script (on the kubeadm stand-ins); otherwise the
         Masters come as Masters of an existing kubeadm cluster.
@@ -193,7 +200,14 @@ class VirtualCluster(object):
         installed, so a run measures the driver rather than apt.
         ``openstack``: a started FakeOpenStack shared with other clusters
         (their stacks side by side in one Heat); by default one of its
-        own."""
+        own.
+        ``fresh_nodes``: the Masters and Workers boot with nothing of
+        Kubernetes and no apt source (testbed.fresh_nodes; nfs-common is
+        kept), so the install script prepares them from the sources of
+        ``offline`` (the request's ``offline`` object, None: none)."""
+        self.fresh_nodes = fresh_nodes
+        self.offline = None
+        self.proxy = None  # the request's proxy object, None: none
         self.cluster_network = cluster_network
         self.nfs_common = nfs_common
         self.nova_host_names = nova_host_names
@@ -209,7 +223,8 @@ class VirtualCluster(object):
         # The clients of every export (default: the testbed's subnet).
         self.export_to = None
         self.testbed = hosts.Testbed(purge_packages=purge_packages,
-                                     cluster_network=cluster_network)
+                                     cluster_network=cluster_network,
+                                     install_standins=not fresh_nodes)
         self._own_openstack = openstack is None
         self.openstack = (openstack_api.FakeOpenStack() if openstack is None
                           else openstack)
@@ -299,6 +314,13 @@ class VirtualCluster(object):
                     name='nfs-pv%d' % number, server=server,
                     path=self.export_dirs()[number - 1]))
 
+    def add_package_file(self, relative, content):
+        """A file of the VNF package, e.g. the offline sources' key."""
+        path = os.path.join(self.package_dir, relative)
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        with open(path, 'w') as stream:
+            stream.write(content)
+
     def mount_points(self):
         return ['/volume%d' % n for n in range(1, self.volume_count + 1)]
 
@@ -319,6 +341,10 @@ class VirtualCluster(object):
                             'cluster_cidr': SERVICE_CIDR}
             if self.vip:
                 network_keys['cluster_cp_name'] = VIP_CP
+        if self.offline:
+            cluster_keys['offline'] = self.offline
+        if self.proxy:
+            cluster_keys['proxy'] = self.proxy
         return {params.ROOT: dict(cluster_keys, **{
             'master_node': dict(login, aspect_id=MASTER_ASPECT,
                                 ssh_cp_name=MASTER_CP,
@@ -368,7 +394,8 @@ class VirtualCluster(object):
         host = self.testbed.add_host(
             name, role, hostname=cloud_init.guest_host_name(server_name)
             if self.nova_host_names else None)
-        prepare_guest(host, self.kube, self.install_cluster, self.nfs_common)
+        prepare_guest(host, self.kube, self.install_cluster,
+                      self.nfs_common or self.fresh_nodes, self.fresh_nodes)
         aspect, cp_name = ((MASTER_ASPECT, MASTER_CP) if role == 'master'
                            else (WORKER_ASPECT, WORKER_CP))
         vnfc = self.vnfcs[name] = _Vnfc(name, cp_name)
@@ -397,7 +424,8 @@ class VirtualCluster(object):
         the old ones re-attached; returns the vnfc id."""
         host = self.testbed.replace_host(name, same_ip=same_ip,
                                          keep_volumes=keep_volumes)
-        prepare_guest(host, self.kube, self.install_cluster, self.nfs_common)
+        prepare_guest(host, self.kube, self.install_cluster,
+                      self.nfs_common or self.fresh_nodes, self.fresh_nodes)
         vnfc = self.vnfcs[name]
         stack_id = vnfc.member_stack_id or self.stack_id
         vnfc.server_id = str(uuid.uuid4())

@@ -22,8 +22,11 @@ for package in "${packages[@]}"; do
 done
 
 # The test hosts have no network: the driver's real apt-get install of
-# these inside a host is served from the runner's package cache.
-offline=(nfs-common nfs-kernel-server)
+# these inside a host is served from the runner's package cache. Debian's
+# containerd and runc are not installed here, only downloaded: the
+# testbed's signed apt repository (testbed/apt_repo.py) serves them to the
+# hosts whose node preparation the install script runs.
+offline=(nfs-common nfs-kernel-server containerd runc)
 ensure_cached() {
     local package
     for package in "${offline[@]}"; do

@@ -460,11 +460,13 @@ def test_kubelet_defaults_are_always_written(node):
 
 
 def test_preparation_writes_proxy_dropins_for_containerd_and_kubelet(node):
-    # The script's own prepare_node, with its three heavy steps stubbed.
+    # The script's own prepare_node, with its heavy steps stubbed.
     extra = textwrap.dedent('''
         prepare_kernel() { :; }
-        install_containerd() { :; }
-        install_kubernetes_packages() { :; }
+        apt-get() { :; }
+        add_kubernetes_repository() { :; }
+        install_packages() { :; }
+        configure_containerd() { :; }
         prepare_node() { real_prepare_node; }
     ''')
     node.become_member(control_plane=False)

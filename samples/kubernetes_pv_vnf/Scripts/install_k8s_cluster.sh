@@ -18,11 +18,13 @@
 #
 # Usage:
 #   First Master:  install_k8s_cluster.sh -m IP1[,IP2,...] -i HOST:PORT
-#                      [-p POD_CIDR] [-a SERVICE_CIDR] [-e NAMES]
+#                      [-p POD_CIDR] [-a SERVICE_CIDR] [-e NAMES] [SOURCES]
 #   Other Masters: install_k8s_cluster.sh -m IP1,IP2,... -i HOST:PORT
-#                      -s sha256:HASH [-p ..] [-a ..]  < JOIN_SECRETS
+#                      -s sha256:HASH [-p ..] [-a ..] [SOURCES] < JOIN_SECRETS
 #   Worker:        install_k8s_cluster.sh -w IP -i HOST:PORT
-#                      -s sha256:HASH  < JOIN_SECRETS
+#                      -s sha256:HASH [SOURCES] < JOIN_SECRETS
+#   SOURCES (air-gapped sites): [-r URL] [-g FILE] [-n FILE]
+#                      [-M URL [-R NAMES]] [-P IMAGE]
 #
 # Options:
 #   -m IPS        Comma-separated addresses of all Masters. The Master that
@@ -46,6 +48,22 @@
 #                 required only when this node actually has to join: not on
 #                 the first Master, not on a node that already has
 #                 /etc/kubernetes/kubelet.conf.
+#   -r URL        Kubernetes apt repository (a flat repository laid out
+#                 like pkgs.k8s.io's, e.g. an internal mirror of it);
+#                 default https://pkgs.k8s.io/core:/stable:/K8S_MINOR/deb/.
+#   -g FILE       Its signing key (ASCII-armored), a file on this node.
+#                 Without it the key is downloaded from URL/Release.key.
+#   -n FILE       CNI manifest applied after `kubeadm init`, a file on
+#                 this node, instead of downloading the Calico manifest.
+#   -M URL        Container registry mirror: containerd pulls the images
+#                 of the -R registries from it first (hosts.toml in
+#                 /etc/containerd/certs.d/<registry>/).
+#   -R NAMES      Comma-separated registries -M mirrors; default
+#                 registry.k8s.io,docker.io,quay.io. Only with -M.
+#   -P IMAGE      Pause (sandbox) image of containerd; default
+#                 PAUSE_IMAGE.
+#                 -r, -g, -M, -R and -P take effect while the node is
+#                 prepared (step 1); a prepared node keeps its sources.
 #   -o FILE       Also append the output to FILE (created 0600). The
 #                 cluster info block is not written to it.
 #   -d            Trace every command (set -x) on stderr. The trace shows
@@ -70,11 +88,16 @@
 #
 # What it does:
 #   1. Node preparation: swap off, kernel modules overlay and br_netfilter,
-#      forwarding sysctls, containerd (distribution package, systemd cgroup
-#      driver), kubelet/kubeadm/kubectl K8S_PACKAGE_VERSION from
-#      pkgs.k8s.io (held). SKIPPED when dpkg reports kubelet and kubeadm
-#      installed at exactly K8S_PACKAGE_VERSION and the commands containerd
-#      and kubectl exist.
+#      forwarding sysctls; the Kubernetes apt repository (-r, key -g) in
+#      /etc/apt/sources.list.d/kubernetes.list, checked with an
+#      `apt-get update` of that repository alone that fails on any error
+#      (a wrong key, an unreachable mirror) before anything is installed,
+#      and removed again when it fails; containerd (from any configured
+#      repository, the distribution's or -r's) with the systemd cgroup
+#      driver, the pause image -P and the registry mirror -M;
+#      kubelet/kubeadm/kubectl K8S_PACKAGE_VERSION (held). SKIPPED when
+#      dpkg reports kubelet and kubeadm installed at exactly
+#      K8S_PACKAGE_VERSION and the commands containerd and kubectl exist.
 #   2. Always writes /etc/default/kubelet (KUBELET_EXTRA_ARGS=--node-ip=IP).
 #   3. Unless /etc/kubernetes/kubelet.conf exists (the node is already a
 #      member, it is not initialised or joined again):
@@ -89,9 +112,9 @@
 #      caCertHashes [H]) and, on a Master, controlPlane (localAPIEndpoint
 #      advertiseAddress IP, certificateKey). FILE is created 0600 in /run
 #      and removed when kubeadm join returns or the script exits.
-#      The Calico manifest is downloaded before `kubeadm init` to
-#      /usr/local/lib/kubernetes-mgmt-pv/calico-CALICO_VERSION.yaml; a file
-#      already there (an offline image) is used as it is.
+#      Without -n, the Calico manifest is downloaded before `kubeadm init`
+#      to /usr/local/lib/kubernetes-mgmt-pv/calico-CALICO_VERSION.yaml; a
+#      file already there (an offline image) is used as it is.
 #   4. On a Master: copies /etc/kubernetes/admin.conf to ~/.kube/config of
 #      SUDO_USER (0600, owned by that user) and prints the block below.
 #
@@ -127,6 +150,7 @@ readonly PAUSE_IMAGE='registry.k8s.io/pause:3.10'
 readonly CALICO_VERSION='v3.28.2'
 readonly CALICO_URL="https://raw.githubusercontent.com/projectcalico/calico/${CALICO_VERSION}/manifests/calico.yaml"
 readonly K8S_REPO="https://pkgs.k8s.io/core:/stable:/${K8S_MINOR}/deb/"
+readonly MIRRORED_REGISTRIES='registry.k8s.io,docker.io,quay.io'
 readonly SCRIPT_NAME='install_k8s_cluster.sh'
 
 # Files read or written outside node preparation. Set here, so neither the
@@ -138,6 +162,8 @@ KUBELET_DEFAULTS='/etc/default/kubelet'
 SYSTEMD_DIR='/etc/systemd/system'
 LIB_DIR='/usr/local/lib/kubernetes-mgmt-pv'
 RUN_DIR='/run'
+APT_DIR='/etc/apt'
+CONTAINERD_DIR='/etc/containerd'
 
 # --- errors ----------------------------------------------------------------
 
@@ -170,6 +196,8 @@ usage() {
 masters='' worker='' endpoint='' pod_cidr='' service_cidr='' extra_sans=''
 token='' ca_hash='' cert_key='' log_file='' debug='' join_config=''
 master_list=() node_ip='' role='' member=''
+k8s_repo="$K8S_REPO" apt_key='' cni_manifest='' registry_mirror=''
+mirrored_registries='' sandbox_image="$PAUSE_IMAGE"
 
 readonly IP_RE='^[0-9A-Fa-f.:]+$'
 readonly CIDR_RE='^[0-9A-Fa-f.:/]+(,[0-9A-Fa-f.:/]+)?$'
@@ -178,11 +206,16 @@ readonly TOKEN_RE='^[a-z0-9]{6}\.[a-z0-9]{16}$'
 readonly HASH_RE='^sha256:[0-9a-f]{64}$'
 readonly KEY_RE='^[0-9a-f]+$'
 readonly SANS_RE='^[A-Za-z0-9.:-]+(,[A-Za-z0-9.:-]+)*$'
+# No quote, space or backslash: URLs and images go into apt's and
+# containerd's configuration files.
+readonly URL_RE='^https?://[]A-Za-z0-9._~:/?#@!$&()*+,;=%[-]+$'
+readonly REGISTRIES_RE='^[A-Za-z0-9.-]+(:[0-9]+)?(,[A-Za-z0-9.-]+(:[0-9]+)?)*$'
+readonly IMAGE_RE='^[A-Za-z0-9][A-Za-z0-9._/:@-]*$'
 
 parse_options() {
     local option address
     OPTIND=1
-    while getopts ':m:w:i:p:a:e:s:o:dh' option; do
+    while getopts ':m:w:i:p:a:e:s:r:g:n:M:R:P:o:dh' option; do
         case "$option" in
             m) masters="$OPTARG" ;;
             w) worker="$OPTARG" ;;
@@ -191,6 +224,12 @@ parse_options() {
             a) service_cidr="$OPTARG" ;;
             e) extra_sans="$OPTARG" ;;
             s) ca_hash="$OPTARG" ;;
+            r) k8s_repo="$OPTARG" ;;
+            g) apt_key="$OPTARG" ;;
+            n) cni_manifest="$OPTARG" ;;
+            M) registry_mirror="$OPTARG" ;;
+            R) mirrored_registries="$OPTARG" ;;
+            P) sandbox_image="$OPTARG" ;;
             o) log_file="$OPTARG" ;;
             d) debug=1 ;;
             h) usage; exit 0 ;;
@@ -233,12 +272,37 @@ parse_options() {
     if [ -n "$ca_hash" ] && ! [[ "$ca_hash" =~ $HASH_RE ]]; then
         fail_usage '-s: not sha256:<64 hex digits>'
     fi
+    check_source_options
     local name value
     for name in http_proxy https_proxy no_proxy; do
         value="${!name:-}"
         [[ "$value" != *$'\n'* && "$value" != *'"'* ]] ||
             fail_usage "environment variable $name holds a newline or a quote"
     done
+}
+
+check_source_options() {
+    [[ "$k8s_repo" =~ $URL_RE ]] ||
+        fail_usage "-r: '$k8s_repo' is not an http:// or https:// URL"
+    k8s_repo="${k8s_repo%/}/"
+    local option file
+    for option in "g:$apt_key" "n:$cni_manifest"; do
+        file="${option#*:}"
+        if [ -n "$file" ] && { [ ! -f "$file" ] || [ ! -r "$file" ]; }; then
+            fail_usage "-${option%%:*}: $file is not a readable file"
+        fi
+    done
+    if [ -n "$registry_mirror" ] && ! [[ "$registry_mirror" =~ $URL_RE ]]; then
+        fail_usage "-M: '$registry_mirror' is not an http:// or https:// URL"
+    fi
+    if [ -n "$mirrored_registries" ]; then
+        [ -n "$registry_mirror" ] || fail_usage '-R needs -M URL'
+        [[ "$mirrored_registries" =~ $REGISTRIES_RE ]] ||
+            fail_usage "-R: '$mirrored_registries' is not a list of registries"
+    fi
+    mirrored_registries="${mirrored_registries:-$MIRRORED_REGISTRIES}"
+    [[ "$sandbox_image" =~ $IMAGE_RE ]] ||
+        fail_usage "-P: '$sandbox_image' is not an image reference"
 }
 
 # Sets node_ip to the first of the given addresses that this host holds,
@@ -384,29 +448,74 @@ prepare_kernel() {
     sysctl --system > /dev/null
 }
 
-install_containerd() {
-    apt-get update -q
-    apt-get install "${APT_OPTIONS[@]}" ca-certificates curl containerd
-    mkdir -p /etc/containerd
-    containerd config default > /etc/containerd/config.toml
-    sed -i -e 's/SystemdCgroup = false/SystemdCgroup = true/' \
-        -e "s|^\\([[:space:]]*sandbox_image = \\).*|\\1\"${PAUSE_IMAGE}\"|" \
-        /etc/containerd/config.toml
-    grep -q 'SystemdCgroup = true' /etc/containerd/config.toml ||
-        fail 'containerd config default: no SystemdCgroup setting to enable' 1
+# The Kubernetes repository alone, where any error is one: a wrong key or
+# an unreachable mirror stops the preparation here, naming the URL, before
+# anything is installed; the list is removed again, so that later
+# `apt-get update` runs do not trip over it.
+add_kubernetes_repository() {
+    local keyring="$APT_DIR/keyrings/kubernetes-apt-keyring.asc"
+    local list="$APT_DIR/sources.list.d/kubernetes.list" status=0
+    install -d -m 755 "$APT_DIR/keyrings" "$APT_DIR/sources.list.d"
+    if [ -n "$apt_key" ]; then
+        install -m 644 "$apt_key" "${keyring}.new"
+    else
+        curl -fsSL --retry 3 -o "${keyring}.new" "${k8s_repo}Release.key" ||
+            fail "curl ${k8s_repo}Release.key" "$?"
+    fi
+    chmod 644 "${keyring}.new"
+    mv "${keyring}.new" "$keyring"
+    echo "deb [signed-by=${keyring}] ${k8s_repo} /" > "$list"
+    apt-get update -q -o Dir::Etc::SourceList="$list" \
+        -o Dir::Etc::SourceParts=- -o APT::Get::List-Cleanup=0 \
+        -o APT::Update::Error-Mode=any || status=$?
+    if [ "$status" -ne 0 ]; then
+        rm -f "$list"
+        fail "apt-get update of the Kubernetes apt repository ${k8s_repo}" \
+            "$status"
+    fi
 }
 
-install_kubernetes_packages() {
-    local keyring='/etc/apt/keyrings/kubernetes-apt-keyring.asc'
-    install -d -m 755 /etc/apt/keyrings
-    curl -fsSL --retry 3 -o "${keyring}.new" "${K8S_REPO}Release.key"
-    mv "${keyring}.new" "$keyring"
-    chmod 644 "$keyring"
-    echo "deb [signed-by=${keyring}] ${K8S_REPO} /" \
-        > /etc/apt/sources.list.d/kubernetes.list
-    apt-get update -q
+# containerd's own default configuration with the systemd cgroup driver,
+# the pause image and, with a mirror, its hosts.toml directory.
+configure_containerd() {
+    local config="$CONTAINERD_DIR/config.toml" certs="$CONTAINERD_DIR/certs.d"
+    mkdir -p "$CONTAINERD_DIR"
+    containerd config default > "${config}.new"
+    sed -i -e 's/SystemdCgroup = false/SystemdCgroup = true/' \
+        -e "s|^\\([[:space:]]*sandbox_image = \\).*|\\1\"${sandbox_image}\"|" \
+        "${config}.new"
+    if [ -n "$registry_mirror" ]; then
+        sed -i -e "s|^\\([[:space:]]*config_path = \\).*|\\1\"${certs}\"|" \
+            "${config}.new"
+        grep -qF "config_path = \"${certs}\"" "${config}.new" ||
+            fail 'containerd config default: no registry config_path to set' 1
+        write_registry_hosts "$certs"
+    fi
+    grep -q 'SystemdCgroup = true' "${config}.new" ||
+        fail 'containerd config default: no SystemdCgroup setting to enable' 1
+    grep -qF "sandbox_image = \"${sandbox_image}\"" "${config}.new" ||
+        fail 'containerd config default: no sandbox_image setting' 1
+    mv "${config}.new" "$config"
+}
+
+# CERTS/<registry>/hosts.toml for each mirrored registry: pulls go to the
+# mirror first, then to the registry itself.
+write_registry_hosts() {
+    local registry server registries=()
+    IFS=',' read -r -a registries <<< "$mirrored_registries"
+    for registry in "${registries[@]}"; do
+        server="https://${registry}"
+        [ "$registry" != 'docker.io' ] || server='https://registry-1.docker.io'
+        mkdir -p "$1/$registry"
+        printf '%s\n' "server = \"${server}\"" '' \
+            "[host.\"${registry_mirror}\"]" \
+            '  capabilities = ["pull", "resolve"]' > "$1/$registry/hosts.toml"
+    done
+}
+
+install_packages() {
     apt-get install "${APT_OPTIONS[@]}" --allow-change-held-packages \
-        --allow-downgrades "kubelet=${K8S_PACKAGE_VERSION}" \
+        --allow-downgrades containerd "kubelet=${K8S_PACKAGE_VERSION}" \
         "kubeadm=${K8S_PACKAGE_VERSION}" "kubectl=${K8S_PACKAGE_VERSION}"
     apt-mark hold kubelet kubeadm kubectl
 }
@@ -414,8 +523,11 @@ install_kubernetes_packages() {
 prepare_node() {
     export DEBIAN_FRONTEND=noninteractive
     prepare_kernel
-    install_containerd
-    install_kubernetes_packages
+    apt-get update -q
+    apt-get install "${APT_OPTIONS[@]}" ca-certificates curl
+    add_kubernetes_repository
+    install_packages
+    configure_containerd
     write_proxy_dropins
     systemctl daemon-reload
     systemctl enable containerd kubelet
@@ -485,10 +597,14 @@ create_cluster() {
     [ -z "$service_cidr" ] || args+=(--service-cidr "$service_cidr")
     [ -z "$extra_sans" ] || args+=(--apiserver-cert-extra-sans "$extra_sans")
     args+=(--upload-certs)
-    fetch_calico_manifest
+    local manifest="$cni_manifest"
+    if [ -z "$manifest" ]; then
+        fetch_calico_manifest
+        manifest="$(calico_manifest)"
+    fi
     run_masked 'kubeadm init' kubeadm init "${args[@]}"
-    kubectl --kubeconfig "$KUBE_DIR/admin.conf" apply -f "$(calico_manifest)" ||
-        fail "kubectl apply -f $(calico_manifest)" "$?"
+    kubectl --kubeconfig "$KUBE_DIR/admin.conf" apply -f "$manifest" ||
+        fail "kubectl apply -f $manifest" "$?"
 }
 
 # The JoinConfiguration of this node, with the secrets: kubeadm takes them

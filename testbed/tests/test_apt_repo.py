@@ -1,0 +1,64 @@
+"""Self-tests of the signed apt repository (testbed/apt_repo): apt trusts
+its index only with its own key, and the index describes its packages."""
+
+import hashlib
+import os
+import shutil
+import subprocess
+
+import pytest
+
+from testbed import apt_repo
+
+
+@pytest.fixture(scope='module')
+def key():
+    if shutil.which('gpg') is None or shutil.which('gpgv') is None:
+        pytest.skip('gpg and gpgv are needed')
+    signing = apt_repo.SigningKey()
+    yield signing
+    signing.close()
+
+
+def verify(tmp_path, armored, signed):
+    """gpgv of an InRelease file against one armored key, as apt runs it
+    with signed-by."""
+    keyring = tmp_path / 'keyring.gpg'
+    subprocess.run(['gpg', '--batch', '--yes', '--dearmor', '--output',
+                    str(keyring)], input=armored, check=True,
+                   capture_output=True)
+    return subprocess.run(['gpgv', '--keyring', str(keyring), str(signed)],
+                          capture_output=True).returncode
+
+
+def test_the_index_is_signed_by_its_key_only(tmp_path, key):
+    packages = b'Package: kubeadm\nVersion: 1.31.4-1.1\n'
+    (tmp_path / 'Packages').write_bytes(packages)
+    release = tmp_path / 'Release'
+    apt_repo.write_release(str(release), {'Packages': packages})
+    key.sign(str(release))
+    text = release.read_text()
+    assert ' %s %d Packages\n' % (hashlib.sha256(packages).hexdigest(),
+                                  len(packages)) in text
+    assert text.startswith('Origin: testbed\n') and '\nDate: ' in text
+    assert verify(tmp_path, key.public_armored, tmp_path / 'InRelease') == 0
+    other = apt_repo.SigningKey()
+    try:
+        assert verify(tmp_path, other.public_armored,
+                      tmp_path / 'InRelease') != 0
+    finally:
+        other.close()
+    assert not os.path.exists(other.home)
+
+
+def test_the_kubectl_package_holds_the_binary(tmp_path):
+    binary = tmp_path / 'kubectl'
+    binary.write_text('#!/bin/sh\necho kubectl\n')
+    binary.chmod(0o755)
+    deb = apt_repo.build_kubectl(str(tmp_path), '1.31.4-1.1', str(binary))
+    fields = subprocess.run(['dpkg-deb', '-f', deb, 'Package', 'Version'],
+                            capture_output=True, text=True, check=True)
+    assert fields.stdout == 'Package: kubectl\nVersion: 1.31.4-1.1\n'
+    listing = subprocess.run(['dpkg-deb', '-c', deb], capture_output=True,
+                             text=True, check=True).stdout
+    assert './usr/bin/kubectl' in listing
