@@ -34,7 +34,7 @@ LOG = logging.getLogger(__name__)
 CONFIG_ENV = 'KUBERNETES_MGMT_PV_TACKER_CONF'
 DEFAULT_CONFIG = '/etc/tacker/tacker.conf'
 _CONFIG_OPTIONS = ('--config-file', '--config-dir')
-_STEP_LINE = re.compile(r'\S+ failed on \S+: ')
+_STEP_LINE = re.compile(r'[^:]+ failed on \S+: ')
 
 
 def config_args(environ, parent_argv, default_exists):

@@ -60,8 +60,7 @@ def vnfc_resource_info(server_id, vdu, cp, member_stack):
              else '%s/%s' % (STACK_NAME, STACK_ID))
     metadata = {'creation_time': '2026-11-25T10:00:00Z', 'stack_id': stack}
     if member_stack:
-        metadata.update(parent_stack_id='%s-%s/%s' % (STACK_NAME, vdu,
-                                                        'cccc'),
+        metadata.update(parent_stack_id='%s-%s/cccc' % (STACK_NAME, vdu),
                         parent_resource_name='res-' + server_id[:4])
     return {
         'id': server_id, 'vduId': vdu,
@@ -139,7 +138,8 @@ def script_dict(operation, request, inst=None, grant_request=None,
 def instantiate_request(params=None):
     return {'flavourId': 'simple',
             'additionalParams': {'k8s_cluster_installation_param':
-                                 params or install_params(),
+                                 install_params() if params is None
+                                 else params,
                                  'lcm-operation-user-data':
                                  './UserData/k8s_cluster_user_data.py'},
             'vimConnectionInfo': {'vim1': {
