@@ -129,10 +129,10 @@ def build(source_dir, output_path, api='v1'):
     """Write the CSAR zip of source_dir to output_path.
 
     v1: the installed driver file becomes Scripts/mgmt_driver.py (replacing
-    any copy in the source). v2: see V2_DIR. TOSCA.meta keeps the source's header block and
-    gets a Source/Algorithm/Hash block per artifact (every file outside
-    TOSCA-Metadata/ and Definitions/). Entries are sorted and timestamps
-    fixed, so equal inputs give identical zips.
+    any copy in the source). v2: see V2_DIR. TOSCA.meta keeps the source's
+    header block and gets a Source/Algorithm/Hash block per artifact (every
+    file outside TOSCA-Metadata/ and Definitions/). Entries are sorted and
+    timestamps fixed, so equal inputs give identical zips.
     """
     source = os.path.realpath(source_dir)
     meta_file = os.path.join(source, META_PATH)

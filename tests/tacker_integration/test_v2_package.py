@@ -3,6 +3,8 @@ the VNFD routes every hook of the driver to the script, the v2 BaseHOT
 asks only for nfv keys v2's default UserData fills, and the test dicts of
 the v2 door have the shapes of Tacker's v2 objects."""
 
+import zipfile
+
 import pytest
 
 from kubernetes_mgmt_pv import csar
@@ -20,7 +22,6 @@ DEFAULT_USERDATA_KEYS = {
 
 @pytest.fixture(scope='module')
 def v2_vnfd(tmp_path_factory):
-    import zipfile
     from tacker.sol_refactored.common import vnfd_utils
     directory = tmp_path_factory.mktemp('v2-package')
     archive = directory / 'package.zip'

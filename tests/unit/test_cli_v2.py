@@ -2,6 +2,7 @@
 
 import json
 import os
+import shutil
 import zipfile
 
 import pytest
@@ -10,7 +11,6 @@ import yaml
 from kubernetes_mgmt_pv import cli
 from kubernetes_mgmt_pv import csar
 from tests.unit import test_cli
-from tests.unit.test_cli import validate  # noqa: F401 (fixture)
 
 REQUESTS_V2 = os.path.join(test_cli.ROOT, 'samples', 'requests-v2')
 ARTIFACT = test_cli.VNF_WHERE + '.artifacts.mgmt-drivers-kubernetes'
@@ -19,6 +19,11 @@ ARTIFACT = test_cli.VNF_WHERE + '.artifacts.mgmt-drivers-kubernetes'
 def v2_request(name='instantiate_simple.json'):
     with open(os.path.join(REQUESTS_V2, name)) as stream:
         return json.load(stream)
+
+
+@pytest.fixture
+def validate(capsys, tmp_path):
+    return test_cli.Validator(capsys, tmp_path)
 
 
 @pytest.fixture(scope='module')
@@ -147,7 +152,6 @@ def test_a_script_that_is_not_the_door(v2_package, validate):
 
 def test_a_source_without_the_v2_script_cannot_build_v2(tmp_path, capsys):
     source = tmp_path / 'source'
-    import shutil
     shutil.copytree(test_cli.SAMPLE, source)
     os.unlink(source / 'v2' / csar.V2_SCRIPT_PATH)
     assert cli.main(['package', '--api', 'v2', '--source', str(source),
