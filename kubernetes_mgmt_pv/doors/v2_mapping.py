@@ -236,9 +236,17 @@ def _vnfcs(vnf_instance):
     return info.get('vnfcResourceInfo') or []
 
 
+def _place_of(vnfc):
+    """Where a VM stands in the VNF, kept when a heal replaces it: its
+    member's resource name in its scaling group (Heat replaces the member
+    stack under the same name), else its stack (the top-level one)."""
+    metadata = vnfc.get('metadata') or {}
+    return metadata.get('parent_resource_name') or _stack_of(vnfc)
+
+
 def healed_vnfcs(vnf_instance, request_dict):
-    """{requested vnfcInstanceId: [stack id, VDU id]} of a heal, recorded
-    at heal_start: the ids name the old VMs, which heal_end no longer has."""
+    """{requested vnfcInstanceId: [place, VDU id]} of a heal, recorded at
+    heal_start: the ids name the old VMs, which heal_end no longer has."""
     info = vnf_instance.get('instantiatedVnfInfo') or {}
     by_id = {vnfc['id']: vnfc for vnfc in info.get('vnfcResourceInfo') or []}
     found = {}
@@ -246,17 +254,17 @@ def healed_vnfcs(vnf_instance, request_dict):
         if vnfc_id in ((request_dict or {}).get('vnfcInstanceId') or ()) \
                 and resource_id in by_id:
             vnfc = by_id[resource_id]
-            found[vnfc_id] = [_stack_of(vnfc), vnfc.get('vduId')]
+            found[vnfc_id] = [_place_of(vnfc), vnfc.get('vduId')]
     return found
 
 
 def healed_aliases(vnf_instance, recorded):
     """{vnfcResourceInfo id: requested id} of the VMs a heal re-created,
-    found by the stack and VDU recorded at heal_start."""
+    found at the place and VDU recorded at heal_start."""
     aliases = {}
-    for vnfc_id, (stack, vdu) in (recorded or {}).items():
+    for vnfc_id, (place, vdu) in (recorded or {}).items():
         for vnfc in _vnfcs(vnf_instance):
-            if _stack_of(vnfc) == stack and vnfc.get('vduId') == vdu:
+            if _place_of(vnfc) == place and vnfc.get('vduId') == vdu:
                 aliases[vnfc['id']] = vnfc_id
     return aliases
 

@@ -9,6 +9,7 @@ from kubernetes_mgmt_pv import params as params_mod
 from tests.unit import v2_dicts as v2
 
 MASTER, WORKER1, WORKER2, STORAGE = (vnfc[0] for vnfc in v2.VNFCS)
+NEW_STACK = 'bbbbbbbb-0000-4000-8000-000000000009'
 
 
 def saved_state():
@@ -191,10 +192,9 @@ def test_healed_vnfcs_are_found_again_after_the_heal():
     healed_id = v2.vnfc_info_id(WORKER1)
     recorded = v2_mapping.healed_vnfcs(
         v2.vnf_instance(), {'vnfcInstanceId': [healed_id]})
-    assert recorded == {healed_id: [v2.VNFCS[1][3], 'workerNode']}
+    assert recorded == {healed_id: [v2.VNFCS[1][4], 'workerNode']}
     new_server = '55555555-5555-4555-8555-555555555555'
-    after = v2.vnf_instance(vnfcs=(v2.VNFCS[0], (new_server,) +
-                                   v2.VNFCS[1][1:]) + v2.VNFCS[2:])
+    after = v2.vnf_instance(vnfcs=v2.healed(1, new_server, NEW_STACK))
     aliases = v2_mapping.healed_aliases(after, recorded)
     assert aliases == {new_server: healed_id}
     inst = v2_mapping.instance(after, None, aliases)
