@@ -284,12 +284,13 @@ def openstack_vim(vnf_instance):
         'ETSINFV.OPENSTACK_KEYSTONE.V_3): the Heat stack cannot be read')
 
 
-def heat_access_info(vim):
+def heat_access_info(vim, cert_verify):
     """v2's vimConnectionInfo (interfaceInfo, accessInfo) as the access_info
-    heat.build_heat_client takes."""
+    heat.build_heat_client takes. ``cert_verify``: as Tacker v2 verifies
+    Heat's certificate (its registry sets skipCertificateVerification on
+    every VIM and does not read it)."""
     interface = vim.get('interfaceInfo') or {}
     access = vim.get('accessInfo') or {}
-    skip_verify = interface.get('skipCertificateVerification')
     return {
         'auth_url': interface.get('endpoint'),
         'username': access.get('username'),
@@ -299,7 +300,7 @@ def heat_access_info(vim):
         'user_domain_name': access.get('userDomain'),
         'project_domain_name': access.get('projectDomain'),
         'region': access.get('region'),
-        'cert_verify': not skip_verify if skip_verify is not None else True,
+        'cert_verify': cert_verify,
     }
 
 

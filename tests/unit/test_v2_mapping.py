@@ -213,13 +213,13 @@ def test_a_healed_storage_server_is_told_apart_by_its_vdu():
 
 def test_heat_access_info_from_vim_connection_info():
     access = v2_mapping.heat_access_info(
-        v2_mapping.openstack_vim(v2.vnf_instance()))
+        v2_mapping.openstack_vim(v2.vnf_instance()), '/etc/ssl/ca.pem')
     assert access == {
         'auth_url': 'http://keystone:5000/v3', 'username': 'nfv_user',
         'password': v2.VIM_PASSWORD, 'project_name': 'nfv',
         'project_id': None, 'user_domain_name': 'Default',
         'project_domain_name': 'Default', 'region': 'RegionOne',
-        'cert_verify': False}
+        'cert_verify': '/etc/ssl/ca.pem'}
 
 
 def test_no_openstack_vim_is_an_error():
