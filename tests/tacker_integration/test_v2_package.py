@@ -3,6 +3,8 @@ the VNFD routes every hook of the driver to the script, the v2 BaseHOT
 asks only for nfv keys v2's default UserData fills, and the test dicts of
 the v2 door have the shapes of Tacker's v2 objects."""
 
+import json
+import os
 import zipfile
 
 import pytest
@@ -64,3 +66,28 @@ def test_the_door_test_dicts_have_tackers_v2_shapes():
     request = v2.instantiate_request()
     assert objects.InstantiateVnfRequest.from_dict(request).to_dict() == \
         request
+
+
+REQUESTS_V2 = os.path.join(support.ROOT, 'samples', 'requests-v2')
+V2_SCHEMAS = {
+    'instantiate_simple.json': 'InstantiateVnfRequest_V200',
+    'instantiate_ha.json': 'InstantiateVnfRequest_V200',
+    'heal_storage_server.json': 'HealVnfRequest_V200',
+    'heal_entire_cluster.json': 'HealVnfRequest_V200',
+    'scale_out_worker.json': 'ScaleVnfRequest_V200',
+    'scale_in_worker.json': 'ScaleVnfRequest_V200',
+}
+
+
+def test_every_v2_sample_request_is_checked():
+    assert sorted(os.listdir(REQUESTS_V2)) == sorted(V2_SCHEMAS)
+
+
+@pytest.mark.parametrize('name', sorted(V2_SCHEMAS))
+def test_v2_request_passes_the_v2_api_schema(name):
+    from tacker.sol_refactored.api.schemas import vnflcm_v2
+    from tacker.sol_refactored.api import validator
+    with open(os.path.join(REQUESTS_V2, name)) as stream:
+        body = json.load(stream)
+    validator.SolSchemaValidator(
+        getattr(vnflcm_v2, V2_SCHEMAS[name])).validate(body)
