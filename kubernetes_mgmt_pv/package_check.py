@@ -19,6 +19,7 @@ from kubernetes_mgmt_pv import csar
 from kubernetes_mgmt_pv import exceptions
 from kubernetes_mgmt_pv import hooks as hooks_mod
 from kubernetes_mgmt_pv import manifests
+from kubernetes_mgmt_pv import param_checks
 from kubernetes_mgmt_pv import params
 from kubernetes_mgmt_pv import safe_yaml
 
@@ -78,7 +79,7 @@ def check(package_dir, request, found):
                     'an Instantiate request needs a flavourId; heal and '
                     'scale requests cannot be checked against the package')
         return
-    if not params.is_resource_name(flavour):
+    if not param_checks.is_resource_name(flavour):
         # It names the directory BaseHOT/<flavourId> of the package.
         found.error('flavour-unknown', 'flavourId',
                     'flavourId must be letters, digits and _ . -, got %r'
@@ -387,7 +388,7 @@ def _top_resource(hot, found, where, name, types):
     """The top-level resource `name` if it has one of `types`, else None
     (with a finding). The driver looks these up on the top-level stack.
     A name that is not a resource name is left to the parameter check."""
-    if not params.is_resource_name(name):
+    if not param_checks.is_resource_name(name):
         return None
     resource = hot.resources.get(name)
     if resource is None:
@@ -411,7 +412,7 @@ def _top_resource(hot, found, where, name, types):
 def _any_resource(hot, found, where, name, types):
     """A finding unless `name` is a resource of one of `types` in the top
     template or a nested one."""
-    if not params.is_resource_name(name):
+    if not param_checks.is_resource_name(name):
         return
     holders = [(hot.top_name, hot.resources)] + [
         ('nested/' + f, _mapping(hot.nested[f].get('resources')))
@@ -453,7 +454,7 @@ def _check_node_cps(hot, found, path, access):
         return
     resources = _mapping(template.get('resources'))
     for where, name in names:
-        if not params.is_resource_name(name):
+        if not param_checks.is_resource_name(name):
             continue
         kind = _mapping(resources.get(name)).get('type')
         if name not in resources:

@@ -11,7 +11,7 @@ from __future__ import annotations
 import dataclasses
 
 from kubernetes_mgmt_pv import exceptions
-from kubernetes_mgmt_pv import params as params_mod
+from kubernetes_mgmt_pv import param_checks
 
 MASTER = 'master'
 WORKER = 'worker'
@@ -65,12 +65,12 @@ def credential_overrides(request_params):
             value = request_params.get(key)
             if value is None:
                 continue
-            if not params_mod.is_sendable_text(value):
+            if not param_checks.is_sendable_text(value):
                 errors.append(exceptions.ParameterError(
                     'additionalParams.' + key,
                     'must be a non-empty string of at most %d characters '
                     'without control characters'
-                    % params_mod.MAX_TEXT_LENGTH))
+                    % param_checks.MAX_TEXT_LENGTH))
                 continue
             overrides.setdefault(role, {})[field] = value
     if errors:

@@ -7,6 +7,7 @@ import time
 import pytest
 
 from kubernetes_mgmt_pv import exceptions
+from kubernetes_mgmt_pv import param_checks
 from kubernetes_mgmt_pv import params
 from tests.unit import test_params
 
@@ -114,7 +115,7 @@ HOSTILE = [
     (storage(lambda s: s.update(junk=DEEP_LIST)), STORAGE + '.junk'),
     (lambda r: r['master_node'].update(pod_cidr=DEEP_OBJECT),
      # The member at the depth limit: pod_cidr is the third level.
-     ROOT + '.master_node.pod_cidr' + '.a' * (params.MAX_DEPTH - 3)),
+     ROOT + '.master_node.pod_cidr' + '.a' * (param_checks.MAX_DEPTH - 3)),
     (storage(lambda s: s['nfs_server_setup_params'].append(DEEP_LIST)),
      STORAGE + '.nfs_server_setup_params'),
     # Odd keys are named in an escaped, printable form.
@@ -134,14 +135,14 @@ def test_deep_nesting_outside_the_cluster_parameters_is_named():
     value['lcm-operation-user-data'] = DEEP_LIST
     assert failures(value) == {
         'lcm-operation-user-data': 'is nested deeper than %d levels'
-        % params.MAX_DEPTH}
+        % param_checks.MAX_DEPTH}
 
 
 def test_a_value_nested_to_the_limit_is_still_accepted():
     # master_node tolerates keys this driver does not use (with a warning).
     value = test_params.sample()
     value[ROOT]['master_node']['unused'] = deeply_nested(
-        params.MAX_DEPTH - 3, 'x')
+        param_checks.MAX_DEPTH - 3, 'x')
     params.parse(value)
 
 
@@ -188,7 +189,7 @@ STRING_FIELDS = [
 NEVER_VALID = (
     ['', ' ', '\t', '\x00', 'a\x00', '\x00/volume', '\x7f', '\x85', '\x9f',
      '\x1b[31m', 'a\nb', 'a\rb', 'a\x0bb', '\ud800', 'a\udfff', '\udc80b',
-     '/volume/\ud83d', 'x' * (params.MAX_TEXT_LENGTH + 1),
+     '/volume/\ud83d', 'x' * (param_checks.MAX_TEXT_LENGTH + 1),
      0, 1.5, float('nan'), True, False, [], ['a'], {}, {'a': 'b'},
      DEEP_LIST, DEEP_OBJECT, b'bytes', object()] +
     # Every C0 and C1 control character, inside otherwise valid text.
