@@ -216,10 +216,14 @@ class KubernetesMgmtDriver(tacker_compat.VnflcmMgmtAbstractDriver):
     def vim_access_info(self, context, vnf_instance):
         """The OpenStack VIM's credentials; its password is hidden from
         the hook's errors, logs and SSH output from now on."""
-        access_info = tacker_compat.vim_access_info(context, vnf_instance)
+        access_info = self.openstack_access_info(context, vnf_instance)
         _hide(access_info.get('password'),
               *redaction.url_secrets(access_info.get('auth_url')))
         return access_info
+
+    def openstack_access_info(self, context, vnf_instance):
+        """The OpenStack VIM's access_info (auth_url, username, ...)."""
+        return tacker_compat.vim_access_info(context, vnf_instance)
 
     def register_vim(self, context, vnf_instance, name, access):
         """Register the cluster (cluster_workflow.ClusterAccess) as the

@@ -166,7 +166,25 @@ cluster_opts = [
              'ServiceAccount Secret that the VIM authenticates with.'),
 ]
 
-ALL_OPTS = ssh_opts + step_opts + cluster_opts
+v2_opts = [
+    cfg.FloatOpt(
+        'v2_hook_deadline', default=10800.0, min=1.0,
+        help='Tacker v2 door: seconds one hook (one run of the VNF '
+             'package\'s script) may take in all. Tacker v2 runs the script '
+             'without a time limit while it holds the VNF instance\'s lock; '
+             'past this deadline the script stops, failing the operation '
+             '("<hook> failed on <conductor host>: no result within '
+             'v2_hook_deadline"), which can then be retried.'),
+    cfg.StrOpt(
+        'v2_log_file',
+        default='/var/log/tacker/kubernetes-mgmt-pv-v2.log',
+        help='Tacker v2 door: the file each hook appends its full log to '
+             '(secrets redacted; created with mode 0600). Tacker v2 drops '
+             'the script\'s output when the hook succeeds and shows only '
+             'its one-line error when it fails.'),
+]
+
+ALL_OPTS = ssh_opts + step_opts + cluster_opts + v2_opts
 
 
 def register_opts(conf):

@@ -50,6 +50,37 @@ except ImportError:
          ('get_type', 'get_name', 'get_description') + HOOKS})
 
 
+def load_tacker_config(args):
+    """Parse Tacker's configuration (``--config-file`` ... ``args``) into
+    the global CONF, as tacker-conductor does at start: a Tacker v2 hook
+    runs in a process of its own, which has not read tacker.conf."""
+    from oslo_config import cfg
+    if TACKER_AVAILABLE:
+        from tacker.common import config as tacker_config  # noqa: F401
+    cfg.CONF(args=list(args), project='tacker', default_config_files=[])
+
+
+def project_context(openstack_vim_id):
+    """An admin context of the project that owns the OpenStack VIM
+    ``openstack_vim_id``, the project the Kubernetes VIM goes to: a v2
+    hook gets no request context."""
+    if not TACKER_AVAILABLE:
+        raise exceptions.MgmtDriverError(
+            'Tacker is not installed: the VIM registry needs it')
+    from tacker import context as tacker_context
+    from tacker.extensions import nfvo
+    context = tacker_context.get_admin_context()
+    try:
+        vim = nfvo_plugin().get_vim(context, openstack_vim_id)
+    except nfvo.VimNotFoundException:
+        raise exceptions.MgmtDriverError(
+            'The OpenStack VIM %s of the VNF instance is not in Tacker\'s '
+            'VIM registry: its project owns the Kubernetes VIM'
+            % openstack_vim_id) from None
+    context.project_id = vim['tenant_id']
+    return context
+
+
 def _vnflcm_utils():
     if not TACKER_AVAILABLE:
         raise exceptions.MgmtDriverError(
@@ -168,7 +199,7 @@ def _credential(value):
 
 
 def register_kubernetes_vim(context, vnf_instance, name, auth_url,
-                            bearer_token, ssl_ca_cert):
+                            bearer_token, ssl_ca_cert, record=True):
     """Register the cluster as the Kubernetes VIM ``name``; its id.
 
     A VIM of that name in the instance's project is reused when it points
@@ -178,8 +209,8 @@ def register_kubernetes_vim(context, vnf_instance, name, auth_url,
     credentials match is left alone. Tacker checks the credentials against
     the cluster (GET /api/, list namespaces) and keeps the token and CA
     encrypted (the key in Barbican). No node credential is stored in the
-    VIM. The VIM is then added to the instance's vimConnectionInfo (once),
-    and the instance saved.
+    VIM. With ``record`` (the v1 door) the VIM is then added to the
+    instance's vimConnectionInfo (once), and the instance saved.
     """
     plugin = nfvo_plugin()
     tenant_id = _field(vnf_instance, 'tenant_id') or context.project_id
@@ -231,7 +262,8 @@ def register_kubernetes_vim(context, vnf_instance, name, auth_url,
             ) from redaction.safe_cause(error, (bearer_token,))
         LOG.info('Registered Kubernetes VIM %s (%s) for %s',
                  name, vim_id, shown_url)
-    _add_connection_info(vnf_instance, vim_id, auth_url)
+    if record:
+        _add_connection_info(vnf_instance, vim_id, auth_url)
     return vim_id
 
 

@@ -1,0 +1,145 @@
+"""One Tacker v2 hook: the v2 dicts mapped onto the request model, the
+features' hook run by the entry-point driver class (the v1 door's), and
+what Tacker v2 gets back.
+
+The driver's seams answer from the script dict instead of Tacker's
+database: the package is ``tmp_csar_dir``, the OpenStack VIM comes from
+``vimConnectionInfo``. The cluster's Kubernetes VIM goes to Tacker's VIM
+registry, in the project that owns the OpenStack VIM, and is kept out of
+the instance's vimConnectionInfo (v2 would pick any of two entries for the
+VNF's own operations); its id is saved in ``metadata.kubernetesMgmtPv.vim``
+for CNF instantiate requests (``"vimConnectionInfo": {"vim1": {"vimId":
+...}}``).
+"""
+
+import logging
+
+from kubernetes_mgmt_pv.doors import v2_mapping
+from kubernetes_mgmt_pv import exceptions
+from kubernetes_mgmt_pv import mgmt_driver
+from kubernetes_mgmt_pv import params
+from kubernetes_mgmt_pv import tacker_compat
+
+LOG = logging.getLogger(__name__)
+
+
+class V2Driver(mgmt_driver.KubernetesPvMgmtDriver):
+    """The entry-point driver with its Tacker lookups answered from one
+    v2 script dict."""
+
+    def __init__(self, script_dict, state):
+        super().__init__()
+        self._script = script_dict
+        self._state = state
+        self._context = None
+        self.registered = None  # {'id', 'name', 'endpoint'} of this hook
+        self.deleted = False
+
+    def vnf_package_dir(self, context, vnf_instance):
+        return self._script['tmp_csar_dir']
+
+    def openstack_access_info(self, context, vnf_instance):
+        return v2_mapping.heat_access_info(
+            v2_mapping.openstack_vim(self._script['vnf_instance']))
+
+    def openstack_vim_id(self):
+        """The registry id of the instance's OpenStack VIM (terminate_end
+        has no vimConnectionInfo left: then the one saved)."""
+        entries = self._script['vnf_instance'].get('vimConnectionInfo')
+        if entries:
+            return v2_mapping.openstack_vim(
+                self._script['vnf_instance']).get('vimId')
+        return self._state.get('openstackVimId')
+
+    def _tacker_context(self):
+        if self._context is None:
+            vim_id = self.openstack_vim_id()
+            if not vim_id:
+                raise exceptions.MgmtDriverError(
+                    'the OpenStack VIM of the VNF instance has no vimId: the '
+                    'Kubernetes VIM is registered in the project of a VIM '
+                    'of Tacker\'s VIM registry; instantiate with '
+                    '"vimConnectionInfo": {"vim1": {"vimId": ...}}')
+            self._context = tacker_compat.project_context(vim_id)
+        return self._context
+
+    def register_vim(self, context, vnf_instance, name, access):
+        vim_id = tacker_compat.register_kubernetes_vim(
+            self._tacker_context(), vnf_instance, name, access.url,
+            access.bearer_token, access.ca_cert, record=False)
+        self.registered = {'id': vim_id, 'name': name,
+                           'endpoint': access.url}
+        return vim_id
+
+    def delete_vim(self, context, vnf_instance, name):
+        self.deleted = tacker_compat.delete_kubernetes_vim(
+            self._tacker_context(), vnf_instance, name) or self.deleted
+        return self.deleted
+
+    def vim_users(self, context, vnf_instance, name):
+        return tacker_compat.kubernetes_vim_users(self._tacker_context(),
+                                                  vnf_instance, name)
+
+
+def run(script_dict, secrets, progress, driver_factory=V2Driver):
+    """Run the hook of ``script_dict``; the dict to hand back to Tacker.
+
+    ``secrets`` gets every password of the request as soon as it is known
+    (for the log's redaction); ``progress`` (this operation's entry in
+    user_script_err_handling_data) records the hooks done, so a retry of a
+    failed operation skips a ``_start`` hook that already did its part.
+    """
+    operation = script_dict['operation']
+    if not v2_mapping.runs(operation):
+        LOG.info('%s: not a hook of this driver, nothing to do', operation)
+        return {}
+    if operation.endswith('_start') and operation in progress.get('done', ()):
+        LOG.info('%s: done before this retry, skipped', operation)
+        return {}
+    inst = script_dict['vnf_instance']
+    req = script_dict.get('request') or {}
+    state = dict(v2_mapping.state_of(inst))
+    request_params = req.get('additionalParams') or {}
+    secrets.extend(v2_mapping.secret_values(
+        request_params.get(params.ROOT)))
+    root = v2_mapping.params_in_effect(operation, request_params, state)
+    if operation == 'terminate_end' and 'vim' not in state:
+        LOG.info('terminate_end: terminate_start deleted the Kubernetes VIM')
+        return {'vnf_instance': v2_mapping.with_state(inst, None)}
+    aliases, kwargs = None, {}
+    if operation == 'heal_start' and req.get('vnfcInstanceId'):
+        progress['healing'] = v2_mapping.healed_vnfcs(inst, req)
+    elif operation == 'heal_end':
+        aliases = v2_mapping.healed_aliases(inst, progress.get('healing'))
+    elif operation == 'scale_start' and req.get('type') == 'SCALE_IN':
+        kwargs['scale_out_id_list'] = v2_mapping.removed_member_stacks(
+            inst, script_dict.get('grant_request'))
+    elif (operation == 'scale_end' and req.get('type') == 'SCALE_OUT' and
+          root is not None):
+        kwargs['scale_out_id_list'] = v2_mapping.aspect_member_stacks(
+            inst, root, req.get('aspectId'))
+    driver = driver_factory(script_dict, state)
+    getattr(driver, operation)(
+        None, v2_mapping.instance(inst, root, aliases),
+        v2_mapping.request(operation, req, root),
+        script_dict.get('grant_response'), script_dict.get('grant_request'),
+        **kwargs)
+    progress.setdefault('done', []).append(operation)
+    return {'vnf_instance': v2_mapping.with_state(
+        inst, _next_state(operation, state, root, driver, inst))}
+
+
+def _next_state(operation, state, root, driver, inst):
+    if operation == 'terminate_end':
+        return None
+    if operation == 'instantiate_end':
+        if root is None:
+            return None
+        state = {'contractVersion': mgmt_driver.PACKAGE_CONTRACT_VERSION,
+                 'params': v2_mapping.saved_params(root),
+                 'openstackVimId': driver.openstack_vim_id()}
+    if driver.deleted:
+        state.pop('vim', None)
+    if driver.registered:
+        state['vim'] = driver.registered
+    return state

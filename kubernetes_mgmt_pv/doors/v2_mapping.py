@@ -1,0 +1,314 @@
+"""Tacker v2's script dicts mapped onto the request model, and back.
+
+Pure functions of the pickled dict Tacker v2's conductor hands a package
+script (``operation``, ``request``, ``vnf_instance``, ``grant_request``,
+``user_script_err_handling_data``, all camelCase): no Tacker, no host.
+
+v2 keeps no instantiate additionalParams with the instance, so
+instantiate_end saves the parameters in ``vnf_instance.metadata`` under
+STATE_KEY, without any secret (the API shows metadata unmasked): the node
+passwords and proxy URLs with user info come again with each later
+request's ``additionalParams.k8s_cluster_installation_param``.
+"""
+
+import copy
+import secrets as secrets_mod
+import urllib.parse
+
+from kubernetes_mgmt_pv import exceptions
+from kubernetes_mgmt_pv import params as params_mod
+from kubernetes_mgmt_pv import request_model as model
+
+STATE_KEY = 'kubernetesMgmtPv'
+# The hooks the door runs; every other operation v2 calls is a no-op.
+HOOKS = ('instantiate_end', 'terminate_start', 'terminate_end',
+         'scale_start', 'scale_end', 'heal_start', 'heal_end')
+# Hooks that never log in to a VM (terminate only deletes the VIM).
+NO_LOGIN_HOOKS = ('terminate_start', 'terminate_end')
+ROLES = ('master_node', 'worker_node', 'storage_server')
+PROXY_URLS = ('http_proxy', 'https_proxy')
+_REQUEST_PATH = 'additionalParams.' + params_mod.ROOT
+
+
+def runs(operation):
+    return operation in HOOKS
+
+
+# -- the saved parameters --------------------------------------------------
+
+def saved_params(root):
+    """``root`` (k8s_cluster_installation_param) without its secrets."""
+    saved = copy.deepcopy(root)
+    for role in ROLES:
+        if isinstance(saved.get(role), dict):
+            saved[role].pop('password', None)
+    proxy = saved.get('proxy')
+    if isinstance(proxy, dict):
+        for key in PROXY_URLS:
+            if _has_user_info(proxy.get(key)):
+                del proxy[key]
+    return saved
+
+
+def _has_user_info(url):
+    try:
+        return bool(isinstance(url, str) and
+                    urllib.parse.urlsplit(url).username is not None)
+    except ValueError:
+        return True  # unparseable: kept out, the request gives it again
+
+
+def _secret_paths(root):
+    """(role, key) of the values saved_params leaves out of ``root``."""
+    paths = [(role, 'password') for role in ROLES
+             if isinstance(root.get(role), dict)]
+    return paths + [('proxy', key) for key in PROXY_URLS]
+
+
+def params_in_effect(operation, request_params, state):
+    """The k8s_cluster_installation_param a hook runs with: the instantiate
+    request's at instantiate_end; later, the saved one completed with the
+    request's secrets (its other keys must equal the saved ones: they
+    cannot change after instantiation). Raises ParameterErrors."""
+    request_params = request_params or {}
+    given = request_params.get(params_mod.ROOT)
+    if operation == 'instantiate_end':
+        return given
+    saved = (state or {}).get('params')
+    if saved is None:
+        return None  # not instantiated by this door: the features are off
+    if given is not None and not isinstance(given, dict):
+        raise exceptions.ParameterErrors([exceptions.ParameterError(
+            _REQUEST_PATH, 'must be an object')])
+    given = given or {}
+    merged, errors = copy.deepcopy(saved), []
+    _check_unchanged(given, saved, _REQUEST_PATH, errors)
+    for role, key in _secret_paths(saved) + _role_logins(saved):
+        value = (given.get(role) or {}).get(key) \
+            if isinstance(given.get(role), dict) else None
+        flat = request_params.get('%s_%s' % (role, key))
+        value = value if value is not None else flat
+        if value is not None:
+            merged.setdefault(role, {})[key] = value
+        elif key == 'password' and role in merged:
+            if operation in NO_LOGIN_HOOKS:
+                # Never sent anywhere: terminate logs in to no VM.
+                merged[role][key] = secrets_mod.token_urlsafe(24)
+            else:
+                errors.append(exceptions.ParameterError(
+                    '%s.%s.password' % (_REQUEST_PATH, role),
+                    'required: Tacker v2 keeps no password between '
+                    'operations (metadata.%s holds the other parameters); '
+                    'give the node logins in every scale and heal request'
+                    % STATE_KEY))
+    if errors:
+        raise exceptions.ParameterErrors(errors)
+    return merged
+
+
+def _role_logins(saved):
+    return [(role, 'username') for role in ROLES
+            if isinstance(saved.get(role), dict)]
+
+
+def _check_unchanged(given, saved, path, errors):
+    """Keys of the request that are no secret must equal the saved ones."""
+    for key, value in given.items():
+        here = '%s.%s' % (path, key)
+        if key in PROXY_URLS or key in ('password', 'username'):
+            continue
+        if isinstance(value, dict) and isinstance(saved.get(key), dict):
+            _check_unchanged(value, saved[key], here, errors)
+        elif saved.get(key) != value:
+            errors.append(exceptions.ParameterError(
+                here, 'differs from the instantiate parameters saved in '
+                'metadata.%s: they cannot change after instantiation'
+                % STATE_KEY))
+
+
+def secret_values(root):
+    """Every password and proxy URL of ``root``: hidden from the log."""
+    root = root if isinstance(root, dict) else {}
+    found = [(root.get(role) or {}).get(key) if isinstance(
+        root.get(role), dict) else None for role, key in _secret_paths(root)]
+    return [value for value in found if isinstance(value, str) and value]
+
+
+# -- the request model -----------------------------------------------------
+
+def _stack_of(vnfc):
+    """The id of the Heat stack holding the VNFC's server (v2 keeps
+    "<stack name>/<stack id>" in its metadata)."""
+    stack = (vnfc.get('metadata') or {}).get('stack_id') or ''
+    return stack.rsplit('/', 1)[-1] or None
+
+
+def stack_id(vnf_instance):
+    """The VNF's top-level Heat stack: v2 names it vnf-<instance id> and
+    keeps its id in instantiatedVnfInfo.metadata.stack_id."""
+    info = vnf_instance.get('instantiatedVnfInfo') or {}
+    return ((info.get('metadata') or {}).get('stack_id') or
+            'vnf-%s' % vnf_instance['id'])
+
+
+def _vnfc_ids(info):
+    """{vnfcResourceInfo id: the vnfcInfo id a heal request names}."""
+    return {vnfc['vnfcResourceInfoId']: vnfc['id']
+            for vnfc in info.get('vnfcInfo') or []
+            if vnfc.get('vnfcResourceInfoId')}
+
+
+def instance(vnf_instance, root, aliases=None):
+    """The model of ``vnf_instance``; ``root`` the parameters in effect.
+
+    ``aliases`` ({vnfcResourceInfo id: id}) names re-created VNFCs by
+    the ids their heal request gave (heal_end)."""
+    info = vnf_instance.get('instantiatedVnfInfo') or {}
+    names = dict(_vnfc_ids(info), **(aliases or {}))
+    vnfcs = tuple(model.Vnfc(
+        id=names.get(vnfc['id'], vnfc['id']),
+        compute_resource=model.ComputeResource(
+            (vnfc.get('computeResource') or {}).get('resourceId')),
+        vnfc_cp_info=tuple(model.VnfcCp(cp.get('cpdId'))
+                           for cp in vnfc.get('vnfcCpInfo') or []))
+        for vnfc in info.get('vnfcResourceInfo') or [])
+    scale_status = tuple(model.ScaleStatus(s['aspectId'],
+                                           s.get('scaleLevel', 0))
+                         for s in info.get('scaleStatus') or [])
+    params = {params_mod.ROOT: root} if root is not None else {}
+    return model.VnfInstance(
+        id=vnf_instance['id'], vnfd_id=vnf_instance.get('vnfdId'),
+        instantiated_vnf_info=model.InstantiatedInfo(
+            instance_id=stack_id(vnf_instance), additional_params=params,
+            vnfc_resource_info=vnfcs, scale_status=scale_status))
+
+
+def request(operation, request_dict, root):
+    """The model of the LCM request of ``operation``."""
+    request_dict = request_dict or {}
+    extra = {key: value for key, value in
+             (request_dict.get('additionalParams') or {}).items()
+             if key != params_mod.ROOT}
+    if operation == 'instantiate_end' and root is not None:
+        extra[params_mod.ROOT] = root
+    heal_ids = request_dict.get('vnfcInstanceId')
+    return model.LcmRequest(
+        additional_params=extra,
+        flavour_id=request_dict.get('flavourId'),
+        type=request_dict.get('type'),
+        aspect_id=request_dict.get('aspectId'),
+        number_of_steps=request_dict.get('numberOfSteps'),
+        vnfc_instance_id=tuple(heal_ids) if heal_ids else None,
+        termination_type=request_dict.get('terminationType'))
+
+
+def removed_member_stacks(vnf_instance, grant_request):
+    """Stack ids of the VMs a scale-in removes (grant_request's COMPUTE
+    removeResources, Nova server ids, matched to the instance's VNFCs)."""
+    servers = [res['resource']['resourceId'] for res in
+               (grant_request or {}).get('removeResources') or []
+               if res.get('type') == 'COMPUTE' and res.get('resource')]
+    by_server = {(vnfc.get('computeResource') or {}).get('resourceId'):
+                 _stack_of(vnfc) for vnfc in _vnfcs(vnf_instance)}
+    exceptions.check_known(
+        exceptions.indexed('grant_request.removeResources', servers),
+        by_server, 'a VNFC of this VNF instance')
+    return [by_server[server] for server in servers]
+
+
+def aspect_member_stacks(vnf_instance, root, aspect_id):
+    """Stack ids of every VM of the Master/Worker aspect: a v2 scale_end
+    cannot tell the new ones, so the features get them all (they change
+    only what differs, so the others are left as they are)."""
+    cps = {(root.get(role) or {}).get(key) for role in ROLES[:2]
+           if isinstance(root.get(role), dict) and
+           root[role].get('aspect_id') == aspect_id
+           for key in ('ssh_cp_name', 'nic_cp_name')} - {None}
+    stacks = []
+    for vnfc in _vnfcs(vnf_instance):
+        if cps & {cp.get('cpdId') for cp in vnfc.get('vnfcCpInfo') or []}:
+            stacks.append(_stack_of(vnfc))
+    return list(dict.fromkeys(stacks))
+
+
+def _vnfcs(vnf_instance):
+    info = vnf_instance.get('instantiatedVnfInfo') or {}
+    return info.get('vnfcResourceInfo') or []
+
+
+def healed_vnfcs(vnf_instance, request_dict):
+    """{requested vnfcInstanceId: [stack id, VDU id]} of a heal, recorded
+    at heal_start: the ids name the old VMs, which heal_end no longer has."""
+    info = vnf_instance.get('instantiatedVnfInfo') or {}
+    by_id = {vnfc['id']: vnfc for vnfc in info.get('vnfcResourceInfo') or []}
+    found = {}
+    for resource_id, vnfc_id in _vnfc_ids(info).items():
+        if vnfc_id in ((request_dict or {}).get('vnfcInstanceId') or ()) \
+                and resource_id in by_id:
+            vnfc = by_id[resource_id]
+            found[vnfc_id] = [_stack_of(vnfc), vnfc.get('vduId')]
+    return found
+
+
+def healed_aliases(vnf_instance, recorded):
+    """{vnfcResourceInfo id: requested id} of the VMs a heal re-created,
+    found by the stack and VDU recorded at heal_start."""
+    aliases = {}
+    for vnfc_id, (stack, vdu) in (recorded or {}).items():
+        for vnfc in _vnfcs(vnf_instance):
+            if _stack_of(vnfc) == stack and vnfc.get('vduId') == vdu:
+                aliases[vnfc['id']] = vnfc_id
+    return aliases
+
+
+# -- the VIM of the OpenStack stack ------------------------------------------
+
+OPENSTACK_VIM_TYPES = ('ETSINFV.OPENSTACK_KEYSTONE.V_3', 'openstack')
+
+
+def openstack_vim(vnf_instance):
+    """The instance's OpenStack vimConnectionInfo entry."""
+    for entry in (vnf_instance.get('vimConnectionInfo') or {}).values():
+        if entry.get('vimType') in OPENSTACK_VIM_TYPES:
+            return entry
+    raise exceptions.MgmtDriverError(
+        'vnf_instance.vimConnectionInfo has no OpenStack VIM (vimType '
+        'ETSINFV.OPENSTACK_KEYSTONE.V_3): the Heat stack cannot be read')
+
+
+def heat_access_info(vim):
+    """v2's vimConnectionInfo (interfaceInfo, accessInfo) as the access_info
+    heat.build_heat_client takes."""
+    interface = vim.get('interfaceInfo') or {}
+    access = vim.get('accessInfo') or {}
+    skip_verify = interface.get('skipCertificateVerification')
+    return {
+        'auth_url': interface.get('endpoint'),
+        'username': access.get('username'),
+        'password': access.get('password'),
+        'project_name': access.get('project'),
+        'project_id': access.get('projectId'),
+        'user_domain_name': access.get('userDomain'),
+        'project_domain_name': access.get('projectDomain'),
+        'region': access.get('region'),
+        'cert_verify': not skip_verify if skip_verify is not None else True,
+    }
+
+
+# -- the result ------------------------------------------------------------
+
+def with_state(vnf_instance, state):
+    """The instance dict to hand back, STATE_KEY set to ``state`` (None:
+    removed)."""
+    result = copy.deepcopy(vnf_instance)
+    metadata = dict(result.get('metadata') or {})
+    if state is None:
+        metadata.pop(STATE_KEY, None)
+    else:
+        metadata[STATE_KEY] = state
+    result['metadata'] = metadata
+    return result
+
+
+def state_of(vnf_instance):
+    return (vnf_instance.get('metadata') or {}).get(STATE_KEY) or {}

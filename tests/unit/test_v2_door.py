@@ -1,0 +1,302 @@
+"""The Tacker v2 door: one hook per run, the state it saves, what it
+hands back to Tacker, and its seams."""
+
+import types
+
+import pytest
+
+from kubernetes_mgmt_pv.doors import tacker_v2
+from kubernetes_mgmt_pv.doors import v2_hook
+from kubernetes_mgmt_pv.doors import v2_mapping
+from kubernetes_mgmt_pv import exceptions
+from kubernetes_mgmt_pv import mgmt_driver
+from kubernetes_mgmt_pv import params as params_mod
+from kubernetes_mgmt_pv import tacker_compat
+from tests.unit import v2_dicts as v2
+
+MASTER, WORKER1, WORKER2, STORAGE = (vnfc[0] for vnfc in v2.VNFCS)
+K8S_VIM = {'id': 'k8s-vim-id', 'name': 'kubernetes_vim',
+           'endpoint': 'https://10.10.0.5:6443'}
+
+
+class Recorder(object):
+    """A driver that records the hook calls instead of running them; it
+    registers or deletes the VIM as the features would."""
+
+    def __init__(self, script_dict, state, fail=None):
+        self.calls = []
+        self.registered = None
+        self.deleted = False
+        self._fail = fail
+        Recorder.last = self
+
+    def openstack_vim_id(self):
+        return v2.OPENSTACK_VIM_ID
+
+    def __getattr__(self, hook):
+        if hook not in v2_mapping.HOOKS:
+            raise AttributeError(hook)
+
+        def call(context, vnf_instance, request, grant, grant_request,
+                 **kwargs):
+            self.calls.append((hook, vnf_instance, request, kwargs))
+            if self._fail:
+                raise self._fail
+            if hook in ('instantiate_end', 'heal_end') and \
+                    request.vnfc_instance_id is None:
+                self.registered = dict(K8S_VIM)
+            if hook in ('terminate_start', 'terminate_end') or (
+                    hook == 'heal_start' and not request.vnfc_instance_id):
+                self.deleted = True
+        return call
+
+
+@pytest.fixture(autouse=True)
+def _no_recorder():
+    Recorder.last = None
+
+
+def run(operation, request, inst=None, progress=None, **kwargs):
+    secrets, progress = [], {} if progress is None else progress
+    result = v2_hook.run(v2.script_dict(operation, request, inst, **kwargs),
+                         secrets, progress, driver_factory=Recorder)
+    return result, secrets, progress
+
+
+def instantiated(vim=True):
+    state = {'contractVersion': mgmt_driver.PACKAGE_CONTRACT_VERSION,
+             'params': v2_mapping.saved_params(v2.install_params()),
+             'openstackVimId': v2.OPENSTACK_VIM_ID}
+    if vim:
+        state['vim'] = dict(K8S_VIM)
+    return v2.vnf_instance(metadata={v2_mapping.STATE_KEY: state})
+
+
+def test_instantiate_end_saves_the_state_without_secrets():
+    result, secrets, progress = run('instantiate_end',
+                                    v2.instantiate_request())
+    state = result['vnf_instance']['metadata'][v2_mapping.STATE_KEY]
+    assert state == instantiated()['metadata'][v2_mapping.STATE_KEY]
+    for secret in (v2.PASSWORD, v2.STORAGE_PASSWORD, v2.VIM_PASSWORD,
+                   'proxy-Secret'):
+        assert secret not in repr(result['vnf_instance']['metadata'])
+    assert v2.PASSWORD in secrets and v2.STORAGE_PASSWORD in secrets
+    assert progress == {'done': ['instantiate_end']}
+    hook, inst, request, kwargs = Recorder.last.calls[0]
+    assert inst.instantiated_vnf_info.instance_id == v2.STACK_ID
+    assert request.additional_params[params_mod.ROOT] == v2.install_params()
+
+
+def test_the_rest_of_the_instance_is_handed_back_unchanged():
+    result, _, _ = run('instantiate_end', v2.instantiate_request())
+    handed = dict(result['vnf_instance'], metadata={})
+    assert handed == dict(v2.vnf_instance(), metadata={})
+
+
+def test_instantiate_without_parameters_saves_nothing():
+    result, _, _ = run('instantiate_end', {'flavourId': 'simple'},
+                       inst=v2.vnf_instance(metadata={'a': 'b'}))
+    assert result['vnf_instance']['metadata'] == {'a': 'b'}
+
+
+def test_terminate_start_deletes_the_vim_and_forgets_it():
+    result, _, _ = run('terminate_start', {'terminationType': 'FORCEFUL'},
+                       inst=instantiated())
+    state = result['vnf_instance']['metadata'][v2_mapping.STATE_KEY]
+    assert 'vim' not in state and 'params' in state
+    assert Recorder.last.calls[0][0] == 'terminate_start'
+
+
+def test_terminate_end_after_terminate_start_only_drops_the_state():
+    inst = instantiated(vim=False)
+    inst['vimConnectionInfo'] = {}
+    del inst['instantiatedVnfInfo']
+    result, _, _ = run('terminate_end', {'terminationType': 'FORCEFUL'},
+                       inst=inst)
+    assert v2_mapping.STATE_KEY not in result['vnf_instance']['metadata']
+    assert Recorder.last is None
+
+
+def test_terminate_end_deletes_a_vim_terminate_start_left():
+    inst = instantiated()
+    inst['vimConnectionInfo'] = {}
+    result, _, _ = run('terminate_end', {}, inst=inst)
+    assert Recorder.last.calls[0][0] == 'terminate_end'
+    assert v2_mapping.STATE_KEY not in result['vnf_instance']['metadata']
+
+
+def test_scale_in_hands_the_victims_member_stacks():
+    run('scale_start', dict(additionalParams=v2.logins(), type='SCALE_IN',
+                            aspectId='worker_instance', numberOfSteps=1),
+        inst=instantiated(),
+        grant_request=v2.grant_request('SCALE', [WORKER2]))
+    hook, inst, request, kwargs = Recorder.last.calls[0]
+    assert kwargs == {'scale_out_id_list': [v2.VNFCS[2][3]]}
+    assert request.type == 'SCALE_IN'
+    params = params_mod.parse(inst.instantiated_vnf_info.additional_params)
+    assert params.worker.password == v2.PASSWORD
+
+
+def test_scale_out_hands_every_worker():
+    run('scale_end', dict(additionalParams=v2.logins(), type='SCALE_OUT',
+                          aspectId='worker_instance', numberOfSteps=1),
+        inst=instantiated())
+    assert Recorder.last.calls[0][3] == {
+        'scale_out_id_list': [v2.VNFCS[1][3], v2.VNFCS[2][3]]}
+
+
+def test_heal_of_a_worker_across_start_and_end():
+    healed_id = v2.vnfc_info_id(WORKER1)
+    request = dict(additionalParams=v2.logins(),
+                   vnfcInstanceId=[healed_id])
+    progress = {}
+    run('heal_start', request, inst=instantiated(), progress=progress)
+    assert progress['healing'] == {healed_id: [v2.VNFCS[1][3],
+                                               'workerNode']}
+    new_server = '55555555-5555-4555-8555-555555555555'
+    after = instantiated()
+    after['instantiatedVnfInfo'] = v2.vnf_instance(vnfcs=(
+        v2.VNFCS[0], (new_server,) + v2.VNFCS[1][1:]) + v2.VNFCS[2:])[
+        'instantiatedVnfInfo']
+    result, _, _ = run('heal_end', request, inst=after, progress=progress)
+    _, inst, heal_request, _ = Recorder.last.calls[0]
+    vnfcs = {vnfc.id: vnfc.compute_resource.resource_id
+             for vnfc in inst.instantiated_vnf_info.vnfc_resource_info}
+    assert vnfcs[healed_id] == new_server
+    assert heal_request.vnfc_instance_id == (healed_id,)
+    assert progress['done'] == ['heal_start', 'heal_end']
+    assert result['vnf_instance']['metadata'][v2_mapping.STATE_KEY][
+        'vim'] == K8S_VIM
+
+
+def test_entire_heal_replaces_the_vim_record():
+    progress = {}
+    result, _, _ = run('heal_start', {'additionalParams': v2.logins()},
+                       inst=instantiated(),
+                       progress=progress)
+    state = result['vnf_instance']['metadata'][v2_mapping.STATE_KEY]
+    assert 'vim' not in state
+    result, _, _ = run('heal_end', {'additionalParams': v2.logins()},
+                       inst=result['vnf_instance'], progress=progress)
+    assert result['vnf_instance']['metadata'][v2_mapping.STATE_KEY][
+        'vim'] == K8S_VIM
+
+
+def test_a_retry_skips_a_start_hook_that_was_done():
+    progress = {'done': ['heal_start']}
+    result, _, _ = run('heal_start', {'additionalParams': v2.logins()},
+                       inst=instantiated(),
+                       progress=progress)
+    assert result == {}
+    assert Recorder.last is None
+
+
+def test_a_retry_of_a_failed_hook_converges():
+    """The failed run saves nothing; the retry runs with the same inputs
+    and hands back what a first success would have."""
+    progress = {}
+    with pytest.raises(exceptions.StepError):
+        v2_hook.run(v2.script_dict('instantiate_end',
+                                   v2.instantiate_request()), [], progress,
+                    driver_factory=lambda d, s: Recorder(
+                        d, s, fail=exceptions.StepError(
+                            'kubeadm init', '10.10.0.5', OSError('x'))))
+    assert progress == {}
+    retried, _, _ = run('instantiate_end', v2.instantiate_request(),
+                        progress=progress)
+    first, _, _ = run('instantiate_end', v2.instantiate_request())
+    assert retried == first
+
+
+@pytest.mark.parametrize('operation', [
+    'instantiate_start', 'modify_information_start',
+    'modify_information_end', 'change_external_connectivity_start',
+    'change_current_package_end', 'scale_rollback_start',
+    'instantiate_rollback_end'])
+def test_undeclared_operations_are_no_ops(operation):
+    assert run(operation, {}, inst=instantiated())[0] == {}
+    assert Recorder.last is None
+
+
+def test_missing_logins_fail_before_any_step():
+    with pytest.raises(exceptions.ParameterErrors):
+        run('scale_end', {'type': 'SCALE_OUT', 'aspectId': 'worker_instance'},
+            inst=instantiated())
+    assert Recorder.last is None
+
+
+# -- the driver's seams -------------------------------------------------------
+
+def test_seams_answer_from_the_script_dict(monkeypatch):
+    script = v2.script_dict('instantiate_end', v2.instantiate_request(),
+                            package_dir='/tmp/pkg')
+    driver = v2_hook.V2Driver(script, {})
+    assert driver.vnf_package_dir(None, None) == '/tmp/pkg'
+    assert driver.openstack_access_info(None, None)['password'] == \
+        v2.VIM_PASSWORD
+    calls = []
+    monkeypatch.setattr(tacker_compat, 'project_context',
+                        lambda vim_id: calls.append(vim_id) or 'ctx')
+
+    def register(context, inst, name, url, token, ca, record=True):
+        calls.append((context, name, url, record))
+        return 'new-vim'
+    monkeypatch.setattr(tacker_compat, 'register_kubernetes_vim', register)
+    access = types.SimpleNamespace(url='https://10.10.0.5:6443',
+                                   bearer_token='tok', ca_cert='ca')
+    assert driver.register_vim(None, None, 'kubernetes_vim', access) == \
+        'new-vim'
+    assert calls == [v2.OPENSTACK_VIM_ID,
+                     ('ctx', 'kubernetes_vim', access.url, False)]
+    assert driver.registered == {'id': 'new-vim', 'name': 'kubernetes_vim',
+                                 'endpoint': access.url}
+
+
+def test_terminate_end_finds_the_project_through_the_saved_vim_id():
+    inst = v2.vnf_instance()
+    inst['vimConnectionInfo'] = {}
+    driver = v2_hook.V2Driver(v2.script_dict('terminate_end', {}, inst),
+                              {'openstackVimId': 'saved-id'})
+    assert driver.openstack_vim_id() == 'saved-id'
+
+
+def test_an_openstack_vim_without_id_cannot_register():
+    inst = v2.vnf_instance()
+    del inst['vimConnectionInfo']['vim1']['vimId']
+    driver = v2_hook.V2Driver(v2.script_dict('instantiate_end', {}, inst),
+                              {})
+    with pytest.raises(exceptions.MgmtDriverError, match='vimId'):
+        driver.delete_vim(None, None, 'kubernetes_vim')
+
+
+# -- the process shell -------------------------------------------------------
+
+@pytest.mark.parametrize('environ, argv, default, expected', [
+    ({tacker_v2.CONFIG_ENV: '/a.conf:/b.conf'}, ['--config-file', '/c'],
+     True, ['--config-file', '/a.conf', '--config-file', '/b.conf']),
+    ({}, ['/usr/bin/python3', '/usr/bin/tacker-conductor', '--config-file',
+          '/etc/tacker/t.conf', '--config-dir=/etc/tacker/conf.d',
+          '--log-file', '/var/log/x'], True,
+     ['--config-file', '/etc/tacker/t.conf',
+      '--config-dir', '/etc/tacker/conf.d']),
+    ({}, ['pytest'], True, ['--config-file', tacker_v2.DEFAULT_CONFIG]),
+    ({}, ['pytest'], False, []),
+])
+def test_config_args(environ, argv, default, expected):
+    assert tacker_v2.config_args(environ, argv, default) == expected
+
+
+@pytest.mark.parametrize('error, expected', [
+    (exceptions.StepError('kubeadm join', '10.0.0.7', OSError('refused')),
+     'kubeadm join failed on 10.0.0.7: OSError: refused'),
+    (exceptions.ParameterErrors([exceptions.ParameterError('a.b', 'bad')]),
+     'scale_end failed on conductor1: invalid additionalParams (1 problem):'
+     ' - a.b: bad'),
+    (exceptions.MgmtDriverError('scale_end failed: boom'),
+     'scale_end failed on conductor1: boom'),
+    (exceptions.MgmtDriverError('login as ubuntu with pw-Secret\nrefused'),
+     'scale_end failed on conductor1: login as ubuntu with *** refused'),
+])
+def test_error_line(error, expected):
+    assert tacker_v2.error_line('scale_end', error, 'conductor1',
+                                ['pw-Secret']) == expected

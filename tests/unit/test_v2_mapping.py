@@ -1,0 +1,250 @@
+"""The Tacker v2 door's mapping of v2 dicts onto the request model."""
+
+import pytest
+
+from kubernetes_mgmt_pv.doors import v2_mapping
+from kubernetes_mgmt_pv import exceptions
+from kubernetes_mgmt_pv import lcm_requests
+from kubernetes_mgmt_pv import params as params_mod
+from tests.unit import v2_dicts as v2
+
+MASTER, WORKER1, WORKER2, STORAGE = (vnfc[0] for vnfc in v2.VNFCS)
+
+
+def saved_state():
+    return {'params': v2_mapping.saved_params(v2.install_params())}
+
+
+def test_saved_params_hold_no_secret():
+    saved = v2_mapping.saved_params(v2.install_params())
+    text = repr(saved)
+    for secret in (v2.PASSWORD, v2.STORAGE_PASSWORD, 'proxy-Secret'):
+        assert secret not in text
+    assert saved['master_node']['username'] == 'ubuntu'
+    assert saved['proxy'] == {'no_proxy': 'example.org'}
+    assert saved['storage_server']['nfs_server_setup_params'] == \
+        v2.install_params()['storage_server']['nfs_server_setup_params']
+
+
+def test_saved_params_keep_a_proxy_without_user_info():
+    params = v2.install_params()
+    params['proxy']['http_proxy'] = 'http://proxy:3128'
+    assert v2_mapping.saved_params(params)['proxy']['http_proxy'] == \
+        'http://proxy:3128'
+
+
+def test_instantiate_runs_with_the_request_parameters():
+    root = v2.install_params()
+    assert v2_mapping.params_in_effect(
+        'instantiate_end', {params_mod.ROOT: root}, {}) == root
+
+
+def test_later_hooks_complete_the_saved_parameters_with_the_logins():
+    merged = v2_mapping.params_in_effect('scale_end', dict(
+        v2.logins(), **{}), saved_state())
+    params = params_mod.parse({params_mod.ROOT: merged})
+    assert params.master.password == v2.PASSWORD
+    assert params.storage.password == v2.STORAGE_PASSWORD
+    assert params.script_path == 'Scripts/install_k8s_cluster.sh'
+
+
+def test_v1_style_login_keys_count_too():
+    request = v2.logins()
+    del request[params_mod.ROOT]['worker_node']
+    request['worker_node_password'] = 'flat-Secret'
+    merged = v2_mapping.params_in_effect('heal_end', request, saved_state())
+    assert merged['worker_node']['password'] == 'flat-Secret'
+
+
+def test_a_resent_whole_parameter_set_is_accepted():
+    """Upstream's v2 sample resends everything: equal keys pass."""
+    merged = v2_mapping.params_in_effect(
+        'heal_start', {params_mod.ROOT: v2.install_params()}, saved_state())
+    assert merged == v2.install_params()
+
+
+@pytest.mark.parametrize('operation', ['scale_start', 'scale_end',
+                                       'heal_start', 'heal_end'])
+def test_missing_passwords_are_named_by_path(operation):
+    request = v2.logins()
+    del request[params_mod.ROOT]['storage_server']
+    with pytest.raises(exceptions.ParameterErrors) as caught:
+        v2_mapping.params_in_effect(operation, request, saved_state())
+    paths = [error.path for error in caught.value.errors]
+    assert paths == ['additionalParams.k8s_cluster_installation_param.'
+                     'storage_server.password']
+
+
+@pytest.mark.parametrize('operation', v2_mapping.NO_LOGIN_HOOKS)
+def test_terminate_needs_no_password(operation):
+    merged = v2_mapping.params_in_effect(operation, {}, saved_state())
+    params = params_mod.parse({params_mod.ROOT: merged})
+    assert params.storage.password not in (v2.STORAGE_PASSWORD, '')
+
+
+def test_changed_parameters_are_refused():
+    request = v2.logins()
+    request[params_mod.ROOT]['master_node']['ssh_cp_name'] = 'other_CP'
+    request[params_mod.ROOT]['vim_name'] = 'other'
+    with pytest.raises(exceptions.ParameterErrors) as caught:
+        v2_mapping.params_in_effect('scale_end', request, saved_state())
+    assert sorted(error.path for error in caught.value.errors) == [
+        'additionalParams.k8s_cluster_installation_param.master_node.'
+        'ssh_cp_name',
+        'additionalParams.k8s_cluster_installation_param.vim_name']
+
+
+def test_no_saved_state_turns_the_features_off():
+    assert v2_mapping.params_in_effect('scale_end', v2.logins(), {}) is None
+
+
+def test_secret_values():
+    assert sorted(v2_mapping.secret_values(v2.install_params())) == sorted(
+        [v2.PASSWORD, v2.PASSWORD, v2.STORAGE_PASSWORD,
+         'http://user:proxy-Secret@proxy:3128'])
+
+
+def test_instance_model():
+    inst = v2_mapping.instance(v2.vnf_instance(), v2.install_params())
+    assert inst.id == v2.INSTANCE_ID
+    info = inst.instantiated_vnf_info
+    assert info.instance_id == v2.STACK_ID
+    assert info.additional_params == {params_mod.ROOT: v2.install_params()}
+    assert [vnfc.id for vnfc in info.vnfc_resource_info] == [
+        v2.vnfc_info_id(vnfc[0]) for vnfc in v2.VNFCS]
+    assert info.vnfc_resource_info[1].compute_resource.resource_id == \
+        WORKER1
+    assert [cp.cpd_id for cp in info.vnfc_resource_info[3].vnfc_cp_info] \
+        == ['storage_server_CP']
+    assert [s.aspect_id for s in info.scale_status] == [
+        'master_instance', 'worker_instance']
+
+
+def test_stack_falls_back_to_v2s_stack_name():
+    inst = v2.vnf_instance()
+    del inst['instantiatedVnfInfo']['metadata']
+    assert v2_mapping.stack_id(inst) == v2.STACK_NAME
+
+
+@pytest.mark.parametrize('request_dict, heal_ids, entire', [
+    ({}, None, True),
+    ({'vnfcInstanceId': [v2.vnfc_info_id(WORKER1)]},
+     (v2.vnfc_info_id(WORKER1),), False),
+])
+def test_heal_request_model(request_dict, heal_ids, entire):
+    request = v2_mapping.request('heal_start', request_dict, None)
+    assert request.vnfc_instance_id == heal_ids
+    assert lcm_requests.heals_entire_vnf(request) is entire
+
+
+def test_heal_targets_through_the_shared_engine():
+    params = params_mod.parse({params_mod.ROOT: v2.install_params()})
+    inst = v2_mapping.instance(v2.vnf_instance(), v2.install_params())
+    request = v2_mapping.request('heal_start', {'vnfcInstanceId': [
+        v2.vnfc_info_id(WORKER2), v2.vnfc_info_id(STORAGE)]}, None)
+    targets = lcm_requests.heal_targets(inst, request, params)
+    assert targets.storage_server
+    assert [(s.role, s.server_id) for s in targets.servers] == [
+        ('worker', WORKER2)]
+
+
+def test_scale_request_model_keeps_only_the_request_keys():
+    request = v2_mapping.request('scale_end', dict(
+        type='SCALE_OUT', aspectId='worker_instance', numberOfSteps=1,
+        additionalParams=dict(v2.logins(), worker_node_password='x')), None)
+    assert (request.type, request.aspect_id, request.number_of_steps) == (
+        'SCALE_OUT', 'worker_instance', 1)
+    assert request.additional_params == {'worker_node_password': 'x'}
+
+
+def test_instantiate_request_model_carries_the_parameters():
+    root = v2.install_params()
+    request = v2_mapping.request('instantiate_end',
+                                 v2.instantiate_request(root), root)
+    assert lcm_requests.additional_params(None, request)[
+        params_mod.ROOT] == root
+    assert request.flavour_id == 'simple'
+
+
+def test_scale_in_victims_are_the_granted_removals():
+    grant = v2.grant_request('SCALE', [WORKER2])
+    assert v2_mapping.removed_member_stacks(v2.vnf_instance(), grant) == [
+        v2.VNFCS[2][3]]
+
+
+def test_an_unknown_removal_is_refused():
+    grant = v2.grant_request('SCALE', ['no-such-server'])
+    with pytest.raises(exceptions.UnknownTargetError):
+        v2_mapping.removed_member_stacks(v2.vnf_instance(), grant)
+
+
+def test_scale_out_hands_every_member_of_the_aspect():
+    assert v2_mapping.aspect_member_stacks(
+        v2.vnf_instance(), v2.install_params(), 'worker_instance') == [
+        v2.VNFCS[1][3], v2.VNFCS[2][3]]
+    assert v2_mapping.aspect_member_stacks(
+        v2.vnf_instance(), v2.install_params(), 'other_aspect') == []
+
+
+def test_healed_vnfcs_are_found_again_after_the_heal():
+    """heal_end sees new server ids (new VNFC ids) in the same stacks."""
+    healed_id = v2.vnfc_info_id(WORKER1)
+    recorded = v2_mapping.healed_vnfcs(
+        v2.vnf_instance(), {'vnfcInstanceId': [healed_id]})
+    assert recorded == {healed_id: [v2.VNFCS[1][3], 'workerNode']}
+    new_server = '55555555-5555-4555-8555-555555555555'
+    after = v2.vnf_instance(vnfcs=(v2.VNFCS[0], (new_server,) +
+                                   v2.VNFCS[1][1:]) + v2.VNFCS[2:])
+    aliases = v2_mapping.healed_aliases(after, recorded)
+    assert aliases == {new_server: healed_id}
+    inst = v2_mapping.instance(after, None, aliases)
+    healed = [vnfc for vnfc in inst.instantiated_vnf_info.vnfc_resource_info
+              if vnfc.id == healed_id]
+    assert healed[0].compute_resource.resource_id == new_server
+
+
+def test_a_healed_storage_server_is_told_apart_by_its_vdu():
+    healed_id = v2.vnfc_info_id(STORAGE)
+    recorded = v2_mapping.healed_vnfcs(
+        v2.vnf_instance(), {'vnfcInstanceId': [healed_id]})
+    assert v2_mapping.healed_aliases(v2.vnf_instance(), recorded) == {
+        STORAGE: healed_id}
+
+
+def test_heat_access_info_from_vim_connection_info():
+    access = v2_mapping.heat_access_info(
+        v2_mapping.openstack_vim(v2.vnf_instance()))
+    assert access == {
+        'auth_url': 'http://keystone:5000/v3', 'username': 'nfv_user',
+        'password': v2.VIM_PASSWORD, 'project_name': 'nfv',
+        'project_id': None, 'user_domain_name': 'Default',
+        'project_domain_name': 'Default', 'region': 'RegionOne',
+        'cert_verify': False}
+
+
+def test_no_openstack_vim_is_an_error():
+    inst = v2.vnf_instance()
+    inst['vimConnectionInfo'] = {}
+    with pytest.raises(exceptions.MgmtDriverError):
+        v2_mapping.openstack_vim(inst)
+
+
+def test_with_state_sets_and_removes_the_one_key():
+    inst = v2.vnf_instance(metadata={'other': 1})
+    result = v2_mapping.with_state(inst, {'params': {}})
+    assert result['metadata'] == {'other': 1, 'kubernetesMgmtPv':
+                                  {'params': {}}}
+    assert inst['metadata'] == {'other': 1}
+    assert v2_mapping.with_state(result, None)['metadata'] == {'other': 1}
+
+
+@pytest.mark.parametrize('operation, runs', [
+    ('instantiate_end', True), ('terminate_start', True),
+    ('instantiate_start', False), ('change_external_connectivity_start',
+                                   False),
+    ('modify_information_end', False), ('change_current_package_start',
+                                        False),
+    ('scale_rollback_start', False), ('instantiate_rollback_end', False),
+])
+def test_undeclared_operations_do_not_run(operation, runs):
+    assert v2_mapping.runs(operation) is runs

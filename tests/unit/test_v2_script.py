@@ -1,0 +1,152 @@
+"""The v2 package script run as Tacker v2 runs it: a process of its own,
+one pickle in on stdin, only the result pickle on stdout, one line on
+stderr when it fails."""
+
+import os
+import pickle
+import stat
+import subprocess
+import sys
+import textwrap
+import time
+
+import pytest
+
+from kubernetes_mgmt_pv.doors import v2_mapping
+from tests.unit import v2_dicts as v2
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(
+    os.path.abspath(__file__))))
+SCRIPT = os.path.join(ROOT, 'samples', 'kubernetes_pv_vnf', 'Scripts',
+                      'kubernetes_mgmt_v2.py')
+
+
+@pytest.fixture
+def tacker_conf(tmp_path):
+    def write(**options):
+        options.setdefault('v2_log_file', str(tmp_path / 'log' / 'v2.log'))
+        path = tmp_path / 'tacker.conf'
+        path.write_text('[kubernetes_mgmt_pv]\n' + ''.join(
+            '%s = %s\n' % item for item in options.items()))
+        return str(path)
+    write.log = tmp_path / 'log' / 'v2.log'
+    return write
+
+
+def run_script(script_dict, conf, script=SCRIPT):
+    env = dict(os.environ, PYTHONPATH=ROOT,
+               KUBERNETES_MGMT_PV_TACKER_CONF=conf)
+    return subprocess.run([sys.executable, script],
+                          input=pickle.dumps(script_dict),
+                          stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                          env=env, timeout=120)
+
+
+def noisy_script(tmp_path, body):
+    """A script that runs the door with v2_hook.run replaced by ``body``
+    (the tests' stand-in for a hook)."""
+    path = tmp_path / 'noisy.py'
+    path.write_text(textwrap.dedent('''\
+        import sys
+        from kubernetes_mgmt_pv.doors import tacker_v2
+        from kubernetes_mgmt_pv.doors import v2_hook
+
+        def run(script_dict, secrets, progress):
+        %s
+        v2_hook.run = run
+        sys.exit(tacker_v2.main())
+        ''') % textwrap.indent(textwrap.dedent(body), '    '))
+    return str(path)
+
+
+def test_a_hook_without_features_round_trips(tacker_conf):
+    """instantiate_end then terminate_start through the real driver,
+    with both features off (no host to reach)."""
+    request = v2.instantiate_request(params={})
+    out = run_script(v2.script_dict('instantiate_end', request),
+                     tacker_conf())
+    assert (out.returncode, out.stderr) == (0, b'')
+    result = pickle.loads(out.stdout)
+    state = result['vnf_instance']['metadata'][v2_mapping.STATE_KEY]
+    assert state['params'] == {}
+    assert result['user_script_err_handling_data'][v2_mapping.STATE_KEY] \
+        == {'done': ['instantiate_end']}
+    out = run_script(v2.script_dict('terminate_start', {},
+                                    result['vnf_instance']), tacker_conf())
+    assert (out.returncode, out.stderr) == (0, b'')
+    assert 'vnf_instance' in pickle.loads(out.stdout)
+
+
+def test_an_undeclared_operation_hands_back_nothing(tacker_conf):
+    out = run_script(v2.script_dict('modify_information_start', {}),
+                     tacker_conf())
+    assert (out.returncode, out.stderr) == (0, b'')
+    assert 'vnf_instance' not in pickle.loads(out.stdout)
+
+
+def test_a_failure_is_one_line_without_secret_or_traceback(tacker_conf):
+    params = v2.install_params()
+    params['master_node']['ssh_cp_name'] = 'not a name ' + v2.PASSWORD
+    out = run_script(v2.script_dict('instantiate_end',
+                                    v2.instantiate_request(params)),
+                     tacker_conf())
+    assert out.returncode == 1
+    lines = out.stderr.decode().splitlines()
+    assert len(lines) == 1
+    assert lines[0].startswith('instantiate_end failed on ')
+    assert 'master_node.ssh_cp_name' in lines[0]
+    assert 'Traceback' not in lines[0] and v2.PASSWORD not in lines[0]
+    assert 'vnf_instance' not in pickle.loads(out.stdout)
+    log = tacker_conf.log.read_text()
+    assert 'Traceback' in log and v2.PASSWORD not in log
+    assert stat.S_IMODE(os.stat(tacker_conf.log).st_mode) == 0o600
+
+
+def test_stdout_holds_only_the_pickle_whatever_the_hook_prints(
+        tmp_path, tacker_conf):
+    script = noisy_script(tmp_path, '''\
+        import logging, os, subprocess, warnings
+        print('print to stdout')
+        sys.stdout.flush()
+        os.write(1, b'raw fd 1\\n')
+        os.write(2, b'raw fd 2\\n')
+        sys.stderr.write('stderr\\n')
+        warnings.warn('a warning')
+        subprocess.run(['echo', 'child output'])
+        secrets.append('hook-Secret')
+        logging.getLogger('x').info('logged hook-Secret')
+        return {'vnf_instance': script_dict['vnf_instance']}
+        ''')
+    out = run_script(v2.script_dict('scale_end', {}), tacker_conf(),
+                     script=script)
+    assert (out.returncode, out.stderr) == (0, b'')
+    assert pickle.loads(out.stdout)['vnf_instance']['id'] == v2.INSTANCE_ID
+    assert len(pickle.dumps(pickle.loads(out.stdout))) == len(out.stdout)
+    log = tacker_conf.log.read_text()
+    for noise in ('print to stdout', 'raw fd 1', 'raw fd 2', 'stderr',
+                  'a warning', 'child output', 'logged ***'):
+        assert noise in log
+    assert 'hook-Secret' not in log
+
+
+def test_the_deadline_fails_the_hook_cleanly(tmp_path, tacker_conf):
+    script = noisy_script(tmp_path, '''\
+        import time
+        time.sleep(60)
+        ''')
+    started = time.monotonic()
+    out = run_script(v2.script_dict('heal_end', {}),
+                     tacker_conf(v2_hook_deadline=1), script=script)
+    assert time.monotonic() - started < 30
+    assert out.returncode == 1
+    lines = out.stderr.decode().splitlines()
+    assert len(lines) == 1 and 'v2_hook_deadline' in lines[0]
+    assert lines[0].startswith('heal_end failed on ')
+    assert out.stdout == b''
+
+
+def test_an_unreadable_configuration_is_one_line(tmp_path):
+    out = run_script(v2.script_dict('heal_end', {}),
+                     str(tmp_path / 'missing.conf'))
+    assert out.returncode == 1
+    assert len(out.stderr.decode().splitlines()) == 1
