@@ -303,6 +303,17 @@ def save_fixtures(calls, directory):
     return paths
 
 
+def vnfcs(instance, vdu_id=None):
+    """The VNFCs of a v2 instance, each its vnfcResourceInfo with the id
+    a heal request names (``vnfcInfoId``: v2 heals vnfcInfo ids)."""
+    info = instance.get('instantiatedVnfInfo') or {}
+    by_resource = {vnfc['vnfcResourceInfoId']: vnfc['id']
+                   for vnfc in info.get('vnfcInfo') or []}
+    return [dict(vnfc, vnfcInfoId=by_resource.get(vnfc['id']))
+            for vnfc in info.get('vnfcResourceInfo') or []
+            if vdu_id in (None, vnfc['vduId'])]
+
+
 def stack_name(instance_id):
     """The Heat stack v2 makes for a VNF instance."""
     return 'vnf-%s' % instance_id

@@ -108,9 +108,7 @@ def test_instantiate(lab, v2, flow, record_dir, tmp_path_factory):
 
 
 def _worker_ids(v2, instance_id):
-    info = v2.instance(instance_id)['instantiatedVnfInfo']
-    return [vnfc for vnfc in info['vnfcResourceInfo']
-            if vnfc['vduId'] == 'workerNode']
+    return tacker_v2.vnfcs(v2.instance(instance_id), 'workerNode')
 
 
 def test_scale_out_and_in(lab, v2, flow, record_dir):
@@ -151,7 +149,7 @@ def test_heal_worker(lab, v2, flow, record_dir):
     flow.need('instantiate')
     worker = _worker_ids(v2, flow.instance_id)[0]
     occ = v2.lcm(flow.instance_id, 'heal',
-                 {'vnfcInstanceId': [worker['id']]})
+                 {'vnfcInstanceId': [worker['vnfcInfoId']]})
     assert occ['operationState'] == 'COMPLETED', occ.get('error')
     calls = _new_calls(flow, record_dir)
     _check_calls(calls, ('heal_start', 'heal_end'), flow.instance_id)
