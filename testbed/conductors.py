@@ -10,7 +10,7 @@ import contextlib
 import os
 import signal
 
-from testbed import tacker_service
+from testbed import polling
 
 TOPIC = 'TACKER_CONDUCTOR'
 
@@ -49,7 +49,7 @@ class Conductors(object):
 
     def topic_consumers(self):
         """{queue: consumers} of the conductors' topic and server queues."""
-        result = self._service._rabbitmqctl('list_queues', '-q', 'name',
+        result = self._service.rabbitmq.ctl('list_queues', '-q', 'name',
                                             'consumers', timeout=30)
         queues = {}
         for line in result.stdout.splitlines():
@@ -77,9 +77,9 @@ class Conductors(object):
             # One server queue per host: every conductor is listening.
             servers = [q for q, n in queues.items() if q != TOPIC and n]
             return queues.get(TOPIC, 0) >= count and len(servers) >= count
-        tacker_service.wait_until(
+        polling.wait_until(
             ready, '%d tacker-conductor(s) to consume' % count, 120,
-            first_delay=0.5, log=self.processes[-1].log)
+            first_delay=0.5, max_delay=1.0, log=self.processes[-1].log)
 
     def _spawn(self, index):
         name = conductor_name(index)
@@ -118,9 +118,10 @@ class Conductors(object):
                 with open(process.log, errors='replace') as handle:
                     handle.seek(size)
                     return 'Shutdown finish' in handle.read()
-            with contextlib.suppress(tacker_service.ServiceError):
-                tacker_service.wait_until(
-                    finished, '%s to shut down' % process.name, 15)
+            with contextlib.suppress(polling.WaitTimeout):
+                polling.wait_until(
+                    finished, '%s to shut down' % process.name, 15,
+                    first_delay=0.05, max_delay=1.0)
             if process.alive():
                 service._kill_group(process, signal.SIGKILL)
                 process.popen.wait(timeout=10)

@@ -38,13 +38,16 @@ test Kubernetes API server (testbed.kubeapi) is started for that top-level
 stack, the cluster's state, and stopped when the stack is deleted (an
 entire-VNF heal thus starts a new cluster, as new VMs would).
 
+Each resource type is created by a handler of ``HeatEngine._CREATORS``
+(heat_servers: servers, ports, volumes; heat_groups: scaling groups);
+templates are read by heat_template.
+
 Work (booting, replacing, removing hosts) runs in one worker thread, in
 order; the HTTP calls answer at once with ``*_IN_PROGRESS`` states, as
 Heat does. A failure puts the stack (and the group member) in
 ``*_FAILED`` with the error as reason, and is kept in ``errors``.
 """
 
-import ipaddress
 import logging
 import queue
 import threading
@@ -52,34 +55,16 @@ import time
 import traceback
 import uuid
 
-import yaml
-
-from testbed import cloud_init
+from testbed import heat_groups
+from testbed import heat_servers
+from testbed import heat_template
 from testbed import hosts
-from testbed import kubeapi
-from testbed import node_lifecycle
+from testbed import openstack_model
 
 LOG = logging.getLogger(__name__)
 
-SERVER = 'OS::Nova::Server'
-PORT = 'OS::Neutron::Port'
-VOLUME = 'OS::Cinder::Volume'
-GROUP = 'OS::Heat::AutoScalingGroup'
-POLICY = 'OS::Heat::ScalingPolicy'
-SUPPORTED = (SERVER, PORT, VOLUME, GROUP, POLICY)
-# Resources that only carry properties here (no VM, address or disk).
-PASSIVE = ('OS::Nova::ServerGroup', 'OS::Heat::None')
 
-
-class TemplateError(Exception):
-    """The template cannot be processed (Heat would refuse it)."""
-
-
-def _short_id():
-    return uuid.uuid4().hex[:12]
-
-
-class HeatEngine(object):
+class HeatEngine(heat_servers.ServersMixin, heat_groups.GroupsMixin):
     """Heat's engine over a testbed; see the module docstring.
 
     ``testbed``: a started hosts.Testbed to boot VMs in (default: one of its
@@ -197,14 +182,12 @@ class HeatEngine(object):
 
     @staticmethod
     def fake_time():
-        from testbed.openstack_api import heat_time
-        return heat_time()
+        return openstack_model.heat_time()
 
     def _resource(self, stack, name, resource_type, physical_id=None,
                   attributes=None, nested_stack_id=None, properties=None,
                   status='CREATE_COMPLETE'):
-        from testbed.openstack_api import FakeResource
-        resource = FakeResource(
+        resource = openstack_model.FakeResource(
             name=name, resource_type=resource_type,
             physical_resource_id=physical_id or nested_stack_id or str(
                 uuid.uuid4()),
@@ -231,12 +214,13 @@ class HeatEngine(object):
 
     def create_stack(self, body):
         try:
-            name, template, files, params = self._parse_create(body)
-        except TemplateError as error:
-            return _bad_request(str(error))
+            name, template, files, params = heat_template.parse_create(
+                body)
+        except heat_template.TemplateError as error:
+            return heat_template.bad_request(str(error))
         if self.fake.find_stack(name) is not None:
-            return 409, {}, _error(409, 'StackExists',
-                                   'The Stack (%s) already exists.' % name)
+            return 409, {}, heat_template.error(
+                409, 'StackExists', 'The Stack (%s) already exists.' % name)
         stack_id = self.fake.add_stack(
             name, status='CREATE_IN_PROGRESS',
             status_reason='Stack CREATE started', template=template,
@@ -256,16 +240,17 @@ class HeatEngine(object):
 
     def update_stack(self, stack, body, existing=True):
         if not isinstance(body, dict):
-            return _bad_request('The request body must be a JSON object.')
+            return heat_template.bad_request(
+                'The request body must be a JSON object.')
         if stack.deleted or stack.status.endswith('IN_PROGRESS'):
-            return 409, {}, _error(409, 'ActionInProgress',
-                                   'Stack %s in progress: %s'
-                                   % (stack.name, stack.status))
+            return 409, {}, heat_template.error(
+                409, 'ActionInProgress', 'Stack %s in progress: %s'
+                % (stack.name, stack.status))
         try:
-            template = _load(body['template']) if body.get('template') \
-                else stack.template
-        except TemplateError as error:
-            return _bad_request(str(error))
+            template = heat_template.load(body['template']) \
+                if body.get('template') else stack.template
+        except heat_template.TemplateError as error:
+            return heat_template.bad_request(str(error))
         files = dict(stack.files if existing else {}, **(body.get(
             'files') or {}))
         params = dict(stack.parameters if existing else {}, **(body.get(
@@ -287,7 +272,7 @@ class HeatEngine(object):
 
     def delete_stack(self, stack):
         if stack.deleted:
-            return _not_found(stack.id)
+            return heat_template.not_found(stack.id)
         self._set_status(stack, 'DELETE', 'IN_PROGRESS')
         self._note('delete stack %s' % stack.name)
 
@@ -299,522 +284,88 @@ class HeatEngine(object):
                                                      'FAILED', reason))
         return 204, {}, None
 
-    def signal(self, stack, resource, body):
-        """POST .../resources/<policy>/signal: run a scaling policy."""
-        if resource.resource_type != POLICY:
-            return _bad_request('Resource %s cannot be signalled.'
-                                % resource.name)
-        props = resource.properties
-        group_id = props.get('auto_scaling_group_id')
-        group = next((r for r in stack.resources.values()
-                      if group_id in (r.physical_resource_id, r.name)), None)
-        if group is None or group.resource_type != GROUP:
-            return _bad_request('Policy %s has no scaling group.'
-                                % resource.name)
-        adjustment = int(props.get('scaling_adjustment', 0))
-        group_stack = self._stack(group.nested_stack_id)
-        members = self._members(group_stack)
-        target = len(members) + adjustment
-        target = max(int(group.properties.get('min_size', 0)),
-                     min(int(group.properties.get('max_size', target)),
-                         target))
-        # Synchronously, so a poller never sees the group idle first.
-        self.fake.add_event(resource, 'SIGNAL_IN_PROGRESS', 'Signal: '
-                            'adjustment %+d' % adjustment)
-        self.fake.add_event(resource, 'SIGNAL_COMPLETE',
-                            'alarm state changed')
-        if target == len(members):
-            self._note('signal %s: %s stays at %d' % (
-                resource.name, group.name, target))
-            return 200, {}, {}
-        with self._lock:
-            group.status = 'UPDATE_IN_PROGRESS'
-            group.metadata['scaling_in_progress'] = True
-        plan = self._plan_resize(group_stack, group, target)
-        self._note('signal %s: %s %d -> %d' % (
-            resource.name, group.name, len(members), target))
-
-        def resize():
-            self._resize(group_stack, group, plan)
-            self._complete(group, 'UPDATE')
-            with self._lock:
-                group.metadata['scaling_in_progress'] = False
-
-        def failed(reason):
-            with self._lock:
-                group.status, group.status_reason = 'UPDATE_FAILED', reason
-                group.metadata['scaling_in_progress'] = False
-        self._submit('signal %s' % resource.name, resize, failed)
-        return 200, {}, {}
-
-    # -- template handling ----------------------------------------------------
-
-    def _parse_create(self, body):
-        if not isinstance(body, dict):
-            raise TemplateError('The request body must be a JSON object.')
-        name = body.get('stack_name')
-        if not name or not isinstance(name, str):
-            raise TemplateError('stack_name is required.')
-        if 'template' not in body:
-            raise TemplateError('A template is required (template_url is '
-                                'not supported).')
-        template = _load(body['template'])
-        files = body.get('files') or {}
-        params = body.get('parameters') or {}
-        return name, template, files, params
-
-    def _parameters(self, template, given):
-        """Parameter values of a template: given, else default; Heat
-        refuses a stack whose parameter has neither."""
-        values = {}
-        for name, spec in (template.get('parameters') or {}).items():
-            spec = spec or {}
-            if name in given:
-                value = given[name]
-                if spec.get('type') == 'json' and isinstance(value, str):
-                    value = yaml.safe_load(value)
-            elif 'default' in spec:
-                value = spec['default']
-            else:
-                raise TemplateError('The Parameter (%s) was not provided.'
-                                    % name)
-            values[name] = value
-        return values
-
-    def _resolve(self, node, params, stack):
-        """Resolve get_param, get_resource (the physical id), get_attr and
-        list_join against the parameters and the resources of ``stack``
-        created so far."""
-        if isinstance(node, dict):
-            if len(node) == 1:
-                (function, argument), = node.items()
-                if function == 'get_param':
-                    path = argument if isinstance(argument, list) \
-                        else [argument]
-                    if path[0] not in params:
-                        raise TemplateError('The Parameter (%s) was not '
-                                            'defined in template.' % path[0])
-                    return _walk(params[path[0]], path[1:],
-                                 'get_param %s' % path)
-                if function == 'get_resource':
-                    resource = stack.resources.get(argument)
-                    if resource is None:
-                        raise TemplateError('The specified reference '
-                                            '"%s" was not found.' % argument)
-                    return resource.physical_resource_id
-                if function == 'get_attr':
-                    resource = stack.resources.get(argument[0])
-                    if resource is None:
-                        raise TemplateError('The specified reference '
-                                            '"%s" was not found.'
-                                            % argument[0])
-                    path = [self._resolve(item, params, stack)
-                            for item in argument[1:]]
-                    return _walk(resource.attributes, path,
-                                 'get_attr %s' % argument)
-                if function == 'list_join':
-                    separator, items = argument[0], argument[1]
-                    return separator.join(
-                        str(self._resolve(item, params, stack))
-                        for item in items)
-            return {key: self._resolve(value, params, stack)
-                    for key, value in node.items()}
-        if isinstance(node, list):
-            return [self._resolve(item, params, stack) for item in node]
-        return node
-
     # -- building -------------------------------------------------------------
+
+    # How each resource type is created, and what deleting it undoes;
+    # handlers take (self, stack, name, type, properties, files,
+    # definitions) and (self, resource).
+    _CREATORS = {
+        heat_template.SERVER: heat_servers.ServersMixin._create_server,
+        heat_template.PORT: heat_servers.ServersMixin._create_port,
+        heat_template.VOLUME: heat_servers.ServersMixin._create_volume,
+        heat_template.GROUP: heat_groups.GroupsMixin._create_group}
+    _DELETERS = {
+        heat_template.SERVER: heat_servers.ServersMixin._delete_server,
+        heat_template.PORT: heat_servers.ServersMixin._release_port}
 
     def _build(self, stack, template, files, given):
         """Create the resources of ``template`` in ``stack`` in dependency
         order (get_resource, get_attr, depends_on), template order among
         the ready ones, resolving properties as each one is created."""
-        params = self._parameters(template, given)
+        params = heat_template.parameters(template, given)
         definitions = template.get('resources') or {}
-        needs = {}
-        for name, definition in definitions.items():
-            resource_type = (definition or {}).get('type')
-            if not resource_type:
-                raise TemplateError('Resource %s has no type.' % name)
-            if resource_type not in SUPPORTED + PASSIVE and \
-                    resource_type not in files:
-                raise TemplateError('The resource type %s of %s is not '
-                                    'supported by the test Heat.'
-                                    % (resource_type, name))
-            depends = definition.get('depends_on') or []
-            needs[name] = _references(definition.get('properties')) | set(
-                [depends] if isinstance(depends, str) else depends)
-            unknown = needs[name] - set(definitions)
-            if unknown:
-                raise TemplateError('%s refers to unknown resource(s) %s'
-                                    % (name, sorted(unknown)))
-        created = set()
-        while len(created) < len(definitions):
-            ready = [name for name in definitions
-                     if name not in created and needs[name] <= created]
-            if not ready:
-                raise TemplateError('Circular dependency among %s' % sorted(
-                    set(definitions) - created))
+        needs = heat_template.dependencies(definitions, files)
+        for ready in heat_template.creation_rounds(needs):
             for name in ready:
                 definition = definitions[name]
-                props = self._resolve(definition.get('properties') or {},
-                                      params, stack)
+                props = heat_template.resolve(
+                    definition.get('properties') or {}, params, stack)
                 self._create_resource(stack, name, definition['type'], props,
                                       files, definitions)
                 stack.resources[name].required_by = sorted(
                     other for other, refers in needs.items() if name in refers)
-                created.add(name)
 
     def _create_resource(self, stack, name, resource_type, props, files,
                          definitions):
-        if resource_type == VOLUME:
-            volume_id = str(uuid.uuid4())
-            self._resource(stack, name, VOLUME, volume_id, {
-                'id': volume_id, 'name': props.get('name', name),
-                'size': props.get('size', 1), 'status': 'available',
-                'attachments': []}, properties=props)
-        elif resource_type == GROUP:
-            self._create_group(stack, name, props, files)
-        elif resource_type == SERVER:
-            self._create_server(stack, name, props)
-        elif resource_type == PORT:
-            self._create_port(stack, name, props, definitions)
-        elif resource_type in files:  # a nested template resource
-            nested = self.fake.add_stack(
-                '%s-%s-%s' % (stack.name, name, _short_id()),
-                parent_id=stack.id, parent_resource=name,
-                status='CREATE_IN_PROGRESS')
-            nested_stack = self._stack(nested)
-            resource = self._resource(stack, name, resource_type,
-                                      nested_stack_id=nested,
-                                      properties=props,
-                                      status='CREATE_IN_PROGRESS')
-            template = _load(files[resource_type])
-            with self._lock:
-                nested_stack.template = template
-            self._build(nested_stack, template, files, props)
-            self._set_status(nested_stack, 'CREATE', 'COMPLETE')
-            self._complete(resource)
-        else:  # a policy or another resource without side effects
-            attributes = {}
-            if resource_type == 'OS::Nova::ServerGroup':
-                policies = props.get('policies') or []
-                attributes = {'name': props.get('name', name),
-                              'policies': policies,
-                              'policy': policies[0] if policies else None}
-            resource = self._resource(stack, name, resource_type,
-                                      properties=props, attributes=attributes)
-            if resource_type == 'OS::Nova::ServerGroup':
-                resource.attributes['id'] = resource.physical_resource_id
+        """Create one resource with the handler of its type: a nested
+        template resource if ``files`` has its type, else one without side
+        effects (a policy, a server group)."""
+        create = self._CREATORS.get(resource_type)
+        if create is None:
+            create = (HeatEngine._create_nested if resource_type in files
+                      else HeatEngine._create_passive)
+        create(self, stack, name, resource_type, props, files, definitions)
 
-    def _create_group(self, stack, name, props, files):
-        member = props.get('resource') or {}
-        member_type = member.get('type')
-        if member_type not in files:
-            raise TemplateError('Scaling group %s: member template %s is '
-                                'not in files.' % (name, member_type))
-        group_stack_id = self.fake.add_stack(
-            '%s-%s-%s' % (stack.name, name, _short_id()),
+    def _create_nested(self, stack, name, resource_type, props, files,
+                       definitions):
+        nested = self.fake.add_stack(
+            '%s-%s-%s' % (stack.name, name, openstack_model.short_id()),
             parent_id=stack.id, parent_resource=name,
             status='CREATE_IN_PROGRESS')
-        group_stack = self._stack(group_stack_id)
+        nested_stack = self._stack(nested)
+        resource = self._resource(stack, name, resource_type,
+                                  nested_stack_id=nested, properties=props,
+                                  status='CREATE_IN_PROGRESS')
+        template = heat_template.load(files[resource_type])
         with self._lock:
-            group_stack.files = files
-        group = self._resource(stack, name, GROUP,
-                               nested_stack_id=group_stack_id,
-                               attributes={'current_size': 0},
-                               properties=props, status='CREATE_IN_PROGRESS')
-        desired = int(props.get('desired_capacity',
-                                props.get('min_size', 0)))
-        for _ in range(desired):
-            self._add_member(group_stack, group)
-        self._set_status(group_stack, 'CREATE', 'COMPLETE')
-        self._complete(group)
-
-    def _members(self, group_stack):
-        """Live members of a group, oldest first (Heat's order)."""
-        with self._lock:
-            members = [r for r in group_stack.resources.values()
-                       if not r.status.startswith('DELETE')]
-        return sorted(members, key=lambda r: (r.creation_time, r.created_at,
-                                              r.name))
-
-    def _new_member(self, group_stack, group):
-        """A member resource and its (empty) stack, CREATE_IN_PROGRESS."""
-        member = group.properties['resource']
-        name = _short_id()
-        member_stack_id = self.fake.add_stack(
-            '%s-%s-%s' % (group_stack.name, name, _short_id()),
-            parent_id=group_stack.id, parent_resource=name,
-            status='CREATE_IN_PROGRESS',
-            status_reason='Stack CREATE started')
-        return self._resource(group_stack, name, member['type'],
-                              nested_stack_id=member_stack_id,
-                              properties=member.get('properties'),
-                              status='CREATE_IN_PROGRESS')
-
-    def _build_member(self, group_stack, group, resource):
-        member = group.properties['resource']
-        member_stack = self._stack(resource.nested_stack_id)
-        template = _load(group_stack.files[member['type']])
-        with self._lock:
-            member_stack.template = template
-        try:
-            self._build(member_stack, template, group_stack.files,
-                        member.get('properties') or {})
-        except Exception as error:
-            self._set_status(member_stack, 'CREATE', 'FAILED', str(error))
-            with self._lock:
-                resource.status, resource.status_reason = (
-                    'CREATE_FAILED', str(error))
-            raise
-        self._set_status(member_stack, 'CREATE', 'COMPLETE')
+            nested_stack.template = template
+        self._build(nested_stack, template, files, props)
+        self._set_status(nested_stack, 'CREATE', 'COMPLETE')
         self._complete(resource)
-        self._update_size(group_stack, group)
 
-    def _add_member(self, group_stack, group):
-        self._build_member(group_stack, group,
-                           self._new_member(group_stack, group))
-
-    def _update_size(self, group_stack, group):
-        with self._lock:
-            group.attributes['current_size'] = len(self._members(group_stack))
-
-    def _plan_resize(self, group_stack, group, target):
-        """Mark what a resize will do at once: new members in
-        CREATE_IN_PROGRESS, the oldest ones in DELETE_IN_PROGRESS."""
-        members = self._members(group_stack)
-        plan = []
-        if target > len(members):
-            for _ in range(target - len(members)):
-                plan.append(('add', self._new_member(group_stack, group)))
-        else:
-            for resource in members[:len(members) - target]:
-                with self._lock:
-                    resource.status = 'DELETE_IN_PROGRESS'
-                self.fake.add_event(resource, 'DELETE_IN_PROGRESS',
-                                    'state changed')
-                plan.append(('remove', resource))
-        return plan
-
-    def _resize(self, group_stack, group, plan):
-        for action, resource in plan:
-            if action == 'add':
-                self._build_member(group_stack, group, resource)
-            else:
-                self._remove_member(group_stack, resource)
-        self._update_size(group_stack, group)
-
-    def _remove_member(self, group_stack, resource):
-        nested = self.fake._stacks.get(resource.nested_stack_id)
-        if nested is not None:
-            self._delete_tree(nested)
-        with self._lock:
-            group_stack.resources.pop(resource.name, None)
-
-    # -- servers, ports, volumes ----------------------------------------------
-
-    def _role(self, name, props):
-        lowered = name.lower()
-        if 'master' in lowered:
-            return 'master'
-        if 'worker' in lowered:
-            return 'worker'
-        if 'storage' in lowered or props.get('block_device_mapping_v2'):
-            return 'storage'
-        return 'worker'
-
-    def _host_name(self, role):
-        self._counters[role] = self._counters.get(role, 0) + 1
-        return '%s%d' % (role, self._counters[role])
-
-    def _kube(self, stack, create=True):
-        root = self._root(stack)
-        kube = self.kubes.get(root.id)
-        if kube is None and create:
-            kube = kubeapi.KubeApiServer(
-                host=self.testbed.bridge_ip,
-                extra_sans=tuple(str(a) for a in
-                                 self.testbed._subnet.hosts())).start()
-            self.kubes[root.id] = kube
-            self._note('Kubernetes API server for %s at %s'
-                       % (root.name, kube.url))
-        return kube
-
-    def _prepare_host(self, host, stack):
-        kube = self._kube(stack, create=host.role != 'storage')
-        if self._prepare is not None:
-            self._prepare(host, kube)
-        else:
-            from testbed import cluster
-            cluster.prepare_guest(host, kube, install_cluster=True)
-
-    def _server_volumes(self, stack, props):
-        """The volume resources of a server's block_device_mapping_v2."""
-        by_id = {r.physical_resource_id: r for r in stack.resources.values()
-                 if r.resource_type == VOLUME}
-        volumes = []
-        for mapping in props.get('block_device_mapping_v2') or []:
-            volume = by_id.get(mapping.get('volume_id'))
-            if volume is None:
-                raise TemplateError('volume %s of a server is not a volume '
-                                    'of its stack' % mapping.get('volume_id'))
-            volumes.append(volume)
-        return volumes
-
-    def _server_ports(self, stack, server):
-        """The port resources of a server's networks."""
-        wanted = {network.get('port') for network in
-                  server.properties.get('networks') or []}
-        return [r for r in stack.resources.values()
-                if r.resource_type == PORT
-                and r.physical_resource_id in wanted]
-
-    def _create_server(self, stack, name, props):
-        role = self._role(props.get('name') or name, props)
-        volumes = self._server_volumes(stack, props)
-        host_name = self._host_name(role)  # the testbed's, not the guest's
-        display_name = cloud_init.server_name(props, stack.name, name,
-                                              _short_id())
-        server = self._resource(stack, name, SERVER, str(uuid.uuid4()),
-                                properties=props,
-                                status='CREATE_IN_PROGRESS')
-        server.attributes['name'] = display_name
-        started = time.monotonic()
-        host = self.testbed.add_host(
-            host_name, role, volumes=len(volumes),
-            volume_size_mb=self.volume_size_mb,
-            hostname=cloud_init.guest_host_name(display_name))
-        self._check_address(host.ip)
-        self._prepare_host(host, stack)
-        self._bind_server(stack, server, host, volumes)
-        self._complete(server)
-        self._note('booted %s (%s, %s, host name %s) for %s/%s in %.1fs' % (
-            host_name, role, host.ip, host.hostname, stack.name, name,
-            time.monotonic() - started))
-
-    def _bind_server(self, stack, server, host, volumes):
-        """Point a server resource (and its volumes) at a booted host."""
-        server_id = server.physical_resource_id
-        with self._lock:
-            self.hosts[server_id] = host.name
-            self.fake._consoles[server_id] = host.console_output()
-            server.attributes = {
-                'id': server_id, 'name': server.attributes['name'],
-                'status': 'ACTIVE', 'OS-EXT-STS:vm_state': 'active',
-                'OS-EXT-SRV-ATTR:host': 'testbed',
-                'addresses': {'testbed': [{
-                    'addr': host.ip, 'version': 4,
-                    'OS-EXT-IPS:type': 'fixed'}]}}
-            for volume, device in zip(volumes, host.volumes):
-                volume.attributes['status'] = 'in-use'
-                volume.attributes['attachments'] = [{
-                    'id': volume.physical_resource_id,
-                    'volume_id': volume.physical_resource_id,
-                    'attachment_id': str(uuid.uuid4()),
-                    'server_id': server_id, 'host_name': None,
-                    'device': device,
-                    'attached_at': self.fake_time()}]
-            # The ports of its networks get its address.
-            for port in self._server_ports(stack, server):
-                self._set_port(port, host.ip, server_id)
-                if port.status != 'CREATE_COMPLETE':
-                    self._complete(port)
-
-    def _create_port(self, stack, name, props, definitions):
-        """A port; a server of the template naming it in its networks will
-        give it its host's address when it boots (until then the port is
-        CREATE_IN_PROGRESS), any other port gets a free address."""
-        port_id = str(uuid.uuid4())
-        network = props.get('network') or props.get('network_id') or ''
-        port = self._resource(stack, name, PORT, port_id, {
-            'id': port_id, 'name': name, 'status': 'DOWN',
-            'network_id': network, 'admin_state_up': True,
-            'mac_address': 'fa:16:3e:%02x:%02x:%02x' % tuple(
-                uuid.uuid4().bytes[:3]),
-            'allowed_address_pairs': props.get('allowed_address_pairs', []),
-            'device_id': '', 'device_owner': '', 'fixed_ips': []},
-            properties=props, status='CREATE_IN_PROGRESS')
-        used_by_server = any(
-            (definition or {}).get('type') == SERVER and
-            {'get_resource': name} in [
-                {'get_resource': (n or {}).get('port', {}).get(
-                    'get_resource')} if isinstance((n or {}).get('port'),
-                                                   dict) else None
-                for n in ((definition.get('properties') or {}).get(
-                    'networks') or [])]
-            for definition in definitions.values())
-        if not used_by_server:
-            address = self._free_address()
-            self._reserved.add(address)
-            self._set_port(port, address, '')
-            self._complete(port)
-
-    def _set_port(self, port, address, device_id):
-        self._check_address(address)
-        self.ever_handed_out.add(address)
-        with self._lock:
-            port.attributes['fixed_ips'] = [{
-                'subnet_id': 'testbed-subnet', 'ip_address': address}]
-            port.attributes['device_id'] = device_id
-            port.attributes['device_owner'] = (
-                'compute:nova' if device_id else '')
-            port.attributes['status'] = 'ACTIVE' if device_id else 'DOWN'
-
-    def _free_address(self):
-        """An address of the testbed subnet no host, port or the bridge
-        uses, from the top of the subnet (hosts take it from the bottom)."""
-        used = {h.ip for h in self.testbed.hosts.values()} | self._reserved
-        used.add(self.testbed.bridge_ip)
-        for address in reversed(list(self.testbed._subnet.hosts())):
-            if str(address) not in used:
-                return str(address)
-        raise RuntimeError('no free address in %s' % self.testbed.subnet)
-
-    def _check_address(self, address):
-        """Never hand out anything but the testbed's own subnet."""
-        ip = ipaddress.ip_address(address)
-        if ip not in self.testbed._subnet or str(ip) == self.testbed.bridge_ip:
-            raise RuntimeError('refusing to hand out %s: not a host address '
-                               'of the testbed subnet %s'
-                               % (address, self.testbed.subnet))
-
-    def handed_out_addresses(self):
-        """Every address in a port of a live stack (for tests)."""
-        with self._lock:
-            return sorted({
-                entry['ip_address']
-                for stack in self.fake._stacks.values() if not stack.deleted
-                for resource in stack.resources.values()
-                for entry in resource.attributes.get('fixed_ips') or []})
+    def _create_passive(self, stack, name, resource_type, props, files,
+                        definitions):
+        attributes = {}
+        if resource_type == heat_template.SERVER_GROUP:
+            policies = props.get('policies') or []
+            attributes = {'name': props.get('name', name),
+                          'policies': policies,
+                          'policy': policies[0] if policies else None}
+        resource = self._resource(stack, name, resource_type,
+                                  properties=props, attributes=attributes)
+        if resource_type == heat_template.SERVER_GROUP:
+            resource.attributes['id'] = resource.physical_resource_id
 
     # -- update (heal) --------------------------------------------------------
 
     def _update(self, root):
         # Groups whose desired_capacity changed are resized first.
-        definitions = (root.template or {}).get('resources') or {}
-        params = self._parameters(root.template or {}, root.parameters)
-        for stack in [root]:
-            for resource in list(stack.resources.values()):
-                if resource.resource_type != GROUP:
-                    continue
-                props = self._resolve(
-                    (definitions.get(resource.name) or {}).get(
-                        'properties') or {}, params, root)
-                with self._lock:
-                    resource.properties.update(
-                        {k: v for k, v in props.items() if k != 'resource'})
-                desired = props.get('desired_capacity')
-                group_stack = self._stack(resource.nested_stack_id)
-                if desired is not None and int(desired) != len(
-                        self._members(group_stack)):
-                    self._resize(group_stack, resource, self._plan_resize(
-                        group_stack, resource, int(desired)))
+        self._resize_changed_groups(root)
         # Then every resource marked unhealthy is replaced.
         for stack in self._descendants(root):
             unhealthy = [r for r in stack.resources.values() if r.unhealthy]
             servers = [r for r in stack.resources.values()
-                       if r.resource_type == SERVER]
+                       if r.resource_type == heat_template.SERVER]
             done = set()
             for server in servers:
                 volumes = self._server_volumes(stack, server.properties)
@@ -830,80 +381,6 @@ class HeatEngine(object):
             if stack is not root and unhealthy:
                 self._set_status(stack, 'UPDATE', 'COMPLETE')
 
-    def _replace_server(self, stack, server, volumes, blank):
-        """Heat's replacement of a server: a new VM at the same port; blank
-        new volumes when a volume was marked unhealthy, else the old ones
-        re-attached."""
-        old_id = server.physical_resource_id
-        host_name = self.hosts.pop(old_id)
-        started = time.monotonic()
-        with self._lock:
-            server.status = 'UPDATE_IN_PROGRESS'
-            self.fake._consoles.pop(old_id, None)
-        host = self.testbed.replace_host(host_name, same_ip=True,
-                                         keep_volumes=not blank)
-        self._check_address(host.ip)
-        self._prepare_host(host, stack)
-        new_id = str(uuid.uuid4())
-        with self._lock:
-            server.physical_resource_id = new_id
-            server.creation_time = self.fake_time()
-            server.created_at = time.time()
-            if blank:
-                for volume in volumes:
-                    volume_id = str(uuid.uuid4())
-                    volume.physical_resource_id = volume_id
-                    volume.attributes['id'] = volume_id
-                    volume.creation_time = self.fake_time()
-        self._bind_server(stack, server, host, volumes)
-        self._complete(server)
-        for volume in volumes:
-            if blank:
-                self._complete(volume)
-        self._note('replaced %s (%s) of %s/%s%s in %.1fs' % (
-            host_name, host.ip, stack.name, server.name,
-            ' with blank volumes' if blank and volumes else '',
-            time.monotonic() - started))
-
-    # -- Nova's os-stop -----------------------------------------------------
-
-    def stop_server(self, server_id):
-        """Power a server off in the work queue (Nova answers before it is
-        done); False when it is not running."""
-        with self._lock:
-            found = [(stack, resource)
-                     for stack in self.fake._stacks.values()
-                     if not stack.deleted
-                     for resource in stack.resources.values()
-                     if resource.resource_type == SERVER and
-                     resource.physical_resource_id == server_id]
-            if not found or server_id not in self.hosts:
-                return False
-            stack, server = found[0]
-            if server.attributes.get('status') != 'ACTIVE' or \
-                    server.attributes.get('OS-EXT-STS:task_state'):
-                return False
-            server.attributes['OS-EXT-STS:task_state'] = 'powering-off'
-            host_name = self.hosts[server_id]
-
-        def stop():
-            node_lifecycle.power_off(self.testbed,
-                                     self._kube(stack, create=False),
-                                     host_name)
-            with self._lock:
-                server.attributes.update({
-                    'status': 'SHUTOFF', 'OS-EXT-STS:vm_state': 'stopped',
-                    'OS-EXT-STS:task_state': None})
-            self._note('stopped %s' % host_name)
-
-        def failed(reason):
-            with self._lock:
-                server.attributes.update({'status': 'ERROR',
-                                          'OS-EXT-STS:task_state': None})
-
-        self._submit('stop of %s' % host_name, stop, failed)
-        return True
-
     # -- delete ---------------------------------------------------------------
 
     def _delete_tree(self, stack):
@@ -914,18 +391,9 @@ class HeatEngine(object):
             nested = self.fake._stacks.get(resource.nested_stack_id)
             if nested is not None and not nested.deleted:
                 self._delete_tree(nested)
-            if resource.resource_type == SERVER:
-                host_name = self.hosts.pop(resource.physical_resource_id,
-                                           None)
-                with self._lock:
-                    self.fake._consoles.pop(resource.physical_resource_id,
-                                            None)
-                if host_name in self.testbed.hosts:
-                    self.testbed.remove_host(host_name)
-                    self._note('removed %s' % host_name)
-            if resource.resource_type == PORT:
-                for entry in resource.attributes.get('fixed_ips') or []:
-                    self._reserved.discard(entry['ip_address'])
+            delete = self._DELETERS.get(resource.resource_type)
+            if delete is not None:
+                delete(self, resource)
         with self._lock:
             stack.resources.clear()
             stack.deleted = True
@@ -936,58 +404,3 @@ class HeatEngine(object):
                 kube.stop()
                 self._note('stopped the Kubernetes API server of %s'
                            % stack.name)
-
-
-def _walk(value, path, what):
-    for key in path:
-        try:
-            value = value[key]
-        except (KeyError, IndexError, TypeError):
-            raise TemplateError('%s: no %r' % (what, key))
-    return value
-
-
-def _references(node):
-    """Names of the resources that get_resource/get_attr refer to."""
-    found = set()
-    if isinstance(node, dict):
-        if len(node) == 1:
-            (function, argument), = node.items()
-            if function == 'get_resource' and isinstance(argument, str):
-                found.add(argument)
-            elif function == 'get_attr' and isinstance(argument, list) \
-                    and argument:
-                found.add(argument[0])
-        for value in node.values():
-            found |= _references(value)
-    elif isinstance(node, list):
-        for value in node:
-            found |= _references(value)
-    return found
-
-
-def _load(template):
-    if isinstance(template, dict):
-        return template
-    try:
-        loaded = yaml.safe_load(template)
-    except yaml.YAMLError as error:
-        raise TemplateError('The template is not valid YAML: %s' % error)
-    if not isinstance(loaded, dict):
-        raise TemplateError('The template must be a mapping.')
-    return loaded
-
-
-def _error(code, error_type, message):
-    return {'code': code, 'title': 'Error', 'explanation': message,
-            'error': {'type': error_type, 'message': message,
-                      'traceback': None}}
-
-
-def _bad_request(message):
-    return 400, {}, _error(400, 'HTTPBadRequest', message)
-
-
-def _not_found(stack_id):
-    return 404, {}, _error(404, 'EntityNotFound',
-                           'The Stack (%s) could not be found.' % stack_id)

@@ -31,10 +31,12 @@ answer 405. Stack lists (``name``, ``owner_id``, ``show_nested``), resource
 lists with ``nested_depth``, events, metadata and templates are served from
 the model either way. Deleted stacks keep answering by id (with
 ``DELETE_COMPLETE``) but leave lists and name lookups, as in Heat.
+
+``FakeOpenStack`` holds the model (testbed.openstack_model) and the HTTP
+server; each API is a mixin of its own: testbed.openstack_keystone,
+testbed.openstack_heat and testbed.openstack_nova.
 """
 
-import dataclasses
-import datetime
 import http.server
 import json
 import re
@@ -43,89 +45,14 @@ import threading
 import urllib.parse
 import uuid
 
-HEAT_PREFIX = '/heat/v1'
-NOVA_PREFIX = '/compute/v2.1'
-# Heat answers these sub-paths of /stacks/<name or id> with a redirect to the
-# canonical stacks/<name>/<id>/<sub-path> URL (heat/api/openstack/v1).
-LOOKUP_SUBPATHS = ('resources', 'events', 'template', 'actions',
-                   'environment', 'files', 'outputs')
-INTERFACES = ('public', 'internal', 'admin')
+from testbed import openstack_heat
+from testbed import openstack_keystone
+from testbed import openstack_model
+from testbed import openstack_nova
 
 
-def _now():
-    return datetime.datetime.now(datetime.timezone.utc)
-
-
-def _iso(moment):
-    return moment.strftime('%Y-%m-%dT%H:%M:%S.%fZ')
-
-
-def heat_time(moment=None):
-    """A time as Heat prints it: whole seconds, no zone."""
-    return (moment or _now()).strftime('%Y-%m-%dT%H:%M:%S')
-
-
-@dataclasses.dataclass
-class FakeResource:
-    name: str
-    resource_type: str
-    physical_resource_id: str
-    attributes: dict
-    nested_stack_id: str = None
-    status: str = 'CREATE_COMPLETE'
-    status_reason: str = 'state changed'
-    creation_time: str = dataclasses.field(default_factory=heat_time)
-    updated_time: str = None
-    # Heat's view, for the engine: resolved properties, metadata, events
-    # (dicts, oldest first) and the mark_unhealthy flag.
-    properties: dict = dataclasses.field(default_factory=dict)
-    metadata: dict = dataclasses.field(default_factory=dict)
-    events: list = dataclasses.field(default_factory=list)
-    unhealthy: bool = False
-    # Names of the resources of its template that refer to it (Heat's
-    # required_by: Tacker finds a server's ports by it).
-    required_by: list = dataclasses.field(default_factory=list)
-    created_at: float = dataclasses.field(default_factory=lambda: _now(
-    ).timestamp())
-
-
-@dataclasses.dataclass
-class FakeStack:
-    id: str
-    name: str
-    parent_id: str = None
-    resources: dict = dataclasses.field(default_factory=dict)
-    status: str = 'CREATE_COMPLETE'
-    status_reason: str = 'Stack CREATE completed successfully'
-    creation_time: str = dataclasses.field(default_factory=heat_time)
-    updated_time: str = None
-    deleted: bool = False
-    template: dict = None
-    files: dict = dataclasses.field(default_factory=dict)
-    parameters: dict = dataclasses.field(default_factory=dict)
-    parent_resource: str = None
-
-
-@dataclasses.dataclass
-class InjectedFailure:
-    """Requests FakeOpenStack.fail_requests() answers with an error."""
-    method: str
-    path: re.Pattern
-    remaining: int  # None: unlimited
-    status: int
-    message: str
-    hits: list = dataclasses.field(default_factory=list)
-
-
-@dataclasses.dataclass(frozen=True)
-class RequestRecord:
-    method: str
-    path: str
-    had_token: bool
-    status: int
-
-
-class FakeOpenStack:
+class FakeOpenStack(openstack_keystone.KeystoneMixin,
+                    openstack_heat.HeatMixin, openstack_nova.NovaMixin):
     """Keystone v3 + Heat v1 on a local HTTP server, with an in-memory model.
 
     Use as a context manager (or start()/stop()). ``host`` and ``port`` are
@@ -206,11 +133,12 @@ class FakeOpenStack:
 
     @property
     def heat_url(self):
-        return '%s%s/%s' % (self.base_url, HEAT_PREFIX, self.project_id)
+        return '%s%s/%s' % (self.base_url, openstack_heat.HEAT_PREFIX,
+                            self.project_id)
 
     @property
     def compute_url(self):
-        return self.base_url + NOVA_PREFIX
+        return self.base_url + openstack_nova.NOVA_PREFIX
 
     def access_info(self, **overrides):
         """VIM access_info as Tacker hands it to a management driver."""
@@ -235,11 +163,11 @@ class FakeOpenStack:
 
     def heat_requests(self):
         return [record for record in self.requests
-                if record.path.startswith(HEAT_PREFIX + '/')]
+                if record.path.startswith(openstack_heat.HEAT_PREFIX + '/')]
 
     def nova_requests(self):
         return [record for record in self.requests
-                if record.path.startswith(NOVA_PREFIX + '/')]
+                if record.path.startswith(openstack_nova.NOVA_PREFIX + '/')]
 
     def clear_requests(self):
         with self._lock:
@@ -255,8 +183,8 @@ class FakeOpenStack:
         whose method is ``method`` and whose path fully matches the regular
         expression ``path``; the returned record lists the paths answered.
         """
-        failure = InjectedFailure(method.upper(), re.compile(path), count,
-                                  status, message)
+        failure = openstack_model.InjectedFailure(
+            method.upper(), re.compile(path), count, status, message)
         with self._lock:
             self._failures.append(failure)
         return failure
@@ -274,16 +202,16 @@ class FakeOpenStack:
                     if failure.remaining is not None:
                         failure.remaining -= 1
                     failure.hits.append(path)
-                    return _heat_error(failure.status, 'InjectedFault',
-                                       failure.message)
+                    return openstack_heat.heat_error(
+                        failure.status, 'InjectedFault', failure.message)
         return None
 
     # -- model: stacks and generic resources -------------------------------
 
     def add_stack(self, name, parent_id=None, **fields):
         """Add a stack and return its id."""
-        stack = FakeStack(id=str(uuid.uuid4()), name=name, parent_id=parent_id,
-                          **fields)
+        stack = openstack_model.FakeStack(id=str(uuid.uuid4()), name=name,
+                                          parent_id=parent_id, **fields)
         with self._lock:
             self._stacks[stack.id] = stack
         return stack.id
@@ -312,7 +240,7 @@ class FakeOpenStack:
                      physical_resource_id=None, attributes=None,
                      nested_stack_id=None):
         """Add a resource to a stack and return its physical_resource_id."""
-        resource = FakeResource(
+        resource = openstack_model.FakeResource(
             name=name, resource_type=resource_type,
             physical_resource_id=(physical_resource_id or nested_stack_id
                                   or str(uuid.uuid4())),
@@ -404,7 +332,7 @@ class FakeOpenStack:
                 'server_id': server_id or str(uuid.uuid4()),
                 'host_name': None,
                 'device': device,
-                'attached_at': _now().isoformat(),
+                'attached_at': openstack_model.now().isoformat(),
             })
         attributes = {
             'id': volume_id,
@@ -447,7 +375,8 @@ class FakeOpenStack:
     def add_scaling_group(self, stack_id, aspect_id):
         """Add an OS::Heat::AutoScalingGroup and return its nested stack id."""
         group_stack_id = self.add_stack(
-            '%s-%s-%s' % (self.stack(stack_id).name, aspect_id, _short_id()),
+            '%s-%s-%s' % (self.stack(stack_id).name, aspect_id,
+                          openstack_model.short_id()),
             parent_id=stack_id)
         self.add_resource(stack_id, aspect_id, 'OS::Heat::AutoScalingGroup',
                           attributes={'current_size': 0},
@@ -460,9 +389,10 @@ class FakeOpenStack:
 
         Heat names members with random short ids; pass name to pin one.
         """
-        name = name or _short_id()
+        name = name or openstack_model.short_id()
         member_stack_id = self.add_stack(
-            '%s-%s-%s' % (self.stack(group_stack_id).name, name, _short_id()),
+            '%s-%s-%s' % (self.stack(group_stack_id).name, name,
+                          openstack_model.short_id()),
             parent_id=group_stack_id)
         self.add_resource(group_stack_id, name, template,
                           nested_stack_id=member_stack_id)
@@ -487,389 +417,10 @@ class FakeOpenStack:
                     resource.attributes['current_size'] = len(
                         group_stack.resources)
 
-    # -- HTTP: Keystone ----------------------------------------------------
-
-    def _issue_token(self, body):
-        """Check a v3 password auth body; return (status, headers, body)."""
-        if not self._credentials_match(body):
-            return 401, {}, _keystone_error(
-                401, 'Unauthorized',
-                'The request you have made requires authentication.')
-        token = uuid.uuid4().hex
-        with self._lock:
-            self._tokens.add(token)
-        return 201, {'X-Subject-Token': token}, {'token': self._token_body()}
-
-    def _credentials_match(self, body):
-        try:
-            identity = body['auth']['identity']
-            user = identity['password']['user']
-            project = body['auth']['scope']['project']
-        except (KeyError, TypeError):
-            return False
-        if 'password' not in identity.get('methods', []):
-            return False
-        user_ok = (user.get('id') == self.user_id or (
-            user.get('name') == self.username
-            and _domain_matches(user.get('domain'), self.user_domain_name)))
-        project_ok = (project.get('id') == self.project_id or (
-            project.get('name') == self.project_name
-            and _domain_matches(project.get('domain'),
-                                self.project_domain_name)))
-        return user_ok and project_ok and user.get('password') == self.password
-
-    def _token_body(self):
-        now = _now()
-        return {
-            'methods': ['password'],
-            'issued_at': _iso(now),
-            'expires_at': _iso(now + datetime.timedelta(hours=1)),
-            'audit_ids': [uuid.uuid4().hex[:22]],
-            'user': {'id': self.user_id, 'name': self.username,
-                     'domain': _domain(self.user_domain_name)},
-            'project': {'id': self.project_id, 'name': self.project_name,
-                        'domain': _domain(self.project_domain_name)},
-            'roles': [{'id': uuid.uuid4().hex, 'name': 'admin'}],
-            'catalog': [
-                _catalog_entry('identity', 'keystone', self.auth_url,
-                               self.regions),
-                _catalog_entry('orchestration', 'heat', self.heat_url,
-                               self.regions),
-                _catalog_entry('compute', 'nova', self.compute_url,
-                               self.regions),
-            ],
-        }
-
-    def _token_is_valid(self, token):
-        with self._lock:
-            return token in self._tokens
-
-    # -- HTTP: Heat --------------------------------------------------------
-
-    def _heat(self, method, path, query, body):
-        """Route a Heat request below /heat/v1: (status, headers, body)."""
-        match = re.fullmatch(r'/([^/]+)/stacks(/.*)?', path)
-        if not match or match.group(1) != self.project_id:
-            return _heat_error(404, 'NotFound', 'Unknown project path.')
-        parts = [urllib.parse.unquote(part)
-                 for part in (match.group(2) or '').split('/')[1:]]
-        if parts and parts[-1] == '':
-            parts.pop()
-        if not parts:
-            if method == 'GET':
-                return self._list_stacks(query)
-            if method == 'POST':
-                return self._engine_call('create_stack', body)
-            return _heat_error(405, 'MethodNotAllowed', 'Not allowed.')
-        with self._lock:
-            if len(parts) == 1 or (method == 'GET' and len(parts) == 2
-                                   and parts[1] in LOOKUP_SUBPATHS):
-                return self._lookup_redirect(parts[0], parts[1:], query)
-            stack = self._find_canonical(parts[0], parts[1])
-            if stack is None:
-                return _stack_not_found(parts[1])
-        rest = parts[2:]
-        if method == 'GET':
-            return self._heat_show(stack, rest, query)
-        if method == 'PATCH' and not rest:
-            return self._engine_call('update_stack', stack, body)
-        if method == 'PUT' and not rest:
-            return self._engine_call('update_stack', stack, body,
-                                     existing=False)
-        if method == 'DELETE' and not rest:
-            return self._engine_call('delete_stack', stack)
-        if len(rest) >= 2 and rest[0] == 'resources':
-            with self._lock:
-                resource = stack.resources.get(rest[1])
-            if resource is None:
-                return _resource_not_found(rest[1])
-            if method == 'PATCH' and len(rest) == 2:
-                return self._mark_unhealthy(stack, resource, body)
-            if method == 'POST' and rest[2:] == ['signal']:
-                return self._engine_call('signal', stack, resource, body)
-        return _heat_error(404, 'NotFound', 'Unknown Heat path.')
-
-    def _heat_get(self, path):
-        """Route a Heat GET below /heat/v1/<project_id> (no query)."""
-        return self._heat('GET', path, {}, None)
-
-    def _engine_call(self, name, *args, **kwargs):
-        if self.engine is None:
-            return _heat_error(405, 'MethodNotAllowed',
-                               'This fake has no Heat engine.')
-        return getattr(self.engine, name)(*args, **kwargs)
-
-    def _mark_unhealthy(self, stack, resource, body):
-        """PATCH .../resources/<name>: Heat's resource mark-unhealthy."""
-        if not isinstance(body, dict) or not isinstance(
-                body.get('mark_unhealthy'), bool):
-            return _heat_error(400, 'HTTPBadRequest',
-                               'mark_unhealthy must be a boolean.')
-        with self._lock:
-            if body['mark_unhealthy']:
-                resource.unhealthy = True
-                resource.status = 'CHECK_FAILED'
-                resource.status_reason = body.get(
-                    'resource_status_reason') or 'marked unhealthy'
-            else:
-                resource.unhealthy = False
-                resource.status = 'CHECK_COMPLETE'
-                resource.status_reason = ''
-            self.add_event(resource, resource.status, resource.status_reason)
-        return 200, {}, {}
-
-    def add_event(self, resource, status, reason=''):
-        """Record an event of a resource (Heat's event list)."""
-        with self._lock:
-            resource.events.append({
-                'id': str(uuid.uuid4()),
-                'event_time': heat_time(),
-                'seq': len(resource.events),
-                'resource_name': resource.name,
-                'logical_resource_id': resource.name,
-                'physical_resource_id': resource.physical_resource_id,
-                'resource_status': status,
-                'resource_status_reason': reason,
-            })
-
-    def _list_stacks(self, query):
-        """GET /stacks: live stacks, top-level unless show_nested;
-        filters name, id, owner_id (parent), status."""
-        show_nested = _truthy(query.get('show_nested'))
-        with self._lock:
-            stacks = [s for s in self._stacks.values() if not s.deleted]
-            if not show_nested:
-                stacks = [s for s in stacks if s.parent_id is None]
-            for key, attribute in (('name', 'name'), ('id', 'id'),
-                                   ('owner_id', 'parent_id'),
-                                   ('status', 'status')):
-                if key in query:
-                    wanted = set(query[key])
-                    stacks = [s for s in stacks
-                              if getattr(s, attribute) in wanted]
-            stacks.sort(key=lambda s: s.creation_time, reverse=True)
-            return 200, {}, {'stacks': [self._stack_body(s, summary=True)
-                                        for s in stacks]}
-
-    def _heat_show(self, stack, rest, query):
-        with self._lock:
-            if not rest:
-                return 200, {}, {'stack': self._stack_body(stack)}
-            if rest == ['template']:
-                return 200, {}, stack.template or {}
-            if rest == ['resources']:
-                depth = int((query.get('nested_depth') or ['0'])[0] or 0)
-                return 200, {}, {'resources': self._resource_list(
-                    stack, depth)}
-            if rest[0] != 'resources' or len(rest) < 2:
-                return _heat_error(404, 'NotFound', 'Unknown Heat path.')
-            resource = stack.resources.get(rest[1])
-            if resource is None:
-                return _resource_not_found(rest[1])
-            if len(rest) == 2:
-                return 200, {}, {'resource': self._resource_body(
-                    stack, resource, detail=True)}
-            if rest[2:] == ['metadata']:
-                return 200, {}, {'metadata': resource.metadata}
-            if rest[2:] == ['events']:
-                return 200, {}, {'events': self._events(stack, resource,
-                                                        query)}
-        return _heat_error(404, 'NotFound', 'Unknown Heat path.')
-
-    def _resource_list(self, stack, depth):
-        """Resources of a stack and, down to ``depth`` levels, of its
-        nested stacks (each with parent_resource), as Heat lists them."""
-        listed = []
-        for resource in stack.resources.values():
-            listed.append(self._resource_body(stack, resource, detail=False))
-            nested = self._stacks.get(resource.nested_stack_id)
-            if depth > 0 and nested is not None and not nested.deleted:
-                for entry in self._resource_list(nested, depth - 1):
-                    entry.setdefault('parent_resource', resource.name)
-                    listed.append(entry)
-        return listed
-
-    def _events(self, stack, resource, query):
-        events = sorted(resource.events,
-                        key=lambda e: (e['event_time'], e['seq']))
-        if (query.get('sort_dir') or ['asc'])[0] == 'desc':
-            events.reverse()
-        limit = (query.get('limit') or [None])[0]
-        if limit:
-            events = events[:int(limit)]
-        url = self._stack_url(stack)
-        return [dict({key: value for key, value in event.items()
-                      if key != 'seq'},
-                     links=[{'href': '%s/resources/%s/events/%s' % (
-                         url, resource.name, event['id']), 'rel': 'self'},
-                         {'href': url, 'rel': 'stack'}])
-                for event in events]
-
-    # -- HTTP: Keystone extras --------------------------------------------
-
-    def _version_document(self):
-        return 200, {}, {'version': {
-            'id': 'v3.14', 'status': 'stable',
-            'updated': '2020-04-07T00:00:00Z',
-            'links': [{'rel': 'self', 'href': self.auth_url + '/'}],
-            'media-types': [{
-                'base': 'application/json',
-                'type': 'application/vnd.openstack.identity-v3+json'}]}}
-
-    def _regions(self):
-        return 200, {}, {'regions': [
-            {'id': region, 'description': '', 'parent_region_id': None,
-             'links': {'self': '%s/regions/%s' % (self.auth_url, region)}}
-            for region in self.regions], 'links': {
-                'self': self.auth_url + '/regions', 'previous': None,
-                'next': None}}
-
-    # -- HTTP: Nova ----------------------------------------------------------
-
-    def _nova_post(self, path, body):
-        """Route a Nova POST below /compute/v2.1: a server action."""
-        match = re.fullmatch(r'/servers/([^/]+)/action', path)
-        if not match:
-            return _nova_error(404, 'itemNotFound', 'Unknown Nova path.')
-        server_id = urllib.parse.unquote(match.group(1))
-        if isinstance(body, dict) and 'os-stop' in body:
-            return self._stop_server(server_id)
-        request = body.get('os-getConsoleOutput') if isinstance(
-            body, dict) else None
-        if not isinstance(request, dict):
-            return _nova_error(400, 'badRequest',
-                               'Only os-getConsoleOutput is supported.')
-        length = request.get('length')
-        if length is not None and (not isinstance(length, int)
-                                   or length < -1):
-            return _nova_error(400, 'badRequest',
-                               'Invalid input for field/attribute length.')
-        with self._lock:
-            if server_id not in self._consoles:
-                return _nova_error(404, 'itemNotFound',
-                                   'Instance %s could not be found.'
-                                   % server_id)
-            status = self._console_failures.get(server_id)
-            output = self._consoles[server_id]
-        if status is not None:
-            return _nova_error(status, 'computeFault',
-                               'Console output of %s is not available.'
-                               % server_id)
-        if length not in (None, -1):
-            # Nova returns the last `length` lines of the log.
-            output = ''.join(output.splitlines(keepends=True)[-length:]
-                             if length else [])
-        return 200, {}, {'output': output}
-
-    def _stop_server(self, server_id):
-        """os-stop: the engine powers the server off, after the answer."""
-        with self._lock:
-            known = server_id in self._consoles
-        if not known:
-            return _nova_error(404, 'itemNotFound',
-                               'Instance %s could not be found.' % server_id)
-        if self.engine is None:
-            return _nova_error(409, 'conflictingRequest',
-                               'This fake has no Heat engine to stop %s.'
-                               % server_id)
-        if not self.engine.stop_server(server_id):
-            return _nova_error(409, 'conflictingRequest',
-                               "Cannot 'stop' instance %s while it is not "
-                               'active.' % server_id)
-        return 202, {}, None
-
-    def _lookup_redirect(self, name_or_id, subpath, query=None):
-        """Heat's stacks:lookup: 302 to stacks/<name>/<id>[/<subpath>],
-        keeping the query (nested_depth, ...). A deleted stack is still
-        found by its id, never by its name."""
-        stack = self._stacks.get(name_or_id) or next(
-            (stack for stack in self._stacks.values()
-             if stack.name == name_or_id and not stack.deleted), None)
-        if stack is None:
-            return _stack_not_found(name_or_id)
-        location = '/'.join([self._stack_url(stack)] + subpath)
-        if query:
-            location += '?' + urllib.parse.urlencode(query, doseq=True)
-        return 302, {'Location': location}, {
-            'code': 302, 'title': 'Found',
-            'explanation': 'The resource was found at %s' % location}
-
-    def _find_canonical(self, name, stack_id):
-        stack = self._stacks.get(stack_id)
-        if stack is None or stack.name != name:
-            return None
-        return stack
-
-    def _stack_url(self, stack):
-        return '%s/stacks/%s/%s' % (
-            self.heat_url, urllib.parse.quote(stack.name, safe=''), stack.id)
-
-    def _stack_body(self, stack, summary=False):
-        body = {
-            'id': stack.id,
-            'stack_name': stack.name,
-            'description': (stack.template or {}).get('description', ''),
-            'parent': stack.parent_id,
-            'stack_owner': None,
-            'stack_user_project_id': self.project_id,
-            'project': self.project_id,
-            'stack_status': stack.status,
-            'stack_status_reason': stack.status_reason,
-            'creation_time': stack.creation_time,
-            'updated_time': stack.updated_time,
-            'deletion_time': heat_time() if stack.deleted else None,
-            'tags': None,
-            'links': [{'href': self._stack_url(stack), 'rel': 'self'}],
-        }
-        if not summary:
-            body.update({
-                'parameters': {key: value if isinstance(value, str)
-                               else json.dumps(value)
-                               for key, value in stack.parameters.items()},
-                'outputs': [],
-                'disable_rollback': True,
-                'timeout_mins': None,
-                'capabilities': [],
-                'notification_topics': [],
-                'template_description': body['description'],
-            })
-        return body
-
-    def _resource_body(self, stack, resource, detail):
-        stack_url = self._stack_url(stack)
-        links = [
-            {'href': '%s/resources/%s' % (
-                stack_url, urllib.parse.quote(resource.name, safe='')),
-             'rel': 'self'},
-            {'href': stack_url, 'rel': 'stack'},
-        ]
-        nested = self._stacks.get(resource.nested_stack_id)
-        if nested is not None:
-            links.append({'href': self._stack_url(nested), 'rel': 'nested'})
-        body = {
-            'resource_name': resource.name,
-            'logical_resource_id': resource.name,
-            'physical_resource_id': resource.physical_resource_id,
-            'resource_type': resource.resource_type,
-            'resource_status': resource.status,
-            'resource_status_reason': resource.status_reason,
-            'creation_time': resource.creation_time,
-            'updated_time': resource.updated_time or resource.creation_time,
-            'required_by': list(resource.required_by),
-            'links': links,
-        }
-        if stack.parent_resource:
-            body['parent_resource'] = stack.parent_resource
-        if detail:
-            body['attributes'] = resource.attributes
-            body['description'] = ''
-            body['metadata'] = resource.metadata
-        return body
-
     def _record(self, method, path, had_token, status):
         with self._lock:
             self._requests.append(
-                RequestRecord(method, path, had_token, status))
+                openstack_model.RequestRecord(method, path, had_token, status))
 
 
 class _IPv4Server(http.server.ThreadingHTTPServer):
@@ -912,32 +463,37 @@ def _handler_class(fake):
                 return self._answer(method, path, False,
                                     *fake._version_document())
             had_token = fake._token_is_valid(self.headers.get('X-Auth-Token'))
-            known = (path.startswith(HEAT_PREFIX + '/')
-                     or path.startswith(NOVA_PREFIX + '/')
+            heat = openstack_heat.HEAT_PREFIX
+            nova = openstack_nova.NOVA_PREFIX
+            known = (path.startswith(heat + '/') or path.startswith(nova + '/')
                      or path == '/v3/regions')
             if not known:
-                return self._answer(method, path, False, *_heat_error(
-                    404, 'NotFound', 'Unknown path.'))
+                return self._answer(method, path, False, *(
+                    openstack_heat.heat_error(404, 'NotFound',
+                                              'Unknown path.')))
             if not had_token:
-                return self._answer(method, path, False, *_keystone_error(
-                    401, 'Unauthorized',
-                    'The request you have made requires authentication.'))
+                return self._answer(method, path, False, *(
+                    openstack_keystone.keystone_error(
+                        401, 'Unauthorized', 'The request you have made '
+                        'requires authentication.')))
             if path == '/v3/regions':
                 if method != 'GET':
-                    return self._answer(method, path, True, *_heat_error(
-                        405, 'MethodNotAllowed', 'Not allowed.'))
+                    return self._answer(method, path, True, *(
+                        openstack_heat.heat_error(405, 'MethodNotAllowed',
+                                                  'Not allowed.')))
                 return self._answer(method, path, True, *fake._regions())
-            if path.startswith(NOVA_PREFIX + '/'):
+            if path.startswith(nova + '/'):
                 if method != 'POST':
-                    return self._answer(method, path, True, *_nova_error(
-                        404, 'itemNotFound', 'Unknown Nova path.'))
+                    return self._answer(method, path, True, *(
+                        openstack_nova.nova_error(404, 'itemNotFound',
+                                                  'Unknown Nova path.')))
                 return self._answer(method, path, True, *fake._nova_post(
-                    path[len(NOVA_PREFIX):], body))
+                    path[len(nova):], body))
             try:
-                answer = fake._heat(method, path[len(HEAT_PREFIX):], query,
-                                    body)
+                answer = fake._heat(method, path[len(heat):], query, body)
             except Exception as error:  # noqa: BLE001 - a 500, as Heat
-                answer = _heat_error(500, type(error).__name__, str(error))
+                answer = openstack_heat.heat_error(
+                    500, type(error).__name__, str(error))
             return self._answer(method, path, True, *answer)
 
         def do_GET(self):
@@ -972,68 +528,7 @@ def _handler_class(fake):
     return Handler
 
 
-def _keystone_error(code, title, message):
-    return code, {}, {'error': {'code': code, 'title': title,
-                                'message': message}}
-
-
-def _heat_error(code, error_type, message):
-    return code, {}, {
-        'code': code,
-        'title': 'Not Found' if code == 404 else 'Error',
-        'explanation': message,
-        'error': {'type': error_type, 'message': message, 'traceback': None},
-    }
-
-
-def _nova_error(code, fault, message):
-    return code, {}, {fault: {'code': code, 'message': message}}
-
-
-def _resource_not_found(name):
-    return _heat_error(404, 'ResourceNotFound',
-                       'The Resource (%s) could not be found.' % name)
-
-
-def _truthy(values):
-    return bool(values) and str(values[0]).lower() in ('true', '1', 'yes')
-
-
-def _stack_not_found(name_or_id):
-    return _heat_error(404, 'EntityNotFound',
-                       'The Stack (%s) could not be found.' % name_or_id)
-
-
-def _catalog_entry(service_type, name, url, regions):
-    return {
-        'id': uuid.uuid4().hex,
-        'type': service_type,
-        'name': name,
-        'endpoints': [{'id': uuid.uuid4().hex, 'interface': interface,
-                       'region': region, 'region_id': region, 'url': url}
-                      for region in regions for interface in INTERFACES],
-    }
-
-
-def _domain(name):
-    return {'id': _domain_id(name), 'name': name}
-
-
-def _domain_id(name):
-    """Keystone's built-in 'Default' domain has the id 'default'."""
-    return 'default' if name == 'Default' else name
-
-
-def _domain_matches(spec, name):
-    spec = spec or {}
-    return spec.get('name') == name or spec.get('id') == _domain_id(name)
-
-
 def _fixed_ip_entry(entry):
     if isinstance(entry, dict):
         return dict(entry)
     return {'subnet_id': str(uuid.uuid4()), 'ip_address': entry}
-
-
-def _short_id():
-    return uuid.uuid4().hex[:12]

@@ -37,6 +37,7 @@ import time
 
 from testbed import hosts
 from testbed import pv_manifest
+from testbed import tacker_lab
 from testbed import tacker_service
 
 
@@ -205,7 +206,7 @@ def main(argv=None):
     started = time.monotonic()
     banner('Start Tacker (MariaDB, RabbitMQ, tacker-server, '
            'tacker-conductor), the fake Keystone/Heat/Nova and the testbed')
-    lab = tacker_service.TackerLab(workdir=os.path.join(workdir, 'service'))
+    lab = tacker_lab.TackerLab(workdir=os.path.join(workdir, 'service'))
     status = 1
     try:
         lab.start()

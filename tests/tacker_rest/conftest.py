@@ -1,7 +1,7 @@
 """Fixtures for the whole lifecycle through real Tacker's REST API.
 
 One TackerLab per test session: real tacker-server and tacker-conductor
-(with MariaDB and RabbitMQ, all private; testbed/tacker_service.py), the
+(with MariaDB and RabbitMQ, all private; testbed/tacker_lab.py), the
 fake Keystone/Nova and the Heat engine that boots testbed hosts
 (testbed/heat_engine.py). Tacker runs in its own processes from the
 ``.tox/tacker`` virtualenv; this process never imports Tacker.
@@ -22,6 +22,7 @@ import tempfile
 import pytest
 
 from testbed import hosts
+from testbed import tacker_lab
 from testbed import tacker_service
 
 LAB_KEY = pytest.StashKey()
@@ -42,7 +43,7 @@ def lab(request):
     def log(message):
         lines.append(message)
         print(message, flush=True)
-    the_lab = tacker_service.TackerLab(workdir=workdir, log=log)
+    the_lab = tacker_lab.TackerLab(workdir=workdir, log=log)
     request.config.stash[LAB_KEY] = the_lab
     try:
         the_lab.start()

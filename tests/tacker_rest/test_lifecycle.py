@@ -33,8 +33,8 @@ import pytest
 from testbed import cluster as cluster_mod
 from testbed import kubeapi
 from testbed import node_lifecycle
+from testbed import polling
 from testbed import pv_manifest
-from testbed import tacker_service
 
 PV_NAMES = ('nfs-pv1', 'nfs-pv2', 'nfs-pv3')
 EXPORTS = ('/volume/nfs/pv1', '/volume/nfs/pv2', '/volume/nfs/pv3')
@@ -282,9 +282,9 @@ def test_heal_a_powered_off_worker(lab, s):
     kube.create(kubeapi.pod_manifest('web-1', node, owner=web,
                                      labels={'app': 'web'}))
     stop_server(lab, old_server)
-    tacker_service.wait_until(
+    polling.wait_until(
         lambda: node_lifecycle.kubelet_gone(lab.nodes()[node]),
-        'Node %s unreachable' % node, 60)
+        'Node %s unreachable' % node, 60, first_delay=0.05, max_delay=1.0)
 
     occ = s.ops['heal_dead_worker'] = lab.lcm(
         s.instance_id, 'heal', {'vnfcInstanceId': [worker['id']],

@@ -18,7 +18,7 @@ them).
 import pytest
 
 from testbed import conductors
-from testbed import tacker_service
+from testbed import tacker_lab
 from tests.tacker_rest import test_lifecycle as simple
 from tests.tacker_rest import test_lifecycle_ha as ha
 
@@ -60,7 +60,7 @@ def test_two_vnfs_at_once_one_per_conductor(two_conductors, tmp_path):
     try:
         for instance_id, op_id in ops.items():
             occs[instance_id] = lab.client.wait_op(
-                op_id, tacker_service.OP_TIMEOUT)
+                op_id, tacker_lab.OP_TIMEOUT)
         for instance_id, occ in occs.items():
             simple._completed(occ, 'INSTANTIATE')
             assert lab.instance(instance_id)['instantiationState'] == \

@@ -1,0 +1,109 @@
+"""A private MariaDB for Tacker: its own data directory, socket, PID file
+and port on 127.0.0.1, under the service's work directory; no system
+service is started or touched."""
+
+import os
+import signal
+import subprocess
+import uuid
+
+from testbed import polling
+from testbed import processes
+
+DB_NAME, DB_USER = 'tacker', 'tacker'
+
+
+class MariaDB(object):
+    """``path(*parts)``: a path under the work directory (``mysql``,
+    ``run`` and ``logs`` must exist when ``start`` runs)."""
+
+    def __init__(self, path):
+        self._path = path
+        self.port = None
+        self.password = uuid.uuid4().hex
+        self._mysqld_safe = None
+
+    @property
+    def pid_file(self):
+        return self._path('run', 'mysqld.pid')
+
+    def url(self):
+        """The SQLAlchemy URL of Tacker's database."""
+        return 'mysql+pymysql://%s:%s@127.0.0.1:%d/%s?charset=utf8' % (
+            DB_USER, self.password, self.port, DB_NAME)
+
+    def sql(self, statements):
+        return subprocess.run(
+            ['mariadb', '--no-defaults', '-uroot',
+             '--socket=%s' % self._path('run', 'mysqld.sock'), '-e',
+             statements], capture_output=True, text=True, timeout=30)
+
+    def start(self):
+        """Start it unless it answers already; create Tacker's database
+        and user (idempotently)."""
+        pid = processes.read_pid(self.pid_file)
+        if pid and processes.alive(pid) and \
+                self.sql('SELECT 1').returncode == 0:
+            return
+        datadir = self._path('mysql')
+        log = self._path('logs', 'mariadb.err')
+        if not os.path.exists(os.path.join(datadir, 'mysql')):
+            with open(self._path('logs', 'mariadb-install.log'), 'w') as out:
+                subprocess.run(
+                    ['mariadb-install-db', '--no-defaults', '--user=root',
+                     '--datadir=%s' % datadir, '--skip-test-db',
+                     '--auth-root-authentication-method=socket'],
+                    stdout=out, stderr=subprocess.STDOUT, check=True,
+                    timeout=120)
+        self.port = self.port or processes.free_port()
+        with open(self._path('logs', 'mysqld_safe.out'), 'ab') as out:
+            popen = subprocess.Popen(
+                ['mysqld_safe', '--no-defaults', '--user=root',
+                 '--datadir=%s' % datadir,
+                 '--socket=%s' % self._path('run', 'mysqld.sock'),
+                 '--pid-file=%s' % self.pid_file,
+                 '--port=%d' % self.port, '--bind-address=127.0.0.1',
+                 '--log-error=%s' % log, '--skip-name-resolve',
+                 '--innodb-buffer-pool-size=32M', '--skip-log-bin',
+                 '--max-connections=500'],
+                stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT,
+                start_new_session=True)
+        self._mysqld_safe = processes.Process('mysqld_safe', popen, log)
+
+        def ready():
+            if popen.poll() is not None:
+                raise processes.ServiceError(
+                    'mysqld_safe exited with %s:\n%s'
+                    % (popen.returncode, processes.tail(log)))
+            return self.sql('SELECT 1').returncode == 0
+        polling.wait_until(ready, 'MariaDB', 60, first_delay=0.05,
+                           max_delay=1.0, log=log)
+        result = self.sql(
+            "CREATE DATABASE IF NOT EXISTS {db} CHARACTER SET utf8;"
+            "CREATE USER IF NOT EXISTS '{u}'@'127.0.0.1' IDENTIFIED BY '{p}';"
+            "ALTER USER '{u}'@'127.0.0.1' IDENTIFIED BY '{p}';"
+            "GRANT ALL PRIVILEGES ON {db}.* TO '{u}'@'127.0.0.1';"
+            "FLUSH PRIVILEGES;".format(db=DB_NAME, u=DB_USER,
+                                       p=self.password))
+        if result.returncode:
+            raise processes.ServiceError('MariaDB set-up failed: %s'
+                                         % result.stderr)
+
+    def stop(self):
+        pid = processes.read_pid(self.pid_file)
+        if pid and processes.alive(pid):
+            os.kill(pid, signal.SIGTERM)
+            try:
+                polling.wait_until(lambda: not processes.alive(pid),
+                                   'mariadbd to exit', 60, first_delay=0.05,
+                                   max_delay=1.0)
+            except polling.WaitTimeout:
+                os.kill(pid, signal.SIGKILL)
+        if self._mysqld_safe is not None:
+            popen = self._mysqld_safe.popen
+            try:
+                popen.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                popen.kill()
+                popen.wait(timeout=10)
+            self._mysqld_safe = None

@@ -1,0 +1,120 @@
+"""Keystone v3 of the fake OpenStack: password authentication at
+``POST /v3/auth/tokens`` with a service catalog (identity, orchestration,
+compute), the version document and the region list.
+
+Mixed into openstack_api.FakeOpenStack.
+"""
+
+import datetime
+import uuid
+
+from testbed import openstack_model
+
+INTERFACES = ('public', 'internal', 'admin')
+
+
+class KeystoneMixin(object):
+    """Tokens and the catalog of a FakeOpenStack."""
+
+    def _issue_token(self, body):
+        """Check a v3 password auth body; return (status, headers, body)."""
+        if not self._credentials_match(body):
+            return 401, {}, keystone_error(
+                401, 'Unauthorized',
+                'The request you have made requires authentication.')
+        token = uuid.uuid4().hex
+        with self._lock:
+            self._tokens.add(token)
+        return 201, {'X-Subject-Token': token}, {'token': self._token_body()}
+
+    def _credentials_match(self, body):
+        try:
+            identity = body['auth']['identity']
+            user = identity['password']['user']
+            project = body['auth']['scope']['project']
+        except (KeyError, TypeError):
+            return False
+        if 'password' not in identity.get('methods', []):
+            return False
+        user_ok = (user.get('id') == self.user_id or (
+            user.get('name') == self.username
+            and _domain_matches(user.get('domain'), self.user_domain_name)))
+        project_ok = (project.get('id') == self.project_id or (
+            project.get('name') == self.project_name
+            and _domain_matches(project.get('domain'),
+                                self.project_domain_name)))
+        return user_ok and project_ok and user.get('password') == self.password
+
+    def _token_body(self):
+        now = openstack_model.now()
+        return {
+            'methods': ['password'],
+            'issued_at': openstack_model.iso(now),
+            'expires_at': openstack_model.iso(
+                now + datetime.timedelta(hours=1)),
+            'audit_ids': [uuid.uuid4().hex[:22]],
+            'user': {'id': self.user_id, 'name': self.username,
+                     'domain': _domain(self.user_domain_name)},
+            'project': {'id': self.project_id, 'name': self.project_name,
+                        'domain': _domain(self.project_domain_name)},
+            'roles': [{'id': uuid.uuid4().hex, 'name': 'admin'}],
+            'catalog': [
+                _catalog_entry('identity', 'keystone', self.auth_url,
+                               self.regions),
+                _catalog_entry('orchestration', 'heat', self.heat_url,
+                               self.regions),
+                _catalog_entry('compute', 'nova', self.compute_url,
+                               self.regions),
+            ],
+        }
+
+    def _token_is_valid(self, token):
+        with self._lock:
+            return token in self._tokens
+
+    def _version_document(self):
+        return 200, {}, {'version': {
+            'id': 'v3.14', 'status': 'stable',
+            'updated': '2020-04-07T00:00:00Z',
+            'links': [{'rel': 'self', 'href': self.auth_url + '/'}],
+            'media-types': [{
+                'base': 'application/json',
+                'type': 'application/vnd.openstack.identity-v3+json'}]}}
+
+    def _regions(self):
+        return 200, {}, {'regions': [
+            {'id': region, 'description': '', 'parent_region_id': None,
+             'links': {'self': '%s/regions/%s' % (self.auth_url, region)}}
+            for region in self.regions], 'links': {
+                'self': self.auth_url + '/regions', 'previous': None,
+                'next': None}}
+
+
+def keystone_error(code, title, message):
+    return code, {}, {'error': {'code': code, 'title': title,
+                                'message': message}}
+
+
+def _catalog_entry(service_type, name, url, regions):
+    return {
+        'id': uuid.uuid4().hex,
+        'type': service_type,
+        'name': name,
+        'endpoints': [{'id': uuid.uuid4().hex, 'interface': interface,
+                       'region': region, 'region_id': region, 'url': url}
+                      for region in regions for interface in INTERFACES],
+    }
+
+
+def _domain(name):
+    return {'id': _domain_id(name), 'name': name}
+
+
+def _domain_id(name):
+    """Keystone's built-in 'Default' domain has the id 'default'."""
+    return 'default' if name == 'Default' else name
+
+
+def _domain_matches(spec, name):
+    spec = spec or {}
+    return spec.get('name') == name or spec.get('id') == _domain_id(name)

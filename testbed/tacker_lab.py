@@ -1,0 +1,268 @@
+"""The user guide's set-up on this machine: real Tacker, the Heat engine
+and the testbed.
+
+``TackerLab`` runs a TackerService (testbed.tacker_service), the fake
+Keystone/Heat/Nova (testbed.openstack_api) whose Heat is a HeatEngine
+booting testbed hosts, and a TackerClient; its helpers are the operator's
+steps (VIM, package, requests, LCM) and checks (SSH, kubectl).
+"""
+
+import json
+import os
+import shlex
+import shutil
+import subprocess
+import time
+import uuid
+
+from testbed import cluster
+from testbed import heat_engine
+from testbed import openstack_api
+from testbed import polling
+from testbed import processes
+from testbed import tacker_client
+from testbed import tacker_service
+
+SAMPLE = os.path.join(tacker_service.ROOT, 'samples', 'kubernetes_pv_vnf')
+REQUESTS = os.path.join(tacker_service.ROOT, 'samples', 'requests')
+SAMPLE_VNFD_ID = '32ab1f35-a1f4-4798-9433-2bab9c77e6e8'
+# The "Neutron network" of the testbed bridge, as the request names it.
+TESTBED_NETWORK_ID = 'a0e0c0e0-7e57-4bed-8000-000000000001'
+OP_TIMEOUT = 1800
+
+
+class TackerLab(object):
+    """The whole user-guide set-up on this machine: real Tacker
+    (TackerService), the fake Keystone/Heat/Nova whose Heat is a HeatEngine
+    booting testbed hosts, and helpers for the operator's steps and checks.
+    """
+
+    def __init__(self, workdir=None, driver_options=None, log=None,
+                 conductor_count=1):
+        self.log = log or (lambda message: None)
+        self.engine = heat_engine.HeatEngine()
+        self.cloud = openstack_api.FakeOpenStack(heat_engine=self.engine)
+        options = dict(cluster.TEST_OPTIONS)
+        options.update(driver_options or {})
+        self.service = tacker_service.TackerService(
+            workdir=workdir, driver_options=options,
+            conductor_count=conductor_count)
+        self.client = None
+        self.timings = {}
+
+    def __enter__(self):
+        return self.start()
+
+    def __exit__(self, *exc_info):
+        self.stop()
+
+    def start(self):
+        started = time.monotonic()
+        try:
+            self.engine.start()
+            self.cloud.start()
+            self.service.start()
+        except BaseException:
+            self.stop()
+            raise
+        self.client = tacker_client.TackerClient(self.service.api_url)
+        self.timings['setup'] = round(time.monotonic() - started, 1)
+        return self
+
+    def stop(self):
+        errors = []
+        for step in (self.service.stop, self.cloud.stop, self.engine.stop):
+            try:
+                step()
+            except Exception as error:  # noqa: BLE001 - stop the others
+                errors.append(error)
+        if errors:
+            raise errors[0]
+
+    @property
+    def workdir(self):
+        return self.service.workdir
+
+    def memory(self):
+        """Resident memory (MB) of the services and of this process (which
+        runs the fake OpenStack, the Heat engine and the API servers)."""
+        result = self.service.memory()
+        result['test process'] = processes.rss_mb(os.getpid())
+        return result
+
+    # -- onboarding -----------------------------------------------------------
+
+    def register_openstack_vim(self, name='testbed-openstack'):
+        """POST /v1.0/vims: the fake Keystone as the default VIM."""
+        body = {'vim': {
+            'type': 'openstack', 'name': name, 'is_default': True,
+            'description': 'the testbed (fake Keystone/Heat/Nova)',
+            'auth_url': self.cloud.auth_url,
+            'auth_cred': {'username': self.cloud.username,
+                          'password': self.cloud.password,
+                          'user_domain_name': self.cloud.user_domain_name,
+                          'cert_verify': 'False'},
+            'vim_project': {
+                'name': self.cloud.project_name,
+                'project_domain_name': self.cloud.project_domain_name}}}
+        return self.client.post('/v1.0/vims', body, expect=201).body['vim']
+
+    def build_package(self, output_dir):
+        """The sample package, built with `kubernetes-mgmt-pv package` of
+        Tacker's venv (the driver the conductor runs), under a fresh VNFD
+        id (Tacker refuses a second package with the same one)."""
+        vnfd_id = str(uuid.uuid4())
+        source = os.path.join(output_dir, 'source-%s' % vnfd_id[:8])
+        shutil.copytree(SAMPLE, source)
+        definitions = os.path.join(source, 'Definitions')
+        for name in os.listdir(definitions):
+            path = os.path.join(definitions, name)
+            with open(path) as handle:
+                text = handle.read()
+            if SAMPLE_VNFD_ID in text:
+                with open(path, 'w') as handle:
+                    handle.write(text.replace(SAMPLE_VNFD_ID, vnfd_id))
+        output = os.path.join(output_dir, 'kubernetes_pv_vnf-%s.zip'
+                              % vnfd_id[:8])
+        result = subprocess.run(
+            [self.service.bin('kubernetes-mgmt-pv'), 'package', '--source',
+             source, '--output', output], capture_output=True, text=True,
+            timeout=120)
+        if result.returncode:
+            raise processes.ServiceError(
+                'kubernetes-mgmt-pv package failed: %s' % result.stderr)
+        shutil.rmtree(source)
+        return vnfd_id, output
+
+    def instantiate_request(self, vim_id, sample='instantiate_simple.json'):
+        """The sample request, adapted where it must be for this cloud: the
+        network ids (the testbed network), the VIM id, the Storage
+        server's password (the testbed's guest has its own) and every
+        export_to (the sample's 10.10.0.0/24 is the user guide's network;
+        the nodes here are on the testbed's subnet)."""
+        with open(os.path.join(REQUESTS, sample)) as handle:
+            request = json.load(handle)
+        for link in request.get('extVirtualLinks', []):
+            link['resourceId'] = TESTBED_NETWORK_ID
+        for info in request.get('vimConnectionInfo', []):
+            info['vimId'] = vim_id
+        storage = request['additionalParams'][
+            'k8s_cluster_installation_param']['storage_server']
+        storage['password'] = cluster.STORAGE_PASSWORD
+        for export in storage['nfs_server_setup_params']:
+            export['export_to'] = self.engine.testbed.subnet
+        return request
+
+    @staticmethod
+    def sample_request(name):
+        with open(os.path.join(REQUESTS, name)) as handle:
+            return json.load(handle)
+
+    # -- LCM ------------------------------------------------------------------
+
+    def lcm(self, instance_id, operation, body, timeout=OP_TIMEOUT):
+        """POST an LCM operation and wait for its final state; returns the
+        operation occurrence (with 'seconds')."""
+        started = time.monotonic()
+        response = self.client.post('/vnflcm/v1/vnf_instances/%s/%s'
+                                    % (instance_id, operation), body,
+                                    expect=202)
+        occ = self.client.wait_op(self.client.op_occ_id(response), timeout)
+        occ['seconds'] = round(time.monotonic() - started, 1)
+        self.log('%s: %s in %ss%s' % (
+            operation, occ['operationState'], occ['seconds'],
+            '' if occ['operationState'] == 'COMPLETED' else ' (%s)' % (
+                (occ.get('error') or {}).get('detail'))))
+        return occ
+
+    def op_action(self, op_id, action, final=('FAILED', 'ROLLED_BACK',
+                                              'COMPLETED', 'FAILED_TEMP'),
+                  timeout=OP_TIMEOUT):
+        """POST /vnf_lcm_op_occs/{id}/{retry|rollback|fail}; returns the
+        occurrence once final again."""
+        # No body at all: Tacker's handlers of these take none (a JSON
+        # body, even {}, is a 500 TypeError).
+        response = self.client.request(
+            'POST', '/vnflcm/v1/vnf_lcm_op_occs/%s/%s' % (op_id, action),
+            expect=(200, 202))
+        if action == 'fail':
+            return response.body
+        # The state leaves FAILED_TEMP first, then reaches a final one.
+        path = '/vnflcm/v1/vnf_lcm_op_occs/%s' % op_id
+        polling.wait_until(
+            lambda: self.client.get(path)['operationState'] != 'FAILED_TEMP',
+            '%s of %s to start' % (action, op_id), 60, first_delay=0.2,
+            max_delay=1.0)
+        return self.client.wait_op(op_id, timeout, final=final)
+
+    def instance(self, instance_id):
+        return self.client.get('/vnflcm/v1/vnf_instances/%s' % instance_id)
+
+    def vnfcs(self, instance_id, vdu_id=None):
+        info = self.instance(instance_id).get('instantiatedVnfInfo') or {}
+        return [vnfc for vnfc in info.get('vnfcResourceInfo', [])
+                if vdu_id in (None, vnfc['vduId'])]
+
+    # -- what the operator checks ---------------------------------------------
+
+    def stack(self, instance_id):
+        return self.cloud.find_stack('vnflcm_%s' % instance_id)
+
+    def cp_address(self, instance_id, cp_name='storage_server_CP'):
+        """`openstack stack resource show vnflcm_<id> <cp>` | ip_address."""
+        stack = self.stack(instance_id)
+        return stack.resources[cp_name].attributes['fixed_ips'][0][
+            'ip_address']
+
+    def host_at(self, address):
+        for host in self.engine.testbed.hosts.values():
+            if host.ip == address:
+                return host
+        raise LookupError('no testbed host at %s' % address)
+
+    def masters(self):
+        return sorted((h for h in self.engine.testbed.hosts.values()
+                       if h.role == 'master'), key=lambda h: h.name)
+
+    def ssh(self, host, command):
+        """Run a command over SSH as the guide's user (ubuntu), like an
+        operator logged in to the VM; returns stdout."""
+        client = host.ssh_client()
+        try:
+            _, stdout, stderr = client.exec_command(command, timeout=60)
+            output = stdout.read().decode()
+            status = stdout.channel.recv_exit_status()
+            if status:
+                raise processes.ServiceError('%s on %s: exit %s: %s' % (
+                    command, host.name, status, stderr.read().decode()))
+            return output
+        finally:
+            client.close()
+
+    def storage_checks(self, instance_id):
+        """df -h and sudo exportfs -v on the Storage server."""
+        host = self.host_at(self.cp_address(instance_id))
+        return {'address': host.ip,
+                'df': self.ssh(host, 'df -h'),
+                'exportfs': self.ssh(host, 'sudo exportfs -v')}
+
+    def kubectl(self, *args, master=None):
+        master = master or self.masters()[0]
+        return self.ssh(master, 'kubectl ' + ' '.join(
+            shlex.quote(a) for a in args))
+
+    def cluster_checks(self):
+        return {'pv': self.kubectl('get', 'pv'),
+                'nodes': self.kubectl('get', 'nodes')}
+
+    def persistent_volumes(self):
+        items = json.loads(self.kubectl('get', 'pv', '-o', 'json'))['items']
+        return {item['metadata']['name']: item for item in items}
+
+    def nodes(self):
+        items = json.loads(self.kubectl('get', 'nodes', '-o', 'json'))[
+            'items']
+        return {item['metadata']['name']: item for item in items}
+
+    def vims(self):
+        return self.client.get('/v1.0/vims')['vims']
