@@ -107,10 +107,12 @@ class TackerLab(object):
                 'project_domain_name': self.cloud.project_domain_name}}}
         return self.client.post('/v1.0/vims', body, expect=201).body['vim']
 
-    def build_package(self, output_dir):
+    def build_package(self, output_dir, transform=None):
         """The sample package, built with `kubernetes-mgmt-pv package` of
         Tacker's venv (the driver the conductor runs), under a fresh VNFD
-        id (Tacker refuses a second package with the same one)."""
+        id (Tacker refuses a second package with the same one).
+        ``transform(source_dir)`` may change the copy first (a v2 package:
+        testbed.tacker_v2)."""
         vnfd_id = str(uuid.uuid4())
         source = os.path.join(output_dir, 'source-%s' % vnfd_id[:8])
         shutil.copytree(SAMPLE, source)
@@ -122,6 +124,8 @@ class TackerLab(object):
             if SAMPLE_VNFD_ID in text:
                 with open(path, 'w') as handle:
                     handle.write(text.replace(SAMPLE_VNFD_ID, vnfd_id))
+        if transform is not None:
+            transform(source)
         output = os.path.join(output_dir, 'kubernetes_pv_vnf-%s.zip'
                               % vnfd_id[:8])
         result = subprocess.run(
@@ -152,6 +156,10 @@ class TackerLab(object):
         for export in storage['nfs_server_setup_params']:
             export['export_to'] = self.engine.testbed.subnet
         return request
+
+    @staticmethod
+    def sample_path(*parts):
+        return os.path.join(SAMPLE, *parts)
 
     @staticmethod
     def sample_request(name):
@@ -206,7 +214,10 @@ class TackerLab(object):
     # -- what the operator checks ---------------------------------------------
 
     def stack(self, instance_id):
-        return self.cloud.find_stack('vnflcm_%s' % instance_id)
+        """The live stack of a VNF instance: ``vnflcm_<id>`` (Tacker v1)
+        or ``vnf-<id>`` (v2), or None."""
+        return self.cloud.find_stack('vnflcm_%s' % instance_id) or \
+            self.cloud.find_stack('vnf-%s' % instance_id)
 
     def cp_address(self, instance_id, cp_name='storage_server_CP'):
         """`openstack stack resource show vnflcm_<id> <cp>` | ip_address."""
