@@ -46,7 +46,10 @@ class TackerLab(object):
         options.update(driver_options or {})
         self.service = tacker_service.TackerService(
             workdir=workdir, driver_options=options,
-            conductor_count=conductor_count)
+            conductor_count=conductor_count, extra_conf={
+                # A v2 CNF waits this long (default 500 s) for its
+                # resources to be ready in the test Kubernetes API server.
+                'v2_vnfm': {'kubernetes_vim_rsc_wait_timeout': 60}})
         self.client = None
         self.timings = {}
 
@@ -126,8 +129,13 @@ class TackerLab(object):
                     handle.write(text.replace(SAMPLE_VNFD_ID, vnfd_id))
         if transform is not None:
             transform(source)
-        output = os.path.join(output_dir, 'kubernetes_pv_vnf-%s.zip'
-                              % vnfd_id[:8])
+        output = self.zip_package(source, os.path.join(
+            output_dir, 'kubernetes_pv_vnf-%s.zip' % vnfd_id[:8]))
+        shutil.rmtree(source)
+        return vnfd_id, output
+
+    def zip_package(self, source, output):
+        """`kubernetes-mgmt-pv package --source DIR --output ZIP`."""
         result = subprocess.run(
             [self.service.bin('kubernetes-mgmt-pv'), 'package', '--source',
              source, '--output', output], capture_output=True, text=True,
@@ -135,8 +143,7 @@ class TackerLab(object):
         if result.returncode:
             raise processes.ServiceError(
                 'kubernetes-mgmt-pv package failed: %s' % result.stderr)
-        shutil.rmtree(source)
-        return vnfd_id, output
+        return output
 
     def instantiate_request(self, vim_id, sample='instantiate_simple.json'):
         """The sample request, adapted where it must be for this cloud: the

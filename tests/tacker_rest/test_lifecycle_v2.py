@@ -18,7 +18,9 @@ gives the node logins again (``additionalParams``).
 """
 
 import copy
+import uuid
 
+from testbed import cnf_package
 from testbed import pv_manifest
 from testbed import tacker_v2
 from tests.tacker_rest import lifecycle_checks as checks
@@ -219,6 +221,36 @@ def test_heal_entire_vnf(lab, v2, s):
     nodes = checks.record_nodes(lab, s, 'heal_entire')
     assert len(nodes) == 3 and all(nodes.values()), nodes
     s.done.add('heal_entire')
+
+
+def test_cnf_instantiate_reaches_the_cluster(lab, v2, s, tmp_path):
+    """A v2 CNF on the Kubernetes VIM the door registered: Tacker's
+    Kubernetes infra driver talks to the cluster's API server (the test
+    one, which need not complete the CNF)."""
+    s.need('instantiate')
+    k8s_vim = _check_vims(lab, v2, s)
+    kube = lab.engine.kubes[lab.stack(s.instance_id).id]
+    seen = len(kube.request_log)
+    vnfd_id = str(uuid.uuid4())
+    source = str(tmp_path / 'cnf')
+    cnf_package.source(source, vnfd_id, lab.sample_path('Definitions'))
+    lab.client.onboard_package(lab.zip_package(
+        source, str(tmp_path / 'cnf.zip')))
+    cnf_id = v2.create(vnfd_id, 'cnf-on-the-cluster')['id']
+    occ = v2.lcm(cnf_id, 'instantiate',
+                 cnf_package.instantiate_request(k8s_vim['id']),
+                 timeout=600)
+    calls = kube.request_log[seen:]
+    assert ('POST', '/apis/apps/v1/namespaces/default/deployments') in \
+        calls, calls
+    if occ['operationState'] == 'COMPLETED':
+        _completed(v2.lcm(cnf_id, 'terminate',
+                          {'terminationType': 'FORCEFUL'}), 'TERMINATE')
+    else:
+        assert occ['operationState'] == 'FAILED_TEMP', occ
+        assert v2.op_action(occ['id'], 'fail')['operationState'] == \
+            'FAILED'
+    v2.delete(cnf_id)
 
 
 def test_terminate_and_delete(lab, v2, s):
