@@ -20,12 +20,12 @@ gives the node logins again (``additionalParams``).
 import copy
 import uuid
 
+import pytest
+
 from testbed import cnf_package
 from testbed import pv_manifest
 from testbed import tacker_v2
 from tests.tacker_rest import lifecycle_checks as checks
-
-import pytest
 
 DOOR_SCRIPT = 'kubernetes_mgmt_v2.py'
 STATE_KEY = 'kubernetesMgmtPv'
