@@ -26,6 +26,10 @@ class GlanceMixin(object):
             'id': 'v2.16', 'status': 'CURRENT',
             'links': [{'rel': 'self', 'href': self.image_url + '/v2/'}]}]}
 
+    def is_glance_versions(self, path):
+        """The version document's paths (read without a token)."""
+        return path.rstrip('/') in (GLANCE_PREFIX, GLANCE_PREFIX + '/v2')
+
     def _glance_get(self, path, query):
         """GET below /image: the image list (always empty)."""
         if path.rstrip('/') == '/v2/images':
