@@ -49,10 +49,14 @@ def _validate(args):
 
 def _package(args):
     try:
-        result = csar.build(args.source, args.output)
+        result = csar.build(args.source, args.output, api=args.api)
     except (csar.PackageError, OSError) as error:
         _say('kubernetes-mgmt-pv package: %s' % error, sys.stderr)
         return 1
+    if args.api == 'v2':
+        _say('wrote %s: %d files, a Tacker v2 package (the VNFD runs %s)'
+             % (args.output, len(result.files), csar.V2_SCRIPT_PATH))
+        return 0
     if result.driver_replaced:
         _say('%s of the source differs from the installed driver and was '
              'replaced by it' % csar.DRIVER_PATH, sys.stderr)
@@ -95,6 +99,11 @@ def _parser():
                          help='package source directory')
     package.add_argument('--output', required=True, metavar='FILE.zip',
                          help='CSAR zip to write (replaced if it exists)')
+    package.add_argument('--api', choices=csar.APIS, default='v1',
+                         help='v1 (default): for /vnflcm/v1, with the '
+                              'installed driver file; v2: for /vnflcm/v2, '
+                              'the VNFD running %s, with the source\'s %s '
+                              'files' % (csar.V2_SCRIPT_PATH, csar.V2_DIR))
     package.set_defaults(run=_package)
     return parser
 

@@ -13,17 +13,29 @@ import dataclasses
 import hashlib
 import inspect
 import os
+import posixpath
+import re
 import shutil
 import stat
 import tempfile
 import zipfile
 import zlib
 
+from kubernetes_mgmt_pv import base_driver
 from kubernetes_mgmt_pv import mgmt_driver
 from kubernetes_mgmt_pv import safe_yaml
 
 META_PATH = 'TOSCA-Metadata/TOSCA.meta'
 DRIVER_PATH = 'Scripts/mgmt_driver.py'
+# Tacker v2 packages: files under V2_DIR of the source replace their
+# counterpart (the v2 BaseHOT, the script), the VNFD artifact names the
+# script (relative to Definitions/, as v2 resolves it), and the hashed
+# driver and the v1 UserData stay out. v1 packages leave V2_DIR out.
+V2_DIR = 'v2/'
+V2_SCRIPT_PATH = 'Scripts/kubernetes_mgmt_v2.py'
+V2_ARTIFACT_FILE = '../' + V2_SCRIPT_PATH
+_V1_ONLY = (DRIVER_PATH, 'UserData/')
+APIS = ('v1', 'v2')
 ALGORITHM = 'SHA-256'
 # The algorithms Tacker accepts in TOSCA.meta (compared lower-cased).
 HASH_FUNCTIONS = {'sha-224': hashlib.sha224, 'sha-256': hashlib.sha256,
@@ -113,14 +125,14 @@ def artifact_source(block):
     return block.get('Source') or block.get('Name')
 
 
-def build(source_dir, output_path):
+def build(source_dir, output_path, api='v1'):
     """Write the CSAR zip of source_dir to output_path.
 
-    The installed driver file becomes Scripts/mgmt_driver.py (replacing any
-    copy in the source), and TOSCA.meta keeps the source's header block and
-    gets a Source/Algorithm/Hash block per artifact (every file outside
-    TOSCA-Metadata/ and Definitions/). Entries are sorted and timestamps
-    fixed, so equal inputs give identical zips.
+    v1: the installed driver file becomes Scripts/mgmt_driver.py (replacing
+    any copy in the source). v2: see V2_DIR. TOSCA.meta keeps the source's
+    header block and gets a Source/Algorithm/Hash block per artifact (every
+    file outside TOSCA-Metadata/ and Definitions/). Entries are sorted and
+    timestamps fixed, so equal inputs give identical zips.
     """
     source = os.path.realpath(source_dir)
     meta_file = os.path.join(source, META_PATH)
@@ -137,10 +149,16 @@ def build(source_dir, output_path):
     if entry not in files:
         raise PackageError('Entry-Definitions %s is not in the source'
                            % entry)
-    driver = installed_driver_file()
-    replaced = (DRIVER_PATH in files and
-                file_hash(files[DRIVER_PATH]) != file_hash(driver))
-    files[DRIVER_PATH] = driver
+    replaced = False
+    if api == 'v2':
+        files = _v2_files(files)
+    else:
+        files = {name: path for name, path in files.items()
+                 if not name.startswith(V2_DIR)}
+        driver = installed_driver_file()
+        replaced = (DRIVER_PATH in files and
+                    file_hash(files[DRIVER_PATH]) != file_hash(driver))
+        files[DRIVER_PATH] = driver
     blocks = [header_text]
     blocks += ['Source: %s\nAlgorithm: %s\nHash: %s' % (
         name, ALGORITHM, file_hash(files[name]))
@@ -149,6 +167,53 @@ def build(source_dir, output_path):
     _write_zip(output_path, dict(files, **{META_PATH: meta}))
     return BuildResult(files=tuple(sorted(files)) + (META_PATH,),
                        driver_replaced=replaced)
+
+
+def _v2_files(files):
+    """The files of a v2 package: the source's, V2_DIR's replacing theirs
+    (a v2 BaseHOT/<flavour> replaces the whole top level of the source's),
+    the v1-only ones left out, and the VNFD flavours' driver artifact
+    pointing at the v2 script (as bytes)."""
+    overlay = {name[len(V2_DIR):]: path for name, path in files.items()
+               if name.startswith(V2_DIR)}
+    if V2_SCRIPT_PATH not in overlay:
+        raise PackageError('the source has no %s%s, the script Tacker v2 '
+                           'runs' % (V2_DIR, V2_SCRIPT_PATH))
+    replaced_dirs = {posixpath.dirname(name) + '/' for name in overlay
+                     if name.startswith('BaseHOT/')}
+    kept = {name: path for name, path in files.items()
+            if not name.startswith((V2_DIR,) + _V1_ONLY) and
+            not (posixpath.dirname(name) + '/') in replaced_dirs}
+    kept.update(overlay)
+    for name in sorted(kept):
+        if name.startswith('Definitions/') and name.endswith(('.yaml',
+                                                              '.yml')):
+            kept[name] = _v2_definition(name, kept[name])
+    return kept
+
+
+_ARTIFACT_LINE = re.compile(
+    r'^(?P<key>\s+file:\s*)%s\s*$' % re.escape(DRIVER_PATH), re.MULTILINE)
+
+
+def _v2_definition(name, path):
+    """The VNFD file with its driver artifact naming the v2 script; the
+    file's path when it has none."""
+    with open(path, 'rb') as stream:
+        text = stream.read().decode('utf-8')
+    changed, count = _ARTIFACT_LINE.subn(
+        lambda match: match.group('key') + V2_ARTIFACT_FILE, text)
+    if not count:
+        return path
+    artifact = ((safe_yaml.loads(changed, safe_yaml.DEFINITION_LIMITS) or {})
+                .get('topology_template', {}).get('node_templates', {})
+                .get('VNF', {}).get('artifacts', {})
+                .get(base_driver.DRIVER_NAME, {}))
+    if count != 1 or artifact.get('file') != V2_ARTIFACT_FILE:
+        raise PackageError('%s: the %s artifact of node VNF is the only '
+                           '"file: %s" line a v2 package may rewrite'
+                           % (name, base_driver.DRIVER_NAME, DRIVER_PATH))
+    return changed.encode('utf-8')
 
 
 def _source_files(source, excluded):

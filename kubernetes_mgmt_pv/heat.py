@@ -103,8 +103,11 @@ def vim_secrets(heat_client):
 
 
 def _cert_verify(value):
-    """Tacker stores cert_verify as the string 'True'/'False'."""
+    """Tacker stores cert_verify as the string 'True'/'False'; an absolute
+    path is a CA bundle (Tacker v2's [v2_vnfm] heat_ca_cert_file)."""
     if isinstance(value, bool):
+        return value
+    if isinstance(value, str) and value.startswith('/'):
         return value
     word = str(value).strip().lower()
     if word in _TRUE_WORDS:

@@ -95,7 +95,10 @@ def check(package_dir, request, found):
     _check_script(package_dir, parsed.params, invalid_paths, found)
     _check_manifests(package_dir, parsed.params, found)
     _check_heat(package_dir, flavour, parsed.params, invalid_paths, found)
-    _check_vnfd(package_dir, flavour, parsed.params, found)
+    api = _check_vnfd(package_dir, flavour, parsed.params, found)
+    if api is not None:
+        _check_request_api(request, api, found)
+        _check_user_data(package_dir, flavour, request, api, found)
 
 
 def _load_request(path, found):
@@ -515,9 +518,10 @@ def _check_vnfd(package_dir, flavour, model, found):
                         'implementation is %r, not %s' % (
                             implementation, base_driver.DRIVER_NAME))
     if driver_used:
-        _check_driver_artifact(package_dir, where, _mapping(
+        return _check_driver_artifact(package_dir, where, _mapping(
             _mapping(vnf.get('artifacts')).get(base_driver.DRIVER_NAME)),
             found)
+    return None
 
 
 def _check_master_aspect(relative, template, model, found):
@@ -550,15 +554,20 @@ def _check_master_aspect(relative, template, model, found):
 
 
 def _check_driver_artifact(package_dir, where, artifact, found):
+    """The package's API, by what its driver artifact is: the hashed
+    driver file (v1) or another Python file, a script Tacker v2 runs."""
     where = '%s.artifacts.%s' % (where, base_driver.DRIVER_NAME)
     if not artifact:
         found.error('artifact-missing', where,
                     'the Vnflcm interfaces name artifact %s, which the VNF '
                     'node does not define' % base_driver.DRIVER_NAME)
-        return
+        return None
     relative = artifact.get('file')
     if not isinstance(relative, str):
         relative = None
+    if relative not in (None, csar.DRIVER_PATH):
+        _check_v2_script(package_dir, where, relative, found)
+        return 'v2'
     # Tacker joins the artifact file to the package root, not to the VNFD.
     path = os.path.join(package_dir, relative or '')
     if relative is None or not os.path.isfile(path):
@@ -566,14 +575,14 @@ def _check_driver_artifact(package_dir, where, artifact, found):
                     'file %r is not in the package; `kubernetes-mgmt-pv '
                     'package` adds the installed driver as %s'
                     % (relative, csar.DRIVER_PATH))
-        return
+        return 'v1'
     installed = csar.installed_driver_file()
     try:
         packaged = csar.file_hash(path)
     except OSError as error:
         found.error('artifact-file-missing', where, 'file %r cannot be '
                     'read: %s' % (relative, error.strerror))
-        return
+        return 'v1'
     if packaged != csar.file_hash(installed):
         found.error('driver-mismatch', where,
                     '%s differs from the driver installed here (%s): Tacker '
@@ -581,3 +590,96 @@ def _check_driver_artifact(package_dir, where, artifact, found):
                     'it is byte-identical to the driver installed with '
                     'tacker-conductor; rebuild with `kubernetes-mgmt-pv '
                     'package`' % (relative, installed))
+    return 'v1'
+
+
+# -- Tacker v2 ----------------------------------------------------------------
+
+# The nfv keys of a BaseHOT that Tacker v2's default UserData fills in
+# (tacker/sol_refactored/infra_drivers/openstack/userdata_default.py).
+V2_DEFAULT_NFV_KEYS = {
+    'VDU': ('computeFlavourId', 'vcImageId', 'desired_capacity',
+            'locationConstraints'),
+    'CP': ('network', 'fixed_ips')}
+_USER_DATA = 'lcm-operation-user-data'
+
+
+def _check_v2_script(package_dir, where, relative, found):
+    """Tacker v2 joins the artifact file to Definitions/ and runs it with
+    the conductor's interpreter: it must be a file of the package that
+    runs this driver's v2 door."""
+    root = os.path.realpath(package_dir)
+    path = os.path.realpath(os.path.join(root, 'Definitions', relative))
+    if not (_within(path, root) and os.path.isfile(path)):
+        found.error('artifact-file-missing', where,
+                    'file %r (relative to Definitions/, as Tacker v2 reads '
+                    'it) is not in the package; `kubernetes-mgmt-pv package '
+                    '--api v2` adds %s' % (relative, csar.V2_SCRIPT_PATH))
+        return
+    try:
+        text = safe_yaml.read_text(path, 1024 * 1024)
+    except safe_yaml.LoadError as error:
+        found.error('artifact-file-missing', where,
+                    '%r %s' % (relative, error))
+        return
+    if 'kubernetes_mgmt_pv.doors' not in text:
+        found.warning('script-not-door', where,
+                      '%r does not run kubernetes_mgmt_pv.doors.tacker_v2: '
+                      'the driver is not called by it' % relative)
+
+
+def _check_request_api(request, api, found):
+    """v1 requests list vimConnectionInfo, v2 ones map ids to entries."""
+    infos = request.get('vimConnectionInfo')
+    shape = {list: 'v1', dict: 'v2'}.get(type(infos))
+    if shape is not None and shape != api:
+        found.error('request-api-mismatch', 'vimConnectionInfo',
+                    'is the %s request shape (%s), but the package is for '
+                    'Tacker %s (/vnflcm/%s): build the package with '
+                    '`kubernetes-mgmt-pv package --api %s`, or send the '
+                    'request to /vnflcm/%s' % (
+                        shape, 'a list' if shape == 'v1' else
+                        'an object of entries', api, api, shape, shape))
+
+
+def _check_user_data(package_dir, flavour, request, api, found):
+    """The UserData script the request names must be in the package;
+    without one, Tacker v2 fills only V2_DEFAULT_NFV_KEYS of the BaseHOT."""
+    additional = _mapping(request.get('additionalParams'))
+    user_data = additional.get(_USER_DATA)
+    if isinstance(user_data, str):
+        root = os.path.realpath(package_dir)
+        path = os.path.realpath(os.path.join(root, user_data))
+        if not (_within(path, root) and os.path.isfile(path)):
+            found.error('userdata-missing', 'additionalParams.' + _USER_DATA,
+                        '%s is not a file of the package' % user_data)
+        return
+    if api != 'v2':
+        return
+    hot = _load_base_hot(package_dir, flavour, _Findings())
+    if hot is None:
+        return
+    for kind, name, key in sorted(_nfv_parameters(
+            [hot.resources] + list(hot.nested.values()))):
+        if key not in V2_DEFAULT_NFV_KEYS.get(kind, ()):
+            found.error('heat-nfv-unfilled', '%s/%s' % (hot.directory,
+                                                        hot.top_name),
+                        'reads nfv.%s.%s.%s, which Tacker v2 leaves empty '
+                        'without %s in the request (it fills %s)' % (
+                            kind, name, key, _USER_DATA, ', '.join(
+                                V2_DEFAULT_NFV_KEYS.get(kind, ()))))
+
+
+def _nfv_parameters(node):
+    """(kind, name, key) of every get_param [nfv, kind, name, key]."""
+    found = set()
+    if isinstance(node, dict):
+        path = node.get('get_param')
+        if isinstance(path, list) and len(path) == 4 and path[0] == 'nfv':
+            found.add(tuple(str(part) for part in path[1:]))
+        for value in node.values():
+            found |= _nfv_parameters(value)
+    elif isinstance(node, list):
+        for value in node:
+            found |= _nfv_parameters(value)
+    return found

@@ -60,6 +60,19 @@ def load_tacker_config(args):
     cfg.CONF(args=list(args), project='tacker', default_config_files=[])
 
 
+def v2_heat_cert_verify():
+    """How Tacker v2 verifies Heat's certificate: False, True, or the CA
+    file ([v2_vnfm] heat_verify_cert, heat_ca_cert_file); True without
+    Tacker."""
+    if not TACKER_AVAILABLE:
+        return True
+    from tacker.sol_refactored.common import config as v2_config
+    options = v2_config.CONF.v2_vnfm
+    if options.heat_verify_cert and options.heat_ca_cert_file:
+        return options.heat_ca_cert_file
+    return bool(options.heat_verify_cert)
+
+
 def project_context(openstack_vim_id):
     """An admin context of the project that owns the OpenStack VIM
     ``openstack_vim_id``, the project the Kubernetes VIM goes to: a v2

@@ -95,6 +95,22 @@ class _Redacting(logging.Filter):
         return True
 
 
+class _AppendHandler(logging.Handler):
+    """One write(2) per record on an O_APPEND file: the records of hook
+    processes running at the same time never interleave."""
+
+    def __init__(self, fd):
+        super().__init__()
+        self._fd = fd
+
+    def emit(self, record):
+        try:
+            os.write(self._fd, (self.format(record) + '\n').encode(
+                'utf-8', 'backslashreplace'))
+        except Exception:
+            self.handleError(record)
+
+
 def _log_to(path, secrets):
     """Send the root logger, warnings and fds 1 and 2 to ``path``."""
     directory = os.path.dirname(path)
@@ -103,8 +119,7 @@ def _log_to(path, secrets):
     fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
     os.dup2(fd, 1)
     os.dup2(fd, 2)
-    os.close(fd)
-    handler = logging.StreamHandler(os.fdopen(os.dup(2), 'a', buffering=1))
+    handler = _AppendHandler(fd)
     handler.setFormatter(logging.Formatter(
         '%(asctime)s ' + str(os.getpid()) +
         ' %(levelname)s %(name)s %(message)s'))
@@ -152,6 +167,11 @@ def main(stdin=None):
     try:
         script_dict = pickle.load(stdin)
         operation = str(script_dict.get('operation'))
+        from kubernetes_mgmt_pv.doors import v2_mapping
+        if not v2_mapping.runs(operation):
+            # Not a hook of the driver: no configuration, log or engine.
+            os.write(out_fd, pickle.dumps({}))
+            return 0
         data = dict(script_dict.get('user_script_err_handling_data') or {})
         from kubernetes_mgmt_pv import config
         from kubernetes_mgmt_pv import tacker_compat
@@ -161,7 +181,6 @@ def main(stdin=None):
         _log_to(options.v2_log_file, secrets)
         _start_deadline(options.v2_hook_deadline, operation, err_fd)
         from kubernetes_mgmt_pv.doors import v2_hook
-        from kubernetes_mgmt_pv.doors import v2_mapping
         progress = data[v2_mapping.STATE_KEY] = dict(
             data.get(v2_mapping.STATE_KEY) or {})
         handback = {'user_script_err_handling_data': data}

@@ -40,7 +40,8 @@ class V2Driver(mgmt_driver.KubernetesPvMgmtDriver):
 
     def openstack_access_info(self, context, vnf_instance):
         return v2_mapping.heat_access_info(
-            v2_mapping.openstack_vim(self._script['vnf_instance']))
+            v2_mapping.openstack_vim(self._script['vnf_instance']),
+            tacker_compat.v2_heat_cert_verify())
 
     def openstack_vim_id(self):
         """The registry id of the instance's OpenStack VIM (terminate_end

@@ -236,9 +236,17 @@ def _vnfcs(vnf_instance):
     return info.get('vnfcResourceInfo') or []
 
 
+def _place_of(vnfc):
+    """Where a VM stands in the VNF, kept when a heal replaces it: its
+    member's resource name in its scaling group (Heat replaces the member
+    stack under the same name), else its stack (the top-level one)."""
+    metadata = vnfc.get('metadata') or {}
+    return metadata.get('parent_resource_name') or _stack_of(vnfc)
+
+
 def healed_vnfcs(vnf_instance, request_dict):
-    """{requested vnfcInstanceId: [stack id, VDU id]} of a heal, recorded
-    at heal_start: the ids name the old VMs, which heal_end no longer has."""
+    """{requested vnfcInstanceId: [place, VDU id]} of a heal, recorded at
+    heal_start: the ids name the old VMs, which heal_end no longer has."""
     info = vnf_instance.get('instantiatedVnfInfo') or {}
     by_id = {vnfc['id']: vnfc for vnfc in info.get('vnfcResourceInfo') or []}
     found = {}
@@ -246,17 +254,17 @@ def healed_vnfcs(vnf_instance, request_dict):
         if vnfc_id in ((request_dict or {}).get('vnfcInstanceId') or ()) \
                 and resource_id in by_id:
             vnfc = by_id[resource_id]
-            found[vnfc_id] = [_stack_of(vnfc), vnfc.get('vduId')]
+            found[vnfc_id] = [_place_of(vnfc), vnfc.get('vduId')]
     return found
 
 
 def healed_aliases(vnf_instance, recorded):
     """{vnfcResourceInfo id: requested id} of the VMs a heal re-created,
-    found by the stack and VDU recorded at heal_start."""
+    found at the place and VDU recorded at heal_start."""
     aliases = {}
-    for vnfc_id, (stack, vdu) in (recorded or {}).items():
+    for vnfc_id, (place, vdu) in (recorded or {}).items():
         for vnfc in _vnfcs(vnf_instance):
-            if _stack_of(vnfc) == stack and vnfc.get('vduId') == vdu:
+            if _place_of(vnfc) == place and vnfc.get('vduId') == vdu:
                 aliases[vnfc['id']] = vnfc_id
     return aliases
 
@@ -276,12 +284,13 @@ def openstack_vim(vnf_instance):
         'ETSINFV.OPENSTACK_KEYSTONE.V_3): the Heat stack cannot be read')
 
 
-def heat_access_info(vim):
+def heat_access_info(vim, cert_verify):
     """v2's vimConnectionInfo (interfaceInfo, accessInfo) as the access_info
-    heat.build_heat_client takes."""
+    heat.build_heat_client takes. ``cert_verify``: as Tacker v2 verifies
+    Heat's certificate (its registry sets skipCertificateVerification on
+    every VIM and does not read it)."""
     interface = vim.get('interfaceInfo') or {}
     access = vim.get('accessInfo') or {}
-    skip_verify = interface.get('skipCertificateVerification')
     return {
         'auth_url': interface.get('endpoint'),
         'username': access.get('username'),
@@ -291,7 +300,7 @@ def heat_access_info(vim):
         'user_domain_name': access.get('userDomain'),
         'project_domain_name': access.get('projectDomain'),
         'region': access.get('region'),
-        'cert_verify': not skip_verify if skip_verify is not None else True,
+        'cert_verify': cert_verify,
     }
 
 

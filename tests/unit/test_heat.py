@@ -121,6 +121,7 @@ def test_unreachable_keystone_is_a_lookup_error():
 @pytest.mark.parametrize('cert_verify, expected', [
     ('True', True), ('False', False), ('false', False), (False, False),
     (True, True), (None, True),
+    ('/etc/ssl/heat-ca.pem', '/etc/ssl/heat-ca.pem'),
 ])
 def test_cert_verify_sets_session_tls_verification(cloud, cert_verify,
                                                    expected):
@@ -130,7 +131,8 @@ def test_cert_verify_sets_session_tls_verification(cloud, cert_verify,
 
     client = heat.build_heat_client(access_info)
 
-    assert client.http_client.session.verify is expected
+    assert client.http_client.session.verify == expected
+    assert type(client.http_client.session.verify) is type(expected)
 
 
 def test_invalid_cert_verify_is_rejected(cloud):

@@ -15,6 +15,7 @@ from kubernetes_mgmt_pv import tacker_compat
 from tests.unit import v2_dicts as v2
 
 MASTER, WORKER1, WORKER2, STORAGE = (vnfc[0] for vnfc in v2.VNFCS)
+NEW_STACK = 'bbbbbbbb-0000-4000-8000-000000000009'
 K8S_VIM = {'id': 'k8s-vim-id', 'name': 'kubernetes_vim',
            'endpoint': 'https://10.10.0.5:6443'}
 
@@ -151,13 +152,12 @@ def test_heal_of_a_worker_across_start_and_end():
                    vnfcInstanceId=[healed_id])
     progress = {}
     run('heal_start', request, inst=instantiated(), progress=progress)
-    assert progress['healing'] == {healed_id: [v2.VNFCS[1][3],
+    assert progress['healing'] == {healed_id: [v2.VNFCS[1][4],
                                                'workerNode']}
     new_server = '55555555-5555-4555-8555-555555555555'
     after = instantiated()
-    after['instantiatedVnfInfo'] = v2.vnf_instance(vnfcs=(
-        v2.VNFCS[0], (new_server,) + v2.VNFCS[1][1:]) + v2.VNFCS[2:])[
-        'instantiatedVnfInfo']
+    after['instantiatedVnfInfo'] = v2.vnf_instance(vnfcs=v2.healed(
+        1, new_server, NEW_STACK))['instantiatedVnfInfo']
     result, _, _ = run('heal_end', request, inst=after, progress=progress)
     _, inst, heal_request, _ = Recorder.last.calls[0]
     vnfcs = {vnfc.id: vnfc.compute_resource.resource_id

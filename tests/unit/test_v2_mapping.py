@@ -9,6 +9,7 @@ from kubernetes_mgmt_pv import params as params_mod
 from tests.unit import v2_dicts as v2
 
 MASTER, WORKER1, WORKER2, STORAGE = (vnfc[0] for vnfc in v2.VNFCS)
+NEW_STACK = 'bbbbbbbb-0000-4000-8000-000000000009'
 
 
 def saved_state():
@@ -191,10 +192,9 @@ def test_healed_vnfcs_are_found_again_after_the_heal():
     healed_id = v2.vnfc_info_id(WORKER1)
     recorded = v2_mapping.healed_vnfcs(
         v2.vnf_instance(), {'vnfcInstanceId': [healed_id]})
-    assert recorded == {healed_id: [v2.VNFCS[1][3], 'workerNode']}
+    assert recorded == {healed_id: [v2.VNFCS[1][4], 'workerNode']}
     new_server = '55555555-5555-4555-8555-555555555555'
-    after = v2.vnf_instance(vnfcs=(v2.VNFCS[0], (new_server,) +
-                                   v2.VNFCS[1][1:]) + v2.VNFCS[2:])
+    after = v2.vnf_instance(vnfcs=v2.healed(1, new_server, NEW_STACK))
     aliases = v2_mapping.healed_aliases(after, recorded)
     assert aliases == {new_server: healed_id}
     inst = v2_mapping.instance(after, None, aliases)
@@ -213,13 +213,13 @@ def test_a_healed_storage_server_is_told_apart_by_its_vdu():
 
 def test_heat_access_info_from_vim_connection_info():
     access = v2_mapping.heat_access_info(
-        v2_mapping.openstack_vim(v2.vnf_instance()))
+        v2_mapping.openstack_vim(v2.vnf_instance()), '/etc/ssl/ca.pem')
     assert access == {
         'auth_url': 'http://keystone:5000/v3', 'username': 'nfv_user',
         'password': v2.VIM_PASSWORD, 'project_name': 'nfv',
         'project_id': None, 'user_domain_name': 'Default',
         'project_domain_name': 'Default', 'region': 'RegionOne',
-        'cert_verify': False}
+        'cert_verify': '/etc/ssl/ca.pem'}
 
 
 def test_no_openstack_vim_is_an_error():

@@ -17,8 +17,8 @@ from tests.unit import v2_dicts as v2
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(
     os.path.abspath(__file__))))
-SCRIPT = os.path.join(ROOT, 'samples', 'kubernetes_pv_vnf', 'Scripts',
-                      'kubernetes_mgmt_v2.py')
+SCRIPT = os.path.join(ROOT, 'samples', 'kubernetes_pv_vnf', 'v2',
+                      'Scripts', 'kubernetes_mgmt_v2.py')
 
 
 @pytest.fixture
@@ -150,3 +150,35 @@ def test_an_unreadable_configuration_is_one_line(tmp_path):
                      str(tmp_path / 'missing.conf'))
     assert out.returncode == 1
     assert len(out.stderr.decode().splitlines()) == 1
+
+
+def test_hook_processes_share_the_log_without_interleaving(tmp_path,
+                                                           tacker_conf):
+    """Hooks of several VNFs run at once, each its own process, all
+    appending to v2_log_file: every record stays whole."""
+    script = noisy_script(tmp_path, '''\
+        import logging, os
+        for n in range(200):
+            logging.getLogger('x').info(
+                'BEGIN %d %d\\n%s\\nEND %d', os.getpid(), n, 'x' * 3000,
+                os.getpid())
+        return {}
+        ''')
+    env = dict(os.environ, PYTHONPATH=ROOT,
+               KUBERNETES_MGMT_PV_TACKER_CONF=tacker_conf())
+    processes = [subprocess.Popen(
+        [sys.executable, script], stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
+        for _ in range(4)]
+    for process in processes:
+        process.communicate(pickle.dumps(v2.script_dict('scale_end', {})),
+                            timeout=120)
+        assert process.returncode == 0
+    lines = tacker_conf.log.read_text().splitlines()
+    begins = [line for line in lines if ' BEGIN ' in line]
+    assert len(begins) == 800
+    for index, line in enumerate(lines):
+        if ' BEGIN ' in line:
+            pid = line.split(' BEGIN ')[1].split()[0]
+            assert lines[index + 1] == 'x' * 3000
+            assert lines[index + 2] == 'END ' + pid

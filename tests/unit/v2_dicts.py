@@ -11,16 +11,18 @@ PASSWORD = 'nodes-Secret-1'
 STORAGE_PASSWORD = 'storage-Secret-2'
 VIM_PASSWORD = 'vim-Secret-3'
 
-# (vnfcResourceInfo id = Nova server id, VDU, CP, member stack or None)
+# (vnfcResourceInfo id = Nova server id, VDU, CP, member stack or None,
+# the member's resource name in its scaling group, which Heat keeps when
+# a heal replaces the member with a new stack)
 VNFCS = (
     ('11111111-1111-4111-8111-111111111111', 'masterNode', 'masterNode_CP1',
-     'aaaaaaaa-0000-4000-8000-000000000001'),
+     'aaaaaaaa-0000-4000-8000-000000000001', 'q3zmw2a1'),
     ('22222222-2222-4222-8222-222222222222', 'workerNode', 'workerNode_CP2',
-     'bbbbbbbb-0000-4000-8000-000000000001'),
+     'bbbbbbbb-0000-4000-8000-000000000001', 'x7kd0b2c'),
     ('33333333-3333-4333-8333-333333333333', 'workerNode', 'workerNode_CP2',
-     'bbbbbbbb-0000-4000-8000-000000000002'),
+     'bbbbbbbb-0000-4000-8000-000000000002', 'p0lq4d9e'),
     ('44444444-4444-4444-8444-444444444444', 'storage_server',
-     'storage_server_CP', None),
+     'storage_server_CP', None, None),
 )
 
 
@@ -55,13 +57,13 @@ def install_params():
     }
 
 
-def vnfc_resource_info(server_id, vdu, cp, member_stack):
+def vnfc_resource_info(server_id, vdu, cp, member_stack, member_name):
     stack = ('%s-%s/%s' % (STACK_NAME, vdu, member_stack) if member_stack
              else '%s/%s' % (STACK_NAME, STACK_ID))
     metadata = {'creation_time': '2026-11-25T10:00:00Z', 'stack_id': stack}
     if member_stack:
         metadata.update(parent_stack_id='%s-%s/cccc' % (STACK_NAME, vdu),
-                        parent_resource_name='res-' + server_id[:4])
+                        parent_resource_name=member_name)
     return {
         'id': server_id, 'vduId': vdu,
         'computeResource': {'vimConnectionId': 'vim1',
@@ -170,3 +172,11 @@ def grant_request(operation, removed_servers=()):
         '_links': {'vnfLcmOpOcc': {'href': 'x'},
                    'vnfInstance': {'href': 'y'}},
     }
+
+
+def healed(index, new_server, new_stack=None):
+    """VNFCS after a heal of VNFCS[index]: a new server and, in a scaling
+    group, a new member stack under the same member name."""
+    server, vdu, cp, stack, name = VNFCS[index]
+    return VNFCS[:index] + ((new_server, vdu, cp, new_stack or stack,
+                             name),) + VNFCS[index + 1:]

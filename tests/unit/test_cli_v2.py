@@ -1,0 +1,159 @@
+"""`package --api v2` and `validate` of Tacker v2 packages and requests."""
+
+import json
+import os
+import shutil
+import zipfile
+
+import pytest
+import yaml
+
+from kubernetes_mgmt_pv import cli
+from kubernetes_mgmt_pv import csar
+from tests.unit import test_cli
+
+REQUESTS_V2 = os.path.join(test_cli.ROOT, 'samples', 'requests-v2')
+ARTIFACT = test_cli.VNF_WHERE + '.artifacts.mgmt-drivers-kubernetes'
+
+
+def v2_request(name='instantiate_simple.json'):
+    with open(os.path.join(REQUESTS_V2, name)) as stream:
+        return json.load(stream)
+
+
+@pytest.fixture
+def validate(capsys, tmp_path):
+    return test_cli.Validator(capsys, tmp_path)
+
+
+@pytest.fixture(scope='module')
+def v2_zip(tmp_path_factory):
+    path = tmp_path_factory.mktemp('csar') / 'package-v2.zip'
+    assert cli.main(['package', '--api', 'v2', '--source', test_cli.SAMPLE,
+                     '--output', str(path)]) == 0
+    return path
+
+
+@pytest.fixture
+def v2_package(v2_zip, tmp_path):
+    directory = tmp_path / 'package'
+    with zipfile.ZipFile(v2_zip) as archive:
+        archive.extractall(directory)
+    return directory
+
+
+def names(zip_path):
+    with zipfile.ZipFile(zip_path) as archive:
+        return set(archive.namelist())
+
+
+def test_the_v2_package_carries_the_script_not_the_driver(v2_zip):
+    files = names(v2_zip)
+    assert csar.V2_SCRIPT_PATH in files
+    assert csar.DRIVER_PATH not in files
+    assert not any(name.startswith(('UserData/', 'v2/')) for name in files)
+    with zipfile.ZipFile(v2_zip) as archive:
+        for flavour in ('simple', 'ha'):
+            vnfd = yaml.safe_load(archive.read(
+                'Definitions/sample_kubernetes_df_%s.yaml' % flavour))
+            vnf = vnfd['topology_template']['node_templates']['VNF']
+            assert vnf['artifacts']['mgmt-drivers-kubernetes']['file'] == \
+                '../' + csar.V2_SCRIPT_PATH
+            assert 'terminate_start' in vnf['interfaces']['Vnflcm']
+            hot = yaml.safe_load(archive.read(
+                'BaseHOT/%s/%s_hot_top.yaml' % (flavour, flavour)))
+            assert hot['resources']['worker_instance']['properties'][
+                'desired_capacity'] == {'get_param': [
+                    'nfv', 'VDU', 'workerNode', 'desired_capacity']}
+
+
+def test_a_v1_package_leaves_the_v2_files_out(tmp_path):
+    output = tmp_path / 'v1.zip'
+    assert cli.main(['package', '--source', test_cli.SAMPLE,
+                     '--output', str(output)]) == 0
+    files = names(output)
+    assert csar.DRIVER_PATH in files
+    assert not any(name.startswith('v2/') for name in files)
+    assert csar.V2_SCRIPT_PATH not in files
+
+
+def test_the_build_is_reproducible(v2_zip, tmp_path):
+    again = tmp_path / 'again.zip'
+    csar.build(test_cli.SAMPLE, str(again), api='v2')
+    assert again.read_bytes() == v2_zip.read_bytes()
+
+
+@pytest.mark.parametrize('request_file', ['instantiate_simple.json',
+                                          'instantiate_ha.json'])
+def test_v2_package_and_request_validate_clean(v2_zip, validate,
+                                               request_file):
+    code, findings = validate(v2_zip, v2_request(request_file))
+    assert {code for code, _ in findings} <= {'param-warning'}
+    assert code == 0
+
+
+def test_the_same_parameter_findings_as_v1(v2_zip, validate):
+    v1 = test_cli.sample_request()
+    v2 = v2_request()
+    for body in (v1, v2):
+        test_cli.cluster_params(body)['storage_server'][
+            'ssh_cp_name'] = 'no_such_CP'
+    v1_findings = validate(test_cli.SAMPLE, v1)[1]
+    v2_findings = validate(v2_zip, v2)[1]
+    where = test_cli.STORAGE + '.ssh_cp_name'
+    assert {f for f in v2_findings if f[1] == where} == \
+        {f for f in v1_findings if f[1] == where} != set()
+
+
+def test_a_v1_request_for_a_v2_package_is_refused(v2_zip, validate):
+    body = v2_request()
+    body['vimConnectionInfo'] = [dict(id='x', **body[
+        'vimConnectionInfo']['vim1'])]
+    code, findings = validate(v2_zip, body)
+    assert code == 1
+    assert ('request-api-mismatch', 'vimConnectionInfo') in findings
+
+
+def test_a_v2_request_for_a_v1_package_is_refused(validate):
+    body = v2_request()
+    code, findings = validate(test_cli.SAMPLE, body)
+    assert ('request-api-mismatch', 'vimConnectionInfo') in findings
+
+
+def test_a_user_data_script_the_package_lacks(v2_zip, validate):
+    body = v2_request()
+    body['additionalParams']['lcm-operation-user-data'] = \
+        './UserData/k8s_cluster_user_data.py'
+    assert ('userdata-missing', 'additionalParams.lcm-operation-user-data') \
+        in validate(v2_zip, body)[1]
+
+
+def test_the_v1_basehot_in_a_v2_package(v2_package, validate):
+    """v2's default UserData fills no nfv.VDU.<vdu>.flavor."""
+    top = v2_package / 'BaseHOT' / 'simple' / 'simple_hot_top.yaml'
+    top.write_text(top.read_text().replace('computeFlavourId', 'flavor'))
+    code, findings = validate.rebuilt(v2_package, v2_request())
+    assert code == 1
+    assert ('heat-nfv-unfilled', 'BaseHOT/simple/simple_hot_top.yaml') in \
+        findings
+
+
+def test_a_missing_script(v2_package, validate):
+    os.unlink(v2_package / csar.V2_SCRIPT_PATH)
+    code, findings = validate(v2_package, v2_request())
+    assert ('artifact-file-missing', ARTIFACT) in findings
+
+
+def test_a_script_that_is_not_the_door(v2_package, validate):
+    (v2_package / csar.V2_SCRIPT_PATH).write_text('print("hello")\n')
+    code, findings = validate(v2_package, v2_request())
+    assert ('script-not-door', ARTIFACT) in findings
+
+
+def test_a_source_without_the_v2_script_cannot_build_v2(tmp_path, capsys):
+    source = tmp_path / 'source'
+    shutil.copytree(test_cli.SAMPLE, source)
+    os.unlink(source / 'v2' / csar.V2_SCRIPT_PATH)
+    assert cli.main(['package', '--api', 'v2', '--source', str(source),
+                     '--output', str(tmp_path / 'x.zip')]) == 1
+    assert csar.V2_SCRIPT_PATH in capsys.readouterr().err
