@@ -3,19 +3,13 @@
 The same tacker-server and tacker-conductor as the v1 tests
 (testbed.tacker_lab) serve ``/vnflcm/v2`` when a request carries
 ``Version: 2.0.0``; v2 packages are onboarded through the same
-``/vnfpkgm/v1``. What differs, and lives here:
-
-* the package: v2 runs the Python file that the VNFD's ``Vnflcm``
-  interface names, resolved from ``Definitions/`` (hence
-  ``../Scripts/...``), and makes its Heat parameters with Tacker's
-  ``DefaultUserData``, whose ``nfv`` keys are ``computeFlavourId``,
-  ``vcImageId`` and ``desired_capacity`` (the sample's BaseHOT uses the
-  v1 UserData's ``flavor``/``image`` and fixed capacities):
-  ``v2_package_transform`` rewrites a copy of the sample accordingly;
-* the request: ``vimConnectionInfo`` is a map carried by the request
-  (no VIM registration): here the fake Keystone, with its credentials;
-  ``cpConfig`` is a map too; no v1 UserData;
-* the names: the stack is ``vnf-<instance id>``.
+``/vnfpkgm/v1`` (``kubernetes-mgmt-pv package --api v2`` builds the
+sample's) and the sample's v2 requests are samples/requests-v2. What else
+differs, and lives here: the client (``V2Api``), the VNFC ids a v2 heal
+names (``vnfcs``), the stack name (``vnf-<instance id>``), an inline
+``vimConnectionInfo`` for the fake Keystone, and the test scaffolding that
+records what Tacker v2 hands a management script (``recorder_transform``,
+testbed/v2_hook_recorder.py).
 """
 
 import json
@@ -40,56 +34,12 @@ V2_HOOKS = ('instantiate_start', 'instantiate_end', 'scale_start',
             'terminate_end')
 RECORDER = os.path.join(os.path.dirname(os.path.abspath(__file__)),
                         'v2_hook_recorder.py')
-RECORDER_SCRIPT = 'record_hooks.py'
-# v1 UserData nfv keys -> DefaultUserData's.
-_NFV_KEYS = {'flavor': 'computeFlavourId', 'image': 'vcImageId'}
+# The script the sample's v2 VNFD runs (samples/.../v2/Scripts).
+DOOR_SCRIPT = 'kubernetes_mgmt_v2.py'
 FINAL_STATES = ('COMPLETED', 'FAILED_TEMP', 'FAILED', 'ROLLED_BACK')
 
 
 # -- the package ----------------------------------------------------------
-
-def _rename_nfv_params(node):
-    """get_param [nfv, VDU, <vdu>, flavor|image] -> DefaultUserData's
-    names, everywhere in a template."""
-    if isinstance(node, dict):
-        param = node.get('get_param') if len(node) == 1 else None
-        if isinstance(param, list) and len(param) == 4 and \
-                param[:2] == ['nfv', 'VDU'] and param[3] in _NFV_KEYS:
-            return {'get_param': param[:3] + [_NFV_KEYS[param[3]]]}
-        return {key: _rename_nfv_params(value)
-                for key, value in node.items()}
-    if isinstance(node, list):
-        return [_rename_nfv_params(item) for item in node]
-    return node
-
-
-def _servers(template):
-    return [name for name, definition in
-            (template.get('resources') or {}).items()
-            if (definition or {}).get('type') == 'OS::Nova::Server']
-
-
-def v2_base_hot(top, nested):
-    """The BaseHOT of a flavour made for DefaultUserData: renamed nfv
-    parameters, and each scaling group's ``desired_capacity`` read from
-    ``nfv.VDU.<the member's server>.desired_capacity`` (Tacker computes it
-    from the VNFCs and the grant). ``nested``: member file name ->
-    template. Returns (top, nested), new dicts."""
-    top = _rename_nfv_params(top)
-    nested = {name: _rename_nfv_params(template)
-              for name, template in nested.items()}
-    for name, definition in (top.get('resources') or {}).items():
-        if (definition or {}).get('type') != 'OS::Heat::AutoScalingGroup':
-            continue
-        member = definition['properties']['resource']['type']
-        servers = _servers(nested.get(member) or {})
-        if len(servers) != 1:
-            raise ValueError('scaling group %s: member %s must have one '
-                             'server, has %s' % (name, member, servers))
-        definition['properties']['desired_capacity'] = {
-            'get_param': ['nfv', 'VDU', servers[0], 'desired_capacity']}
-    return top, nested
-
 
 def _load_yaml(path):
     with open(path) as handle:
@@ -99,24 +49,6 @@ def _load_yaml(path):
 def _dump_yaml(path, data):
     with open(path, 'w') as handle:
         yaml.safe_dump(data, handle, sort_keys=False)
-
-
-def _rewrite_base_hot(source):
-    base = os.path.join(source, 'BaseHOT')
-    for flavour in os.listdir(base):
-        directory = os.path.join(base, flavour)
-        nested_dir = os.path.join(directory, 'nested')
-        tops = [n for n in os.listdir(directory) if n.endswith('.yaml')]
-        nested_names = sorted(os.listdir(nested_dir)) if os.path.isdir(
-            nested_dir) else []
-        nested = {n: _load_yaml(os.path.join(nested_dir, n))
-                  for n in nested_names}
-        for top_name in tops:
-            top, new_nested = v2_base_hot(
-                _load_yaml(os.path.join(directory, top_name)), nested)
-            _dump_yaml(os.path.join(directory, top_name), top)
-        for name, template in (new_nested if tops else {}).items():
-            _dump_yaml(os.path.join(nested_dir, name), template)
 
 
 def _rewrite_interfaces(source, script, hooks):
@@ -143,32 +75,18 @@ def _rewrite_interfaces(source, script, hooks):
             _dump_yaml(path, document)
 
 
-def v2_package_transform(script_source, script_name=None, hooks=V2_HOOKS,
-                         extra_files=None):
-    """A ``transform`` for TackerLab.build_package: turns the sample's
-    source copy into a v2 package running ``script_source`` (copied to
-    Scripts/) for ``hooks``. ``extra_files``: package path -> text."""
-    script_name = script_name or os.path.basename(script_source)
-
-    def transform(source):
-        _rewrite_base_hot(source)
-        _rewrite_interfaces(source, script_name, hooks)
-        # v1 UserData; DefaultUserData is Tacker's own.
-        shutil.rmtree(os.path.join(source, 'UserData'), ignore_errors=True)
-        shutil.copyfile(script_source,
-                        os.path.join(source, 'Scripts', script_name))
-        for path, text in (extra_files or {}).items():
-            with open(os.path.join(source, path), 'w') as handle:
-                handle.write(text)
-    return transform
-
-
 def recorder_transform(record_dir):
-    """The v2 package whose every hook only records its pickled dict
-    into ``record_dir`` (testbed.v2_hook_recorder)."""
-    return v2_package_transform(
-        RECORDER, RECORDER_SCRIPT,
-        extra_files={'Scripts/record_dir': record_dir + '\n'})
+    """A ``transform`` for TackerLab.build_package(api='v2'): a package
+    whose every v2 hook (V2_HOOKS) runs testbed.v2_hook_recorder, which
+    only records its pickled dict into ``record_dir``, instead of the
+    driver's script."""
+    def transform(source):
+        scripts = os.path.join(source, 'v2', 'Scripts')
+        shutil.copyfile(RECORDER, os.path.join(scripts, DOOR_SCRIPT))
+        with open(os.path.join(scripts, 'record_dir'), 'w') as handle:
+            handle.write(record_dir + '\n')
+        _rewrite_interfaces(source, DOOR_SCRIPT, V2_HOOKS)
+    return transform
 
 
 def recorded_calls(record_dir):
@@ -195,24 +113,6 @@ def vim_connection_info(cloud):
             'projectDomain': cloud.project_domain_name,
             'userDomain': cloud.user_domain_name,
             'region': cloud.regions[0]}}}
-
-
-def v2_instantiate_request(v1_request, cloud):
-    """The v1 request of the lab (testbed.tacker_lab.instantiate_request)
-    in v2 form: vimConnectionInfo and cpConfig as maps, no v1 UserData."""
-    request = json.loads(json.dumps(v1_request))
-    params = request.setdefault('additionalParams', {})
-    params.pop('lcm-operation-user-data', None)
-    params.pop('lcm-operation-user-data-class', None)
-    for link in request.get('extVirtualLinks', []):
-        for ext_cp in link.get('extCps', []):
-            configs = ext_cp.get('cpConfig')
-            if isinstance(configs, list):
-                ext_cp['cpConfig'] = {
-                    '%s_%d' % (ext_cp['cpdId'], index): config
-                    for index, config in enumerate(configs)}
-    request['vimConnectionInfo'] = vim_connection_info(cloud)
-    return request
 
 
 # -- the API --------------------------------------------------------------

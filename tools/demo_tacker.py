@@ -111,7 +111,7 @@ def expect(occ, state='COMPLETED'):
 
 
 class V1Door(object):
-    """Tacker's v1 API: the driver's entry point, the sample as is."""
+    """Tacker's v1 API: the driver's entry point, samples/requests."""
 
     api = 'v1'
 
@@ -119,7 +119,7 @@ class V1Door(object):
         self.lab = lab
 
     def package(self, workdir):
-        return self.lab.build_package(workdir)
+        return self.lab.build_package(workdir, api=self.api)
 
     def create(self, vnfd_id):
         return self.lab.client.post('/vnflcm/v1/vnf_instances',
@@ -127,7 +127,10 @@ class V1Door(object):
                                     expect=201).body['id']
 
     def instantiate_request(self, vim_id):
-        return self.lab.instantiate_request(vim_id)
+        return self.lab.instantiate_request(vim_id, api=self.api)
+
+    def sample_request(self, name):
+        return self.lab.sample_request(name, self.api)
 
     def lcm(self, instance_id, operation, body):
         return self.lab.lcm(instance_id, operation, body)
@@ -136,11 +139,11 @@ class V1Door(object):
         """The id a heal request names for the first VNFC of a VDU."""
         return self.lab.vnfcs(instance_id, vdu_id)[0]['id']
 
-    def request(self, body):
-        return body
-
-    def heal_entire(self):
-        return self.lab.sample_request('heal_entire_cluster.json')
+    def heal_request(self, name, target=None):
+        request = self.sample_request(name)
+        if target:
+            request['vnfcInstanceId'] = [target]
+        return request
 
     def fail(self, op_id):
         return self.lab.op_action(op_id, 'fail')
@@ -151,34 +154,18 @@ class V1Door(object):
 
 
 class V2Door(V1Door):
-    """Tacker's v2 API: a v2 package whose VNFD runs the package script
-    Scripts/kubernetes_mgmt_v2.py; the node logins in every request."""
+    """Tacker's v2 API: the package built with ``--api v2`` (its VNFD runs
+    Scripts/kubernetes_mgmt_v2.py), samples/requests-v2 (the node logins
+    in every request)."""
 
     api = 'v2'
 
     def __init__(self, lab):
         super().__init__(lab)
         self.v2 = tacker_v2.V2Api(lab.service.api_url)
-        self.logins = None
-
-    def package(self, workdir):
-        return self.lab.build_package(
-            workdir, transform=tacker_v2.v2_package_transform(
-                self.lab.sample_path('Scripts', 'kubernetes_mgmt_v2.py')))
 
     def create(self, vnfd_id):
         return self.v2.create(vnfd_id, 'kubernetes-pv-v2')['id']
-
-    def instantiate_request(self, vim_id):
-        request = tacker_v2.v2_instantiate_request(
-            self.lab.instantiate_request(vim_id), self.lab.cloud)
-        request['vimConnectionInfo'][tacker_v2.VIM_KEY]['vimId'] = vim_id
-        params = request['additionalParams'][
-            'k8s_cluster_installation_param']
-        self.logins = {role: {'password': params[role]['password']}
-                       for role in ('master_node', 'worker_node',
-                                    'storage_server')}
-        return request
 
     def lcm(self, instance_id, operation, body):
         return self.v2.lcm(instance_id, operation, body)
@@ -187,17 +174,12 @@ class V2Door(V1Door):
         return tacker_v2.vnfcs(self.v2.instance(instance_id),
                                vdu_id)[0]['vnfcInfoId']
 
-    def request(self, body):
-        body = dict(body)
-        body['additionalParams'] = dict(
-            body.get('additionalParams') or {},
-            k8s_cluster_installation_param=self.logins)
-        return body
-
-    def heal_entire(self):
-        body = self.request(super().heal_entire())
-        body['additionalParams']['all'] = True  # v2: re-create the stack
-        return body
+    def heal_request(self, name, target=None):
+        request = super().heal_request(name, target)
+        # v2: the Storage server's volume too (as v1 heals it), and the
+        # whole stack re-created for an entire heal.
+        request['additionalParams']['all'] = True
+        return request
 
     def fail(self, op_id):
         return self.v2.op_action(op_id, 'fail')
@@ -211,7 +193,7 @@ def run(lab, workdir, door, vim):
     name = 'Tacker %s' % door.api
 
     def lcm(step, operation, body, state='COMPLETED'):
-        occ = door.lcm(instance_id, operation, door.request(body))
+        occ = door.lcm(instance_id, operation, body)
         show_op(door.api, occ)
         timings[step] = occ['seconds']
         expect(occ, state)
@@ -229,26 +211,26 @@ def run(lab, workdir, door, vim):
     print('VNF instance %s' % instance_id)
     request = door.instantiate_request(vim['id'])
     print_exports(request['additionalParams'])
-    occ = door.lcm(instance_id, 'instantiate', request)
-    show_op(door.api, occ)
-    timings['instantiate'] = occ['seconds']
-    expect(occ)
+    lcm('instantiate', 'instantiate', request)
     operator_checks(lab, instance_id)
 
     banner('%s: scale out the Workers '
            '(samples/requests/scale_out_worker.json)' % name)
-    lcm('scale_out', 'scale', lab.sample_request('scale_out_worker.json'))
+    lcm('scale_out', 'scale', door.sample_request('scale_out_worker.json'))
     operator_checks(lab, instance_id)
 
     banner('%s: scale in the Workers (samples/requests/scale_in_worker.json)'
            % name)
-    lcm('scale_in', 'scale', lab.sample_request('scale_in_worker.json'))
+    lcm('scale_in', 'scale', door.sample_request('scale_in_worker.json'))
     operator_checks(lab, instance_id)
 
     banner('%s: heal a Worker (vnfcInstanceId)' % name)
-    lcm('heal_worker', 'heal', {
-        'vnfcInstanceId': [door.heal_target(instance_id, 'workerNode')],
-        'cause': 'Heal a Worker node'})
+    request = door.sample_request('scale_out_worker.json')
+    worker = dict(cause='Heal a Worker node', vnfcInstanceId=[
+        door.heal_target(instance_id, 'workerNode')])
+    if 'additionalParams' in request:  # v2: the node logins
+        worker['additionalParams'] = request['additionalParams']
+    lcm('heal_worker', 'heal', worker)
     operator_checks(lab, instance_id)
 
     banner('%s: heal the Storage server while nfs-pv1 is Bound: refused'
@@ -258,12 +240,8 @@ def run(lab, workdir, door, vim):
     section('kubectl apply -f claim.yaml',
             lab.kubectl('apply', '-f', '/tmp/claim.yaml'))
     section('kubectl get pv', lab.kubectl('get', 'pv'))
-    request = lab.sample_request('heal_storage_server.json')
-    request['vnfcInstanceId'] = [door.heal_target(instance_id,
-                                                  'storage_server')]
-    if door.api == 'v2':
-        # The volume too, as v1 does by default.
-        request['additionalParams'] = {'all': True}
+    request = door.heal_request('heal_storage_server.json', door.heal_target(
+        instance_id, 'storage_server'))
     failed = lcm('heal_storage_refused', 'heal', request,
                  state='FAILED_TEMP')
     if 'nfs-pv1' not in failed['error']['detail']:
@@ -279,10 +257,7 @@ def run(lab, workdir, door, vim):
 
     banner('%s: heal the entire VNF '
            '(samples/requests/heal_entire_cluster.json)' % name)
-    occ = door.lcm(instance_id, 'heal', door.heal_entire())
-    show_op(door.api, occ)
-    timings['heal_entire'] = occ['seconds']
-    expect(occ)
+    lcm('heal_entire', 'heal', door.heal_request('heal_entire_cluster.json'))
     operator_checks(lab, instance_id)
 
     banner('%s: terminate and delete' % name)

@@ -22,35 +22,6 @@ def _copy_sample(tmp_path):
     return source
 
 
-def test_base_hot_reads_defaultuserdata_parameters():
-    top = {'resources': {
-        'workers': {'type': 'OS::Heat::AutoScalingGroup', 'properties': {
-            'min_size': 1, 'max_size': 3, 'desired_capacity': 2,
-            'resource': {'type': 'w.yaml', 'properties': {
-                'flavor': {'get_param': ['nfv', 'VDU', 'w', 'flavor']},
-                'image': {'get_param': ['nfv', 'VDU', 'w', 'image']},
-                'net': {'get_param': ['nfv', 'CP', 'w_CP', 'network']}}}}},
-        'lone': {'type': 'OS::Nova::Server', 'properties': {
-            'flavor': {'get_param': ['nfv', 'VDU', 'lone', 'flavor']}}}}}
-    nested = {'w.yaml': {'resources': {
-        'w': {'type': 'OS::Nova::Server'},
-        'w_CP': {'type': 'OS::Neutron::Port'}}}}
-    new_top, _ = tacker_v2.v2_base_hot(top, nested)
-    group = new_top['resources']['workers']['properties']
-    assert group['desired_capacity'] == {
-        'get_param': ['nfv', 'VDU', 'w', 'desired_capacity']}
-    member = group['resource']['properties']
-    assert member['flavor'] == {
-        'get_param': ['nfv', 'VDU', 'w', 'computeFlavourId']}
-    assert member['image'] == {'get_param': ['nfv', 'VDU', 'w', 'vcImageId']}
-    assert member['net'] == {'get_param': ['nfv', 'CP', 'w_CP', 'network']}
-    assert new_top['resources']['lone']['properties']['flavor'] == {
-        'get_param': ['nfv', 'VDU', 'lone', 'computeFlavourId']}
-    # The input is left as it was.
-    assert top['resources']['workers']['properties'][
-        'desired_capacity'] == 2
-
-
 def test_recorder_package_runs_the_script_for_every_v2_hook(tmp_path):
     source = _copy_sample(tmp_path)
     tacker_v2.recorder_transform('/records')(source)
@@ -61,12 +32,13 @@ def test_recorder_package_runs_the_script_for_every_v2_hook(tmp_path):
     hooks = vnf['interfaces']['Vnflcm']
     assert sorted(hooks) == sorted(tacker_v2.V2_HOOKS)
     artifact = vnf['artifacts'][tacker_v2.ARTIFACT]
-    assert artifact['file'] == '../Scripts/record_hooks.py'
-    assert os.path.isfile(os.path.join(source, 'Scripts',
-                                       'record_hooks.py'))
-    with open(os.path.join(source, 'Scripts', 'record_dir')) as handle:
+    assert artifact['file'] == '../Scripts/kubernetes_mgmt_v2.py'
+    scripts = os.path.join(source, 'v2', 'Scripts')
+    with open(os.path.join(scripts, 'kubernetes_mgmt_v2.py')) as handle:
+        with open(tacker_v2.RECORDER) as recorder:
+            assert handle.read() == recorder.read()
+    with open(os.path.join(scripts, 'record_dir')) as handle:
         assert handle.read().strip() == '/records'
-    assert not os.path.exists(os.path.join(source, 'UserData'))
 
 
 def test_recorder_keeps_each_dict_private(tmp_path):
@@ -87,28 +59,18 @@ def test_recorder_keeps_each_dict_private(tmp_path):
     assert os.stat(str(records / name)).st_mode & 0o077 == 0
 
 
-def test_v2_request_has_maps_and_the_fake_keystone():
+def test_inline_vim_is_the_fake_keystone():
     class Cloud(object):
         auth_url = 'http://127.0.0.1:5000/v3'
         username, password = 'admin', 'pw'
         project_name = 'admin'
         user_domain_name = project_domain_name = 'Default'
         regions = ('RegionOne',)
-    v1 = {'flavourId': 'simple', 'additionalParams': {
-        'x': 1, 'lcm-operation-user-data': 'u.py',
-        'lcm-operation-user-data-class': 'U'},
-        'extVirtualLinks': [{'id': 'l', 'resourceId': 'n', 'extCps': [{
-            'cpdId': 'cp', 'cpConfig': [{'cpProtocolData': []}]}]}],
-        'vimConnectionInfo': [{'id': 'v', 'vimType': 'openstack'}]}
-    v2 = tacker_v2.v2_instantiate_request(v1, Cloud())
-    assert v2['additionalParams'] == {'x': 1}
-    assert v2['extVirtualLinks'][0]['extCps'][0]['cpConfig'] == {
-        'cp_0': {'cpProtocolData': []}}
-    vim = v2['vimConnectionInfo'][tacker_v2.VIM_KEY]
+    vim = tacker_v2.vim_connection_info(Cloud())[tacker_v2.VIM_KEY]
     assert vim['vimType'] == tacker_v2.VIM_TYPE
     assert vim['interfaceInfo'] == {'endpoint': Cloud.auth_url}
     assert vim['accessInfo']['project'] == 'admin'
-    assert isinstance(v1['vimConnectionInfo'], list)  # not modified
+    assert vim['accessInfo']['region'] == 'RegionOne'
 
 
 def test_fixtures_carry_no_password(tmp_path):

@@ -1,10 +1,11 @@
 """The user guide's lifecycle through Tacker's v2 API and the v2 door.
 
 The same operator session as test_lifecycle.py, through ``/vnflcm/v2``
-(``Version: 2.0.0``): a v2 package of the sample whose VNFD runs the
-package script Scripts/kubernetes_mgmt_v2.py (the driver's v2 door) for
-every hook, the request's vimConnectionInfo naming the registered
-OpenStack VIM (the fake Keystone), then create, instantiate, scale out and
+(``Version: 2.0.0``): the sample built with ``kubernetes-mgmt-pv package
+--api v2`` (its VNFD runs the package script Scripts/kubernetes_mgmt_v2.py,
+the driver's v2 door), the requests of samples/requests-v2 (their
+vimConnectionInfo names the registered OpenStack VIM, the fake Keystone),
+then create, instantiate, scale out and
 in, heal of a Worker, a heal of the Storage server refused while a
 PersistentVolume is Bound and done once the claim is gone, heal of the
 whole VNF, terminate and delete. After each, the checks of the user guide
@@ -27,9 +28,7 @@ from testbed import pv_manifest
 from testbed import tacker_v2
 from tests.tacker_rest import lifecycle_checks as checks
 
-DOOR_SCRIPT = 'kubernetes_mgmt_v2.py'
 STATE_KEY = 'kubernetesMgmtPv'
-ROLES = ('master_node', 'worker_node', 'storage_server')
 
 
 @pytest.fixture(scope='module')
@@ -47,12 +46,12 @@ def _completed(occ, operation):
     assert occ['operationState'] == 'COMPLETED', occ.get('error')
 
 
-def _with_logins(s, body):
-    """A request with the node passwords of the instantiate request."""
+def _with_logins(lab, body):
+    """A request with the node logins, as the v2 sample requests give
+    them."""
     body = copy.deepcopy(body)
-    body.setdefault('additionalParams', {})[
-        'k8s_cluster_installation_param'] = {
-            role: {'password': s.params[role]['password']} for role in ROLES}
+    body.setdefault('additionalParams', {}).update(lab.sample_request(
+        'scale_out_worker.json', 'v2')['additionalParams'])
     return body
 
 
@@ -82,10 +81,8 @@ def test_openstack_vim_and_package(lab, s, tmp_path_factory):
     existing = [v for v in lab.vims() if v['type'] == 'openstack']
     s.vim_id = existing[0]['id'] if existing else \
         lab.register_openstack_vim()['id']
-    script = lab.sample_path('Scripts', DOOR_SCRIPT)
     s.vnfd_id, package = lab.build_package(
-        str(tmp_path_factory.mktemp('v2package')),
-        transform=tacker_v2.v2_package_transform(script))
+        str(tmp_path_factory.mktemp('v2package')), api='v2')
     assert lab.client.onboard_package(package)['vnfdId'] == s.vnfd_id
     s.done.add('package')
 
@@ -94,10 +91,9 @@ def test_instantiate(lab, v2, s):
     s.need('package')
     instance = v2.create(s.vnfd_id, 'kubernetes-pv-v2')
     s.instance_id = instance['id']
-    request = tacker_v2.v2_instantiate_request(
-        lab.instantiate_request(vim_id=None), lab.cloud)
-    request['vimConnectionInfo'][tacker_v2.VIM_KEY]['vimId'] = s.vim_id
-    s.params = request['additionalParams']['k8s_cluster_installation_param']
+    # samples/requests-v2: vimConnectionInfo names the registered VIM.
+    request = lab.instantiate_request(s.vim_id, api='v2')
+    assert list(request['vimConnectionInfo']) == [tacker_v2.VIM_KEY]
     occ = s.ops['instantiate'] = v2.lcm(s.instance_id, 'instantiate',
                                         request)
     _completed(occ, 'INSTANTIATE')
@@ -115,8 +111,9 @@ def test_instantiate(lab, v2, s):
 def test_scale_out_and_in(lab, v2, s):
     s.need('instantiate')
     before = {v['id'] for v in _vnfcs(v2, s, 'workerNode')}
-    occ = s.ops['scale_out'] = v2.lcm(s.instance_id, 'scale', _with_logins(
-        s, lab.sample_request('scale_out_worker.json')))
+    occ = s.ops['scale_out'] = v2.lcm(
+        s.instance_id, 'scale', lab.sample_request('scale_out_worker.json',
+                                                   'v2'))
     _completed(occ, 'SCALE')
     workers = _vnfcs(v2, s, 'workerNode')
     added = [v for v in workers if v['id'] not in before]
@@ -126,8 +123,9 @@ def test_scale_out_and_in(lab, v2, s):
     nodes = checks.record_nodes(lab, s, 'scale_out')
     assert nodes.get(host.ip) is True and len(nodes) == 4, nodes
 
-    occ = s.ops['scale_in'] = v2.lcm(s.instance_id, 'scale', _with_logins(
-        s, lab.sample_request('scale_in_worker.json')))
+    occ = s.ops['scale_in'] = v2.lcm(
+        s.instance_id, 'scale', lab.sample_request('scale_in_worker.json',
+                                                   'v2'))
     _completed(occ, 'SCALE')
     after = _vnfcs(v2, s, 'workerNode')
     assert len(after) == 2
@@ -146,8 +144,8 @@ def test_heal_a_worker(lab, v2, s):
     old_server = worker['computeResource']['resourceId']
     host_name = lab.engine.hosts[old_server]
     occ = s.ops['heal_worker'] = v2.lcm(s.instance_id, 'heal', _with_logins(
-        s, {'vnfcInstanceId': [worker['vnfcInfoId']],
-            'cause': 'Heal a Worker node'}))
+        lab, {'vnfcInstanceId': [worker['vnfcInfoId']],
+              'cause': 'Heal a Worker node'}))
     _completed(occ, 'HEAL')
     # The same VM name and address, a new server (fresh root fs): v2's
     # VNFC ids are its server's, so they changed too.
@@ -172,10 +170,10 @@ def test_heal_storage_server_refused_while_a_pv_is_bound(lab, v2, s):
     s.storage_vnfc = storage
     # all: the Storage server's volume is healed (re-created) too, as
     # Tacker v1 does by default.
-    s.heal_storage_request = _with_logins(s, {
-        'vnfcInstanceId': [storage['vnfcInfoId']],
-        'cause': 'Heal the Storage server VM',
-        'additionalParams': {'all': True}})
+    request = lab.sample_request('heal_storage_server.json', 'v2')
+    request['vnfcInstanceId'] = [storage['vnfcInfoId']]
+    request['additionalParams']['all'] = True
+    s.heal_storage_request = request
     occ = s.ops['heal_storage_bound'] = v2.lcm(s.instance_id, 'heal',
                                                s.heal_storage_request)
     assert occ['operationState'] == 'FAILED_TEMP'
@@ -209,7 +207,7 @@ def test_heal_entire_vnf(lab, v2, s):
     old_stack = lab.stack(s.instance_id).id
     old_servers = {v['computeResource']['resourceId']
                    for v in _vnfcs(v2, s)}
-    body = _with_logins(s, lab.sample_request('heal_entire_cluster.json'))
+    body = lab.sample_request('heal_entire_cluster.json', 'v2')
     body['additionalParams']['all'] = True  # v2: re-create the stack
     occ = s.ops['heal_entire'] = v2.lcm(s.instance_id, 'heal', body)
     _completed(occ, 'HEAL')

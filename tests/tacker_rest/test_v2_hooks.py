@@ -1,12 +1,13 @@
 """What Tacker's v2 conductor hands a management script, for real.
 
-A v2 package of the sample whose every ``Vnflcm`` hook runs
-testbed/v2_hook_recorder.py (it only records the pickled dict it gets) is
-driven through ``/vnflcm/v2``: create, instantiate, scale out and in, heal
-of a Worker, terminate and delete, with the Heat engine booting the VMs.
-Each step checks the REST answers, the Heat stack ``vnf-<id>`` and the
-dicts recorded for its hooks (the contract the v2 door is written
-against: testbed/tacker_v2.py's docstring, and the reference notes).
+A v2 package of the sample (``kubernetes-mgmt-pv package --api v2``)
+whose every ``Vnflcm`` hook runs testbed/v2_hook_recorder.py (it only
+records the pickled dict it gets) is driven through ``/vnflcm/v2``:
+create, instantiate (vimConnectionInfo inline: the fake Keystone), scale
+out and in, heal of a Worker, terminate and delete, with the Heat engine
+booting the VMs. Each step checks the REST answers, the Heat stack
+``vnf-<id>`` and the dicts recorded for its hooks (the contract the v2
+door is written against).
 
 ``TACKER_V2_FIXTURES=DIR`` also writes the recorded dicts, redacted, as
 JSON files into DIR (fixtures for the v2 door's unit tests).
@@ -68,14 +69,15 @@ def _check_calls(calls, operations, instance_id):
 
 def test_instantiate(lab, v2, flow, record_dir, tmp_path_factory):
     vnfd_id, package = lab.build_package(
-        str(tmp_path_factory.mktemp('v2pkg')),
+        str(tmp_path_factory.mktemp('v2pkg')), api='v2',
         transform=tacker_v2.recorder_transform(record_dir))
     lab.client.onboard_package(package)
     instance = v2.create(vnfd_id, 'v2-recorder')
     flow.instance_id = instance['id']
     assert instance['instantiationState'] == 'NOT_INSTANTIATED'
-    request = tacker_v2.v2_instantiate_request(
-        lab.instantiate_request(vim_id=None), lab.cloud)
+    # vimConnectionInfo inline (no VIM registration): the fake Keystone.
+    request = lab.instantiate_request(None, api='v2')
+    request['vimConnectionInfo'] = tacker_v2.vim_connection_info(lab.cloud)
     occ = v2.lcm(flow.instance_id, 'instantiate', request)
     assert occ['operationState'] == 'COMPLETED', occ.get('error')
 
@@ -114,9 +116,8 @@ def _worker_ids(v2, instance_id):
 def test_scale_out_and_in(lab, v2, flow, record_dir):
     flow.need('instantiate')
     before = _worker_ids(v2, flow.instance_id)
-    occ = v2.lcm(flow.instance_id, 'scale', {
-        'type': 'SCALE_OUT', 'aspectId': 'worker_instance',
-        'numberOfSteps': 1})
+    occ = v2.lcm(flow.instance_id, 'scale',
+                 lab.sample_request('scale_out_worker.json', 'v2'))
     assert occ['operationState'] == 'COMPLETED', occ.get('error')
     after_out = _worker_ids(v2, flow.instance_id)
     assert len(after_out) == len(before) + 1
@@ -127,9 +128,8 @@ def test_scale_out_and_in(lab, v2, flow, record_dir):
         v['computeResource']['resourceId'] for v in before}
     assert len(new_ids) == 1
 
-    occ = v2.lcm(flow.instance_id, 'scale', {
-        'type': 'SCALE_IN', 'aspectId': 'worker_instance',
-        'numberOfSteps': 1})
+    occ = v2.lcm(flow.instance_id, 'scale',
+                 lab.sample_request('scale_in_worker.json', 'v2'))
     assert occ['operationState'] == 'COMPLETED', occ.get('error')
     after_in = _worker_ids(v2, flow.instance_id)
     assert len(after_in) == len(before)
