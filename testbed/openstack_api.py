@@ -31,8 +31,8 @@ answer 405. Stack lists (``name``, ``owner_id``, ``show_nested``), resource
 lists with ``nested_depth``, events, metadata, templates (a scaling
 group's nested stack shows one made of its members, as Heat does) and
 files are served from the model either way. Deleted stacks keep answering
-by id (with
-``DELETE_COMPLETE``) but leave lists and name lookups, as in Heat.
+by id (with ``DELETE_COMPLETE``) but leave lists and name lookups, as in
+Heat.
 
 ``FakeOpenStack`` holds the model (testbed.openstack_model) and the HTTP
 server; each API is a mixin of its own: testbed.openstack_keystone,
