@@ -105,7 +105,9 @@ def test_instantiate(lab, v2, flow, record_dir, tmp_path_factory):
     servers = {vnfc['computeResource']['resourceId'] for vnfc in
                end['vnf_instance']['instantiatedVnfInfo'][
                    'vnfcResourceInfo']}
-    assert servers == set(lab.engine.hosts)
+    # The servers Heat booted for this stack (another module's VNF may
+    # still be up).
+    assert len(servers) == 4 and servers <= set(lab.engine.hosts)
     flow.done.add('instantiate')
 
 
