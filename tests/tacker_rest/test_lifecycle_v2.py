@@ -254,6 +254,8 @@ def test_cnf_instantiate_reaches_the_cluster(lab, v2, s, tmp_path):
 def test_terminate_and_delete(lab, v2, s):
     s.need('instantiate')
     stack_id = lab.stack(s.instance_id).id
+    hosts = {lab.engine.hosts[v['computeResource']['resourceId']]
+             for v in _vnfcs(v2, s)}
     occ = s.ops['terminate'] = v2.lcm(s.instance_id, 'terminate',
                                       {'terminationType': 'FORCEFUL'})
     _completed(occ, 'TERMINATE')
@@ -261,7 +263,8 @@ def test_terminate_and_delete(lab, v2, s):
         'NOT_INSTANTIATED'
     assert lab.stack(s.instance_id) is None
     assert lab.cloud.stack(stack_id).status == 'DELETE_COMPLETE'
-    assert lab.engine.testbed.hosts == {}
+    assert not hosts & set(lab.engine.testbed.hosts)
+    assert stack_id not in lab.engine.kubes
     assert checks.k8s_vims(lab) == []
     v2.delete(s.instance_id)
     assert v2.client.request('GET', '/vnflcm/v2/vnf_instances/%s'
