@@ -249,6 +249,11 @@ class TackerService(object):
         env['PATH'] = os.path.join(self.venv, 'bin') + os.pathsep + env.get(
             'PATH', '')
         env.pop('PYTHONHOME', None)
+        # The driver's Tacker v2 package script runs in a process of its
+        # own and reads tacker.conf from here: Tacker 16's conductor
+        # workers (cotyledon) retitle themselves, so the script cannot
+        # find --config-file in its parent's command line.
+        env['KUBERNETES_MGMT_PV_TACKER_CONF'] = self.conf_path
         return env
 
     def _db_upgrade(self):
