@@ -111,8 +111,10 @@ def test_instantiate_end_then_terminate_start(simple):
         'nfs-pv3': 'Available'}
     state = result['vnf_instance']['metadata'][v2_mapping.STATE_KEY]
     assert state['vim']['name'] == 'kubernetes_vim_test'
-    for secret in (simple.testbed.password, cluster_mod.STORAGE_PASSWORD):
-        assert "'%s'" % secret not in repr(state)
+    saved = state['params']
+    assert [role for role in ('master_node', 'worker_node', 'storage_server')
+            if 'password' in saved[role]] == []
+    assert saved['storage_server']['username'] == simple.testbed.username
 
     # terminate_start: no password in the request, the state from
     # metadata; the VIM goes while the VMs still exist.

@@ -10,6 +10,7 @@ import pytest
 pytest.importorskip('tacker.sol_refactored')
 
 from tacker.sol_refactored.common import vim_utils  # noqa: E402
+from tacker.sol_refactored import objects as sol_objects  # noqa: E402
 
 from kubernetes_mgmt_pv.doors import v2_hook  # noqa: E402
 from kubernetes_mgmt_pv.doors import v2_mapping  # noqa: E402
@@ -52,6 +53,7 @@ def test_registered_in_the_project_and_resolved_as_v2_resolves_it(
 
     # A CNF instantiate request naming {"vimId": vim_id} is completed by
     # Tacker v2 from the registry, with the user's own context.
+    sol_objects.register_all()
     info = vim_utils.get_vim(hook_context(), vim_id)
     assert info.vimType == 'ETSINFV.KUBERNETES.V_1'
     assert info.interfaceInfo['endpoint'] == kube_api.url
