@@ -527,7 +527,10 @@ def _handler_class(fake):
 
         def _answer(self, method, path, had_token, status, headers, body):
             fake._record(method, path, had_token, status)
-            payload = b'' if body is None else json.dumps(body).encode()
+            # default=str: a template's heat_template_version, a date to
+            # YAML, is the string Heat shows.
+            payload = b'' if body is None else json.dumps(
+                body, default=str).encode()
             self.send_response(status)
             self.send_header('Content-Type', 'application/json')
             self.send_header('Content-Length', str(len(payload)))
