@@ -194,8 +194,12 @@ class TackerService(object):
             # vnfpkgm/vnflcm call would fail with KeyError 'tacker.context'.
             if line.startswith('noauth =') and 'keystonecontext' not in line:
                 line = line.replace('catch_errors ',
-                                    'catch_errors keystonecontext ', 1)
+                                    'catch_errors keystonecontext '
+                                    'conductoropts ', 1)
             patched.append(line)
+        patched += ['', '[filter:conductoropts]',
+                    'paste.filter_factory = testbed.tacker_keymgr:%s'
+                    % tacker_keymgr.conductor_options_filter.__name__]
         with open(paste, 'w') as handle:
             handle.write('\n'.join(patched) + '\n')
         conf = {
