@@ -12,6 +12,7 @@ checks at upload; the driver file it adds is unused here).
 
 import os
 import shutil
+import zipfile
 
 import yaml
 
@@ -126,6 +127,20 @@ def source(directory, vnfd_id, types_dir):
         handle.write('TOSCA-Meta-File-Version: 1.0\nCSAR-Version: 1.1\n'
                      'Created-by: testbed\n'
                      'Entry-Definitions: Definitions/cnf_top.vnfd.yaml\n')
+
+
+def name_artifacts(zip_path):
+    """Rewrite TOSCA.meta's artifact blocks with ``Name:`` instead of
+    ``Source:``: Tacker v2 finds a CNF's definition files by ``Name``
+    only (vnfd_utils.get_vnf_artifact_files), v1 accepts both."""
+    with zipfile.ZipFile(zip_path) as archive:
+        entries = [(info, archive.read(info)) for info in archive.infolist()]
+    with zipfile.ZipFile(zip_path, 'w', zipfile.ZIP_DEFLATED) as archive:
+        for info, data in entries:
+            if info.filename == 'TOSCA-Metadata/TOSCA.meta':
+                data = data.replace(b'\nSource: ', b'\nName: ')
+            archive.writestr(info, data)
+    return zip_path
 
 
 def instantiate_request(k8s_vim_id):

@@ -232,8 +232,8 @@ def test_cnf_instantiate_reaches_the_cluster(lab, v2, s, tmp_path):
     vnfd_id = str(uuid.uuid4())
     source = str(tmp_path / 'cnf')
     cnf_package.source(source, vnfd_id, lab.sample_path('Definitions'))
-    lab.client.onboard_package(lab.zip_package(
-        source, str(tmp_path / 'cnf.zip')))
+    lab.client.onboard_package(cnf_package.name_artifacts(lab.zip_package(
+        source, str(tmp_path / 'cnf.zip'))))
     cnf_id = v2.create(vnfd_id, 'cnf-on-the-cluster')['id']
     occ = v2.lcm(cnf_id, 'instantiate',
                  cnf_package.instantiate_request(k8s_vim['id']),
