@@ -57,6 +57,9 @@ def load_tacker_config(args):
     from oslo_config import cfg
     if TACKER_AVAILABLE:
         from tacker.common import config as tacker_config  # noqa: F401
+        # The conductor's own options, [keystone_authtoken] among them:
+        # registering a VIM reads them (NoSuchOptError otherwise).
+        from tacker.conductor import conductor_server  # noqa: F401
     cfg.CONF(args=list(args), project='tacker', default_config_files=[])
 
 

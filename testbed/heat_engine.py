@@ -21,7 +21,8 @@ Cinder:
   per ``desired_capacity``), each built from the member template in
   ``files``; ``OS::Heat::ScalingPolicy`` signals add or remove members
   within ``min_size``/``max_size`` (scale-in removes the oldest members,
-  by creation time and name, as Heat does and as Tacker predicts);
+  by creation time and name, as Heat does and as Tacker predicts; members
+  marked unhealthy go first, which is how Tacker v2 picks its victims);
 * stack update (``PATCH`` with ``existing``) replaces every resource
   marked unhealthy: a server gets a fresh root file system (same port,
   same address, new Nova id and host key); its volumes are kept unless a

@@ -90,11 +90,14 @@ class GroupsMixin(object):
         self._complete(group)
 
     def _members(self, group_stack):
-        """Live members of a group, oldest first (Heat's order)."""
+        """Live members of a group in Heat's removal order: those marked
+        unhealthy first (Tacker v2 marks the members it scales in), then
+        oldest first."""
         with self._lock:
             members = [r for r in group_stack.resources.values()
                        if not r.status.startswith('DELETE')]
-        return sorted(members, key=lambda r: (r.creation_time, r.created_at,
+        return sorted(members, key=lambda r: (not r.unhealthy,
+                                              r.creation_time, r.created_at,
                                               r.name))
 
     def _new_member(self, group_stack, group):

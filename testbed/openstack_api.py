@@ -28,13 +28,16 @@ that creates what templates say: ``POST /stacks``, ``PATCH`` (update and
 ``mark_unhealthy``), ``DELETE`` and scaling-policy signals are handed to
 the engine, which boots testbed hosts for servers. Without one those calls
 answer 405. Stack lists (``name``, ``owner_id``, ``show_nested``), resource
-lists with ``nested_depth``, events, metadata and templates are served from
-the model either way. Deleted stacks keep answering by id (with
-``DELETE_COMPLETE``) but leave lists and name lookups, as in Heat.
+lists with ``nested_depth``, events, metadata, templates (a scaling
+group's nested stack shows one made of its members, as Heat does) and
+files are served from the model either way. Deleted stacks keep answering
+by id (with ``DELETE_COMPLETE``) but leave lists and name lookups, as in
+Heat.
 
 ``FakeOpenStack`` holds the model (testbed.openstack_model) and the HTTP
 server; each API is a mixin of its own: testbed.openstack_keystone,
-testbed.openstack_heat and testbed.openstack_nova.
+testbed.openstack_heat, testbed.openstack_nova and testbed.openstack_glance
+(an image service without images, for Tacker v2's grants).
 """
 
 import http.server
@@ -45,6 +48,7 @@ import threading
 import urllib.parse
 import uuid
 
+from testbed import openstack_glance
 from testbed import openstack_heat
 from testbed import openstack_keystone
 from testbed import openstack_model
@@ -52,8 +56,10 @@ from testbed import openstack_nova
 
 
 class FakeOpenStack(openstack_keystone.KeystoneMixin,
-                    openstack_heat.HeatMixin, openstack_nova.NovaMixin):
-    """Keystone v3 + Heat v1 on a local HTTP server, with an in-memory model.
+                    openstack_heat.HeatMixin, openstack_nova.NovaMixin,
+                    openstack_glance.GlanceMixin):
+    """Keystone v3 + Heat v1 (+ Nova's console and os-stop, an empty
+    Glance) on a local HTTP server, with an in-memory model.
 
     Use as a context manager (or start()/stop()). ``host`` and ``port`` are
     the bind address (port 0 picks a free port); ``advertise_host`` is the
@@ -462,10 +468,15 @@ def _handler_class(fake):
             if method == 'GET' and path in ('/v3', '/v3/'):
                 return self._answer(method, path, False,
                                     *fake._version_document())
+            if method == 'GET' and fake.is_glance_versions(path):
+                return self._answer(method, path, False,
+                                    *fake._glance_versions())
             had_token = fake._token_is_valid(self.headers.get('X-Auth-Token'))
             heat = openstack_heat.HEAT_PREFIX
             nova = openstack_nova.NOVA_PREFIX
+            glance = openstack_glance.GLANCE_PREFIX
             known = (path.startswith(heat + '/') or path.startswith(nova + '/')
+                     or path.startswith(glance + '/')
                      or path == '/v3/regions')
             if not known:
                 return self._answer(method, path, False, *(
@@ -482,6 +493,9 @@ def _handler_class(fake):
                         openstack_heat.heat_error(405, 'MethodNotAllowed',
                                                   'Not allowed.')))
                 return self._answer(method, path, True, *fake._regions())
+            if path.startswith(glance + '/'):
+                return self._answer(method, path, True, *fake._glance_get(
+                    path[len(glance):], query))
             if path.startswith(nova + '/'):
                 if method != 'POST':
                     return self._answer(method, path, True, *(
@@ -513,7 +527,10 @@ def _handler_class(fake):
 
         def _answer(self, method, path, had_token, status, headers, body):
             fake._record(method, path, had_token, status)
-            payload = b'' if body is None else json.dumps(body).encode()
+            # default=str: a template's heat_template_version, a date to
+            # YAML, is the string Heat shows.
+            payload = b'' if body is None else json.dumps(
+                body, default=str).encode()
             self.send_response(status)
             self.send_header('Content-Type', 'application/json')
             self.send_header('Content-Length', str(len(payload)))

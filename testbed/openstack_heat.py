@@ -136,7 +136,10 @@ class HeatMixin(object):
             if not rest:
                 return 200, {}, {'stack': self._stack_body(stack)}
             if rest == ['template']:
-                return 200, {}, stack.template or {}
+                return 200, {}, stack.template or self._implicit_template(
+                    stack)
+            if rest == ['files']:
+                return 200, {}, stack.files
             if rest == ['resources']:
                 depth = int((query.get('nested_depth') or ['0'])[0] or 0)
                 return 200, {}, {'resources': self._resource_list(
@@ -155,6 +158,16 @@ class HeatMixin(object):
                 return 200, {}, {'events': self._events(stack, resource,
                                                         query)}
         return heat_error(404, 'NotFound', 'Unknown Heat path.')
+
+    @staticmethod
+    def _implicit_template(stack):
+        """The template Heat shows for a stack it made itself (a scaling
+        group's): one resource per member, with its properties (Tacker
+        v2 reads a member's flavor there)."""
+        return {'heat_template_version': '2015-04-30', 'resources': {
+            resource.name: {'type': resource.resource_type,
+                            'properties': resource.properties}
+            for resource in stack.resources.values()}}
 
     def _resource_list(self, stack, depth):
         """Resources of a stack and, down to ``depth`` levels, of its

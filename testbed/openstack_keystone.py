@@ -65,6 +65,8 @@ class KeystoneMixin(object):
                                self.regions),
                 _catalog_entry('compute', 'nova', self.compute_url,
                                self.regions),
+                _catalog_entry('image', 'glance', self.image_url,
+                               self.regions),
             ],
         }
 

@@ -68,3 +68,14 @@ class FileKeyManager(_key_manager_base()):
         # Like BarbicanKeyManager, a missing secret is not an error.
         with contextlib.suppress(FileNotFoundError):
             os.unlink(self._path(managed_object_id))
+
+
+def conductor_options_filter(global_conf, **local_conf):
+    """A paste filter factory that only registers tacker-conductor's
+    [keystone_authtoken] options in tacker-server. Tacker reads
+    ``[keystone_authtoken] auth_url`` whenever it builds the key manager
+    of a VIM's secret, in the server too (the VIM of a v2 CNF
+    instantiate); with keystone authentication the auth middleware
+    registers it, with ``noauth`` nothing does."""
+    from tacker.conductor import conductor_server  # noqa: F401
+    return lambda app: app

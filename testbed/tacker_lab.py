@@ -25,6 +25,7 @@ from testbed import tacker_service
 
 SAMPLE = os.path.join(tacker_service.ROOT, 'samples', 'kubernetes_pv_vnf')
 REQUESTS = os.path.join(tacker_service.ROOT, 'samples', 'requests')
+REQUESTS_BY_API = {'v1': REQUESTS, 'v2': REQUESTS + '-v2'}
 SAMPLE_VNFD_ID = '32ab1f35-a1f4-4798-9433-2bab9c77e6e8'
 # The "Neutron network" of the testbed bridge, as the request names it.
 TESTBED_NETWORK_ID = 'a0e0c0e0-7e57-4bed-8000-000000000001'
@@ -46,7 +47,10 @@ class TackerLab(object):
         options.update(driver_options or {})
         self.service = tacker_service.TackerService(
             workdir=workdir, driver_options=options,
-            conductor_count=conductor_count)
+            conductor_count=conductor_count, extra_conf={
+                # A v2 CNF waits this long (default 500 s) for its
+                # resources to be ready in the test Kubernetes API server.
+                'v2_vnfm': {'kubernetes_vim_rsc_wait_timeout': 60}})
         self.client = None
         self.timings = {}
 
@@ -107,10 +111,11 @@ class TackerLab(object):
                 'project_domain_name': self.cloud.project_domain_name}}}
         return self.client.post('/v1.0/vims', body, expect=201).body['vim']
 
-    def build_package(self, output_dir):
-        """The sample package, built with `kubernetes-mgmt-pv package` of
-        Tacker's venv (the driver the conductor runs), under a fresh VNFD
-        id (Tacker refuses a second package with the same one)."""
+    def build_package(self, output_dir, api='v1', transform=None):
+        """The sample package, built with `kubernetes-mgmt-pv package
+        --api v1|v2` of Tacker's venv (the driver the conductor runs), under
+        a fresh VNFD id (Tacker refuses a second package with the same
+        one). ``transform(source_dir)`` may change the copy first."""
         vnfd_id = str(uuid.uuid4())
         source = os.path.join(output_dir, 'source-%s' % vnfd_id[:8])
         shutil.copytree(SAMPLE, source)
@@ -122,41 +127,60 @@ class TackerLab(object):
             if SAMPLE_VNFD_ID in text:
                 with open(path, 'w') as handle:
                     handle.write(text.replace(SAMPLE_VNFD_ID, vnfd_id))
-        output = os.path.join(output_dir, 'kubernetes_pv_vnf-%s.zip'
-                              % vnfd_id[:8])
-        result = subprocess.run(
-            [self.service.bin('kubernetes-mgmt-pv'), 'package', '--source',
-             source, '--output', output], capture_output=True, text=True,
-            timeout=120)
-        if result.returncode:
-            raise processes.ServiceError(
-                'kubernetes-mgmt-pv package failed: %s' % result.stderr)
+        if transform is not None:
+            transform(source)
+        output = self.zip_package(source, os.path.join(
+            output_dir, 'kubernetes_pv_vnf-%s-%s.zip' % (api, vnfd_id[:8])),
+            api=api)
         shutil.rmtree(source)
         return vnfd_id, output
 
-    def instantiate_request(self, vim_id, sample='instantiate_simple.json'):
-        """The sample request, adapted where it must be for this cloud: the
+    def zip_package(self, source, output, api='v1'):
+        """`kubernetes-mgmt-pv package --source DIR --output ZIP --api`."""
+        result = subprocess.run(
+            [self.service.bin('kubernetes-mgmt-pv'), 'package', '--source',
+             source, '--output', output, '--api', api],
+            capture_output=True, text=True, timeout=120)
+        if result.returncode:
+            raise processes.ServiceError(
+                'kubernetes-mgmt-pv package failed: %s' % result.stderr)
+        return output
+
+    def instantiate_request(self, vim_id, sample='instantiate_simple.json',
+                            api='v1'):
+        """The sample request (samples/requests, or requests-v2 for
+        Tacker's v2 API), adapted where it must be for this cloud: the
         network ids (the testbed network), the VIM id, the Storage
         server's password (the testbed's guest has its own) and every
         export_to (the sample's 10.10.0.0/24 is the user guide's network;
         the nodes here are on the testbed's subnet)."""
-        with open(os.path.join(REQUESTS, sample)) as handle:
-            request = json.load(handle)
+        request = self.sample_request(sample, api)
         for link in request.get('extVirtualLinks', []):
             link['resourceId'] = TESTBED_NETWORK_ID
-        for info in request.get('vimConnectionInfo', []):
+        vims = request.get('vimConnectionInfo', [])
+        for info in vims.values() if isinstance(vims, dict) else vims:
             info['vimId'] = vim_id
         storage = request['additionalParams'][
             'k8s_cluster_installation_param']['storage_server']
-        storage['password'] = cluster.STORAGE_PASSWORD
         for export in storage['nfs_server_setup_params']:
             export['export_to'] = self.engine.testbed.subnet
         return request
 
     @staticmethod
-    def sample_request(name):
-        with open(os.path.join(REQUESTS, name)) as handle:
-            return json.load(handle)
+    def sample_path(*parts):
+        return os.path.join(SAMPLE, *parts)
+
+    @staticmethod
+    def sample_request(name, api='v1'):
+        """A sample request; the Storage server's password is the
+        testbed's (v2 requests give the logins again each time)."""
+        with open(os.path.join(REQUESTS_BY_API[api], name)) as handle:
+            request = json.load(handle)
+        storage = ((request.get('additionalParams') or {}).get(
+            'k8s_cluster_installation_param') or {}).get('storage_server')
+        if isinstance(storage, dict) and 'password' in storage:
+            storage['password'] = cluster.STORAGE_PASSWORD
+        return request
 
     # -- LCM ------------------------------------------------------------------
 
@@ -206,7 +230,10 @@ class TackerLab(object):
     # -- what the operator checks ---------------------------------------------
 
     def stack(self, instance_id):
-        return self.cloud.find_stack('vnflcm_%s' % instance_id)
+        """The live stack of a VNF instance: ``vnflcm_<id>`` (Tacker v1)
+        or ``vnf-<id>`` (v2), or None."""
+        return self.cloud.find_stack('vnflcm_%s' % instance_id) or \
+            self.cloud.find_stack('vnf-%s' % instance_id)
 
     def cp_address(self, instance_id, cp_name='storage_server_CP'):
         """`openstack stack resource show vnflcm_<id> <cp>` | ip_address."""

@@ -194,8 +194,12 @@ class TackerService(object):
             # vnfpkgm/vnflcm call would fail with KeyError 'tacker.context'.
             if line.startswith('noauth =') and 'keystonecontext' not in line:
                 line = line.replace('catch_errors ',
-                                    'catch_errors keystonecontext ', 1)
+                                    'catch_errors keystonecontext '
+                                    'conductoropts ', 1)
             patched.append(line)
+        patched += ['', '[filter:conductoropts]',
+                    'paste.filter_factory = testbed.tacker_keymgr:%s'
+                    % tacker_keymgr.conductor_options_filter.__name__]
         with open(paste, 'w') as handle:
             handle.write('\n'.join(patched) + '\n')
         conf = {
@@ -249,6 +253,11 @@ class TackerService(object):
         env['PATH'] = os.path.join(self.venv, 'bin') + os.pathsep + env.get(
             'PATH', '')
         env.pop('PYTHONHOME', None)
+        # The driver's Tacker v2 package script runs in a process of its
+        # own and reads tacker.conf from here: Tacker 16's conductor
+        # workers (cotyledon) retitle themselves, so the script cannot
+        # find --config-file in its parent's command line.
+        env['KUBERNETES_MGMT_PV_TACKER_CONF'] = self.conf_path
         return env
 
     def _db_upgrade(self):

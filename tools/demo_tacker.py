@@ -13,10 +13,15 @@ create and instantiate the VNF with samples/requests/instantiate_simple
 .json, scale the Workers out and in, heal a Worker, try to heal the Storage
 server while a PersistentVolume is Bound (refused), release the claim,
 fail that operation and heal the Storage server, heal the entire VNF,
-terminate and delete. Each LCM operation is printed with its result as
-Tacker reports it (GET /vnflcm/v1/vnf_lcm_op_occs/{id}), followed by the
-checks of the user guide: df -h and sudo exportfs -v on the Storage
-server, kubectl get pv and kubectl get nodes on a Master, and the VIMs.
+terminate and delete. The lifecycle runs twice, through both of the
+driver's front doors: first Tacker's v1 API (``/vnflcm/v1``, the driver's
+entry point), then its v2 API (``/vnflcm/v2``, a v2 package whose VNFD
+runs Scripts/kubernetes_mgmt_v2.py, the request's vimConnectionInfo
+naming the OpenStack VIM, the node logins in every request). Each LCM
+operation is printed with its API version and its result as Tacker reports
+it (GET /vnflcm/v{1,2}/vnf_lcm_op_occs/{id}), followed by the checks of
+the user guide: df -h and sudo exportfs -v on the Storage server, kubectl
+get pv and kubectl get nodes on a Master, and the VIMs.
 
 Run it as root from the repository root, after ``tox -e tacker`` has
 created Tacker's virtualenv once::
@@ -39,6 +44,7 @@ from testbed import hosts
 from testbed import pv_manifest
 from testbed import tacker_lab
 from testbed import tacker_service
+from testbed import tacker_v2
 
 
 class Failed(Exception):
@@ -54,10 +60,10 @@ def section(title, text):
     print(text.rstrip(), flush=True)
 
 
-def show_op(lab, occ):
+def show_op(api, occ):
     error = (occ.get('error') or {}).get('detail')
-    print('LCM %s %s: %s (%ss)%s' % (
-        occ['operation'], occ['id'], occ['operationState'],
+    print('LCM (API %s) %s %s: %s (%ss)%s' % (
+        api, occ['operation'], occ['id'], occ['operationState'],
         occ.get('seconds', '?'), '\n    error: %s' % error if error else ''),
         flush=True)
 
@@ -104,89 +110,164 @@ def expect(occ, state='COMPLETED'):
             (occ.get('error') or {}).get('detail')))
 
 
-def run(lab, workdir):
-    timings = {}
+class V1Door(object):
+    """Tacker's v1 API: the driver's entry point, samples/requests."""
 
-    def lcm(name, operation, body, state='COMPLETED'):
-        occ = lab.lcm(instance_id, operation, body)
-        show_op(lab, occ)
-        timings[name] = occ['seconds']
+    api = 'v1'
+
+    def __init__(self, lab):
+        self.lab = lab
+
+    def package(self, workdir):
+        return self.lab.build_package(workdir, api=self.api)
+
+    def create(self, vnfd_id):
+        return self.lab.client.post('/vnflcm/v1/vnf_instances',
+                                    {'vnfdId': vnfd_id},
+                                    expect=201).body['id']
+
+    def instantiate_request(self, vim_id):
+        return self.lab.instantiate_request(vim_id, api=self.api)
+
+    def sample_request(self, name):
+        return self.lab.sample_request(name, self.api)
+
+    def lcm(self, instance_id, operation, body):
+        return self.lab.lcm(instance_id, operation, body)
+
+    def heal_target(self, instance_id, vdu_id):
+        """The id a heal request names for the first VNFC of a VDU."""
+        return self.lab.vnfcs(instance_id, vdu_id)[0]['id']
+
+    def heal_request(self, name, target=None):
+        request = self.sample_request(name)
+        if target:
+            request['vnfcInstanceId'] = [target]
+        return request
+
+    def fail(self, op_id):
+        return self.lab.op_action(op_id, 'fail')
+
+    def delete(self, instance_id):
+        self.lab.client.delete('/vnflcm/v1/vnf_instances/%s' % instance_id,
+                               expect=204)
+
+
+class V2Door(V1Door):
+    """Tacker's v2 API: the package built with ``--api v2`` (its VNFD runs
+    Scripts/kubernetes_mgmt_v2.py), samples/requests-v2 (the node logins
+    in every request)."""
+
+    api = 'v2'
+
+    def __init__(self, lab):
+        super().__init__(lab)
+        self.v2 = tacker_v2.V2Api(lab.service.api_url)
+
+    def create(self, vnfd_id):
+        return self.v2.create(vnfd_id, 'kubernetes-pv-v2')['id']
+
+    def lcm(self, instance_id, operation, body):
+        return self.v2.lcm(instance_id, operation, body)
+
+    def heal_target(self, instance_id, vdu_id):
+        return tacker_v2.vnfcs(self.v2.instance(instance_id),
+                               vdu_id)[0]['vnfcInfoId']
+
+    def heal_request(self, name, target=None):
+        request = super().heal_request(name, target)
+        # v2: the Storage server's volume too (as v1 heals it), and the
+        # whole stack re-created for an entire heal.
+        request['additionalParams']['all'] = True
+        return request
+
+    def fail(self, op_id):
+        return self.v2.op_action(op_id, 'fail')
+
+    def delete(self, instance_id):
+        self.v2.delete(instance_id)
+
+
+def run(lab, workdir, door, vim):
+    timings = {}
+    name = 'Tacker %s' % door.api
+
+    def lcm(step, operation, body, state='COMPLETED'):
+        occ = door.lcm(instance_id, operation, body)
+        show_op(door.api, occ)
+        timings[step] = occ['seconds']
         expect(occ, state)
         return occ
 
-    banner('Register the OpenStack VIM (POST /v1.0/vims)')
-    vim = lab.register_openstack_vim()
-    print('VIM %s (%s): %s' % (vim['name'], vim['id'], vim['status']))
-
-    banner('Build the sample package (kubernetes-mgmt-pv package) and '
-           'onboard it')
-    vnfd_id, zip_path = lab.build_package(workdir)
+    banner('%s: build the package and onboard it' % name)
+    vnfd_id, zip_path = door.package(os.path.join(workdir, door.api))
     package = lab.client.onboard_package(zip_path)
     print('package %s: %s, vnfdId %s' % (
         package['id'], package['onboardingState'], package['vnfdId']))
 
-    banner('Create and instantiate the VNF '
-           '(samples/requests/instantiate_simple.json)')
-    instance_id = lab.client.post('/vnflcm/v1/vnf_instances',
-                                  {'vnfdId': vnfd_id}, expect=201).body['id']
+    banner('%s: create and instantiate the VNF '
+           '(samples/requests/instantiate_simple.json)' % name)
+    instance_id = door.create(vnfd_id)
     print('VNF instance %s' % instance_id)
-    request = lab.instantiate_request(vim['id'])
+    request = door.instantiate_request(vim['id'])
     print_exports(request['additionalParams'])
     lcm('instantiate', 'instantiate', request)
     operator_checks(lab, instance_id)
 
-    banner('Scale out the Workers (samples/requests/scale_out_worker.json)')
-    lcm('scale_out', 'scale', lab.sample_request('scale_out_worker.json'))
+    banner('%s: scale out the Workers '
+           '(samples/requests/scale_out_worker.json)' % name)
+    lcm('scale_out', 'scale', door.sample_request('scale_out_worker.json'))
     operator_checks(lab, instance_id)
 
-    banner('Scale in the Workers (samples/requests/scale_in_worker.json)')
-    lcm('scale_in', 'scale', lab.sample_request('scale_in_worker.json'))
+    banner('%s: scale in the Workers (samples/requests/scale_in_worker.json)'
+           % name)
+    lcm('scale_in', 'scale', door.sample_request('scale_in_worker.json'))
     operator_checks(lab, instance_id)
 
-    banner('Heal a Worker (vnfcInstanceId)')
-    worker = lab.vnfcs(instance_id, 'workerNode')[0]
-    lcm('heal_worker', 'heal', {'vnfcInstanceId': [worker['id']],
-                                'cause': 'Heal a Worker node'})
+    banner('%s: heal a Worker (vnfcInstanceId)' % name)
+    request = door.sample_request('scale_out_worker.json')
+    worker = dict(cause='Heal a Worker node', vnfcInstanceId=[
+        door.heal_target(instance_id, 'workerNode')])
+    if 'additionalParams' in request:  # v2: the node logins
+        worker['additionalParams'] = request['additionalParams']
+    lcm('heal_worker', 'heal', worker)
     operator_checks(lab, instance_id)
 
-    banner('Heal the Storage server while nfs-pv1 is Bound: refused')
+    banner('%s: heal the Storage server while nfs-pv1 is Bound: refused'
+           % name)
     lab.ssh(lab.masters()[0], "cat > /tmp/claim.yaml <<'EOF'\n%sEOF\n"
             % pv_manifest.BOUND_CLAIM)
     section('kubectl apply -f claim.yaml',
             lab.kubectl('apply', '-f', '/tmp/claim.yaml'))
     section('kubectl get pv', lab.kubectl('get', 'pv'))
-    storage = lab.vnfcs(instance_id, 'storage_server')[0]
-    request = lab.sample_request('heal_storage_server.json')
-    request['vnfcInstanceId'] = [storage['id']]
+    request = door.heal_request('heal_storage_server.json', door.heal_target(
+        instance_id, 'storage_server'))
     failed = lcm('heal_storage_refused', 'heal', request,
                  state='FAILED_TEMP')
     if 'nfs-pv1' not in failed['error']['detail']:
         raise Failed('the error does not name nfs-pv1')
 
-    banner('Release the claim, fail the operation '
-           '(POST /vnf_lcm_op_occs/{id}/fail), heal the Storage server')
+    banner('%s: release the claim, fail the operation '
+           '(POST /vnf_lcm_op_occs/{id}/fail), heal the Storage server'
+           % name)
     section('kubectl delete pvc data', lab.kubectl('delete', 'pvc', 'data'))
-    print('rollback of a heal: HTTP %s (Tacker rolls back only '
-          'instantiate and scale)' % lab.client.request(
-              'POST', '/vnflcm/v1/vnf_lcm_op_occs/%s/rollback'
-              % failed['id']).status)
-    print('fail: %s' % lab.op_action(failed['id'], 'fail')['operationState'])
+    print('fail: %s' % door.fail(failed['id'])['operationState'])
     lcm('heal_storage', 'heal', request)
     operator_checks(lab, instance_id)
 
-    banner('Heal the entire VNF (samples/requests/heal_entire_cluster.json)')
-    lcm('heal_entire', 'heal', lab.sample_request('heal_entire_cluster.json'))
+    banner('%s: heal the entire VNF '
+           '(samples/requests/heal_entire_cluster.json)' % name)
+    lcm('heal_entire', 'heal', door.heal_request('heal_entire_cluster.json'))
     operator_checks(lab, instance_id)
 
-    banner('Terminate and delete')
+    banner('%s: terminate and delete' % name)
     lcm('terminate', 'terminate', {'terminationType': 'FORCEFUL'})
     section('GET /v1.0/vims', '\n'.join(
         '%-20s %-10s %s' % (v['name'], v['type'], v['status'])
         for v in lab.vims()))
     if any(v['type'] == 'kubernetes' for v in lab.vims()):
         raise Failed('the Kubernetes VIM is still registered')
-    lab.client.delete('/vnflcm/v1/vnf_instances/%s' % instance_id,
-                      expect=204)
+    door.delete(instance_id)
     print('VNF instance %s deleted' % instance_id)
     return timings
 
@@ -213,7 +294,11 @@ def main(argv=None):
         print('Tacker API %s, logs in %s (set up in %ss: %s)' % (
             lab.service.api_url, lab.service.log_dir, lab.timings['setup'],
             lab.service.timings), flush=True)
-        timings = run(lab, workdir)
+        banner('Register the OpenStack VIM (POST /v1.0/vims)')
+        vim = lab.register_openstack_vim()
+        print('VIM %s (%s): %s' % (vim['name'], vim['id'], vim['status']))
+        timings = {door.api: run(lab, workdir, door, vim)
+                   for door in (V1Door(lab), V2Door(lab))}
         memory = lab.memory()
         banner('Done in %.0fs' % (time.monotonic() - started))
         print('LCM operations (s): %s' % timings)

@@ -23,7 +23,6 @@ last tests, from what the steps recorded.
 
 import ipaddress
 import json
-import re
 
 from keystoneauth1.identity import v3
 from keystoneauth1 import session as ks_session
@@ -35,82 +34,17 @@ from testbed import kubeapi
 from testbed import node_lifecycle
 from testbed import polling
 from testbed import pv_manifest
-
-PV_NAMES = ('nfs-pv1', 'nfs-pv2', 'nfs-pv3')
-EXPORTS = ('/volume/nfs/pv1', '/volume/nfs/pv2', '/volume/nfs/pv3')
-K8S_VIM = 'kubernetes_vim'  # vim_name of the sample request
-
-
-class Session(object):
-    """What the steps learned, and which of them passed."""
-
-    def __init__(self):
-        self.done = set()
-        self.nodes = {}  # step -> {Node's InternalIP: Ready?}
-        self.ops = {}  # step -> operation occurrence
-
-    def need(self, *steps):
-        missing = [step for step in steps if step not in self.done]
-        if missing:
-            pytest.skip('needs the earlier step(s) %s' % ', '.join(missing))
+from tests.tacker_rest import lifecycle_checks as checks
 
 
 @pytest.fixture(scope='module')
 def s():
-    return Session()
-
-
-def _ready_nodes(lab):
-    """{InternalIP: Ready?} of the Nodes: the VMs' host names are not
-    the testbed's (Nova gives group members one name; the driver renames
-    them)."""
-    ready = {}
-    for node in lab.nodes().values():
-        status = node.get('status', {})
-        conditions = {c['type']: c['status']
-                      for c in status.get('conditions', [])}
-        address, = [a['address'] for a in status.get('addresses', [])
-                    if a['type'] == 'InternalIP']
-        ready[address] = conditions.get('Ready') == 'True'
-    return ready
-
-
-def _record_nodes(lab, s, step):
-    """kubectl get nodes, kept for the cluster-half checks at the end."""
-    try:
-        s.nodes[step] = _ready_nodes(lab)
-    except Exception as error:  # noqa: BLE001 - checked at the end
-        s.nodes[step] = error
-    return s.nodes[step]
+    return checks.Session()
 
 
 def _completed(occ, operation):
     assert occ['operation'] == operation
     assert occ['operationState'] == 'COMPLETED', occ.get('error')
-
-
-def check_storage_and_pvs(lab, instance_id):
-    """The user guide's checks after instantiate and after each heal."""
-    checks = lab.storage_checks(instance_id)
-    # df -h: the Cinder volume (/dev/vdb) is mounted on /volume.
-    assert re.search(r'^/dev/vdb\s.*\s/volume$', checks['df'], re.M), \
-        checks['df']
-    # sudo exportfs -v: every export_dir of the request.
-    for export in EXPORTS:
-        assert re.search(r'^%s\s' % re.escape(export), checks['exportfs'],
-                         re.M), checks['exportfs']
-    # kubectl get pv: every PV Available, at the Storage server's address.
-    listing = lab.kubectl('get', 'pv')
-    volumes = lab.persistent_volumes()
-    for name in PV_NAMES:
-        assert name in listing
-        assert volumes[name]['status']['phase'] == 'Available', listing
-        assert volumes[name]['spec']['nfs']['server'] == checks['address']
-    return checks
-
-
-def k8s_vims(lab):
-    return [vim for vim in lab.vims() if vim['type'] == 'kubernetes']
 
 
 # -- the steps ----------------------------------------------------------------
@@ -171,10 +105,10 @@ def test_instantiate(lab, s):
     # Both Workers booted with cloud-init's name for their Nova name.
     assert [h.hostname for h in lab.engine.testbed.hosts.values()
             if h.role == 'worker'] == ['workernode', 'workernode']
-    check_storage_and_pvs(lab, s.instance_id)
+    checks.check_storage_and_pvs(lab, s.instance_id)
     # The driver registered the cluster as a Kubernetes VIM.
-    assert [v['name'] for v in k8s_vims(lab)] == [K8S_VIM]
-    _record_nodes(lab, s, 'instantiate')
+    assert [v['name'] for v in checks.k8s_vims(lab)] == [checks.K8S_VIM]
+    checks.record_nodes(lab, s, 'instantiate')
     s.done.add('instantiate')
 
 
@@ -196,7 +130,7 @@ def test_scale_out_workers(lab, s):
     # The new VM got the NFS client (operator guide: dpkg -l nfs-common).
     host = lab.engine.testbed.hosts[s.added_host]
     assert cluster_mod.installed(host, 'nfs-common')
-    _record_nodes(lab, s, 'scale_out')
+    checks.record_nodes(lab, s, 'scale_out')
     s.scaled_out_node = host.ip
     s.done.add('scale_out')
 
@@ -221,8 +155,8 @@ def test_scale_in_workers(lab, s):
     removed_host = removed.pop()
     assert removed_host not in lab.engine.testbed.hosts
     s.scaled_in_node = addresses[removed_host]
-    check_storage_and_pvs(lab, s.instance_id)
-    _record_nodes(lab, s, 'scale_in')
+    checks.check_storage_and_pvs(lab, s.instance_id)
+    checks.record_nodes(lab, s, 'scale_in')
     s.done.add('scale_in')
 
 
@@ -242,8 +176,8 @@ def test_heal_a_worker(lab, s):
     host = lab.engine.testbed.hosts[s.healed_node]
     assert cluster_mod.installed(host, 'nfs-common')
     s.healed_address = host.ip
-    check_storage_and_pvs(lab, s.instance_id)
-    _record_nodes(lab, s, 'heal_worker')
+    checks.check_storage_and_pvs(lab, s.instance_id)
+    checks.record_nodes(lab, s, 'heal_worker')
     s.done.add('heal_worker')
 
 
@@ -295,7 +229,7 @@ def test_heal_a_powered_off_worker(lab, s):
     healed = {v['id']: v for v in lab.vnfcs(s.instance_id)}[worker['id']]
     assert healed['computeResource']['resourceId'] != old_server
     assert kube.get('pod', 'web-1') is None
-    nodes = _record_nodes(lab, s, 'heal_dead_worker')
+    nodes = checks.record_nodes(lab, s, 'heal_dead_worker')
     assert nodes.get(host.ip) is True and len(nodes) == 3, nodes
     s.done.add('heal_dead_worker')
 
@@ -362,12 +296,12 @@ def test_heal_storage_server(lab, s):
     healed = {v['id']: v for v in lab.vnfcs(s.instance_id)}[
         s.storage_vnfc['id']]
     assert healed['computeResource']['resourceId'] != old_server
-    checks = check_storage_and_pvs(lab, s.instance_id)
+    found = checks.check_storage_and_pvs(lab, s.instance_id)
     # Heat re-created the volume too (Tacker marks it unhealthy with the
     # server): its data is gone, as the user guide warns.
-    storage = lab.host_at(checks['address'])
+    storage = lab.host_at(found['address'])
     assert storage.run('ls /volume/nfs/pv2').stdout.strip() == ''
-    _record_nodes(lab, s, 'heal_storage')
+    checks.record_nodes(lab, s, 'heal_storage')
     s.done.add('heal_storage')
 
 
@@ -384,9 +318,9 @@ def test_heal_entire_vnf(lab, s):
     new_servers = {v['computeResource']['resourceId']
                    for v in lab.vnfcs(s.instance_id)}
     assert not old_servers & new_servers
-    check_storage_and_pvs(lab, s.instance_id)
-    assert [v['name'] for v in k8s_vims(lab)] == [K8S_VIM]
-    _record_nodes(lab, s, 'heal_entire')
+    checks.check_storage_and_pvs(lab, s.instance_id)
+    assert [v['name'] for v in checks.k8s_vims(lab)] == [checks.K8S_VIM]
+    checks.record_nodes(lab, s, 'heal_entire')
     s.done.add('heal_entire')
 
 
@@ -404,7 +338,7 @@ def test_terminate_and_delete(lab, s):
     assert lab.cloud.stack(stack_id).status == 'DELETE_COMPLETE'
     assert lab.engine.testbed.hosts == {}
     assert lab.engine.kubes == {}
-    assert k8s_vims(lab) == []
+    assert checks.k8s_vims(lab) == []
     lab.client.delete('/vnflcm/v1/vnf_instances/%s' % s.instance_id,
                       expect=204)
     assert lab.client.request('GET', '/vnflcm/v1/vnf_instances/%s'
@@ -426,37 +360,29 @@ def test_only_testbed_addresses_were_handed_out(lab, s):
 
 # -- the cluster half (issue "Scale and heal of cluster nodes") ---------------
 
-def _nodes_at(s, step):
-    s.need(step)
-    nodes = s.nodes.get(step)
-    if isinstance(nodes, Exception):
-        pytest.fail('kubectl get nodes failed after %s: %s' % (step, nodes))
-    return nodes
-
-
 def test_cluster_nodes_ready_after_instantiate(s):
-    nodes = _nodes_at(s, 'instantiate')
+    nodes = checks.nodes_at(s, 'instantiate')
     assert len(nodes) == 3 and all(nodes.values()), nodes
 
 
 def test_cluster_new_worker_ready_after_scale_out(s):
-    nodes = _nodes_at(s, 'scale_out')
+    nodes = checks.nodes_at(s, 'scale_out')
     assert nodes.get(s.scaled_out_node) is True, nodes
     assert len(nodes) == 4 and all(nodes.values()), nodes
 
 
 def test_cluster_removed_worker_gone_after_scale_in(s):
-    nodes = _nodes_at(s, 'scale_in')
+    nodes = checks.nodes_at(s, 'scale_in')
     assert s.scaled_in_node not in nodes, nodes
     assert len(nodes) == 3 and all(nodes.values()), nodes
 
 
 def test_cluster_healed_worker_ready(s):
-    nodes = _nodes_at(s, 'heal_worker')
+    nodes = checks.nodes_at(s, 'heal_worker')
     assert nodes.get(s.healed_address) is True, nodes
     assert len(nodes) == 3 and all(nodes.values()), nodes
 
 
 def test_cluster_ready_after_entire_heal(s):
-    nodes = _nodes_at(s, 'heal_entire')
+    nodes = checks.nodes_at(s, 'heal_entire')
     assert len(nodes) == 3 and all(nodes.values()), nodes

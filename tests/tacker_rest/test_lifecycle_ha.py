@@ -26,6 +26,7 @@ import pytest
 from kubernetes_mgmt_pv import etcd
 from kubernetes_mgmt_pv import ha
 from testbed import polling
+from tests.tacker_rest import lifecycle_checks as checks
 from tests.tacker_rest import test_lifecycle as simple
 
 CONTROL_PLANE = 'node-role.kubernetes.io/control-plane'
@@ -36,7 +37,7 @@ VIP_DEADLINE = 30.0
 
 @pytest.fixture(scope='module')
 def s():
-    return simple.Session()
+    return checks.Session()
 
 
 def openstack_vim_id(lab):
@@ -128,8 +129,8 @@ def check_control_plane(lab, instance_id):
     assert polling.wait_until(lambda: api_at_vip(lab, instance_id, vip),
                               'the API at %s' % vip, timeout=VIP_DEADLINE) == \
         (200, 'ok')
-    vim, = simple.k8s_vims(lab)
-    assert vim['name'] == simple.K8S_VIM
+    vim, = checks.k8s_vims(lab)
+    assert vim['name'] == checks.K8S_VIM
     assert vim['auth_url'] == 'https://%s:%d' % (vip, ha.FRONTEND_PORT)
     return vip, members, holders[0]
 
@@ -149,7 +150,7 @@ def test_onboard_the_sample_package(lab, s, tmp_path_factory):
 
 def test_instantiate_three_masters(lab, s):
     s.need('package')
-    assert simple.k8s_vims(lab) == [], 'a Kubernetes VIM is left over'
+    assert checks.k8s_vims(lab) == [], 'a Kubernetes VIM is left over'
     instance = lab.client.post('/vnflcm/v1/vnf_instances',
                                {'vnfdId': s.vnfd_id}, expect=201).body
     s.instance_id = instance['id']
@@ -165,7 +166,7 @@ def test_instantiate_three_masters(lab, s):
     vdus = sorted(v['vduId'] for v in lab.vnfcs(s.instance_id))
     assert vdus == ['masterNode'] * 3 + ['storage_server'] + \
         ['workerNode'] * 2
-    simple.check_storage_and_pvs(lab, s.instance_id)
+    checks.check_storage_and_pvs(lab, s.instance_id)
     s.vip, s.members, s.holder = check_control_plane(lab, s.instance_id)
     s.hosts = {lab.engine.hosts[v['computeResource']['resourceId']]
                for v in lab.vnfcs(s.instance_id)}
@@ -202,7 +203,7 @@ def test_heal_the_master_holding_the_vip(lab, s):
     after = {member_id for member_id, _ in members}
     assert old_member not in after
     assert after & before == before - {old_member}
-    simple.check_storage_and_pvs(lab, s.instance_id)
+    checks.check_storage_and_pvs(lab, s.instance_id)
     s.done.add('heal_master')
 
 
@@ -217,7 +218,7 @@ def test_terminate_and_delete(lab, s):
     # Every VM, the cluster's API server and the Kubernetes VIM are gone.
     assert not s.hosts & set(lab.engine.testbed.hosts)
     assert stack_id not in lab.engine.kubes
-    assert simple.k8s_vims(lab) == []
+    assert checks.k8s_vims(lab) == []
     lab.client.delete('/vnflcm/v1/vnf_instances/%s' % s.instance_id,
                       expect=204)
     assert lab.engine.errors[s.errors_before:] == []

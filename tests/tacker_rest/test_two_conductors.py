@@ -19,6 +19,7 @@ import pytest
 
 from testbed import conductors
 from testbed import tacker_lab
+from tests.tacker_rest import lifecycle_checks as checks
 from tests.tacker_rest import test_lifecycle as simple
 from tests.tacker_rest import test_lifecycle_ha as ha
 
@@ -65,7 +66,7 @@ def test_two_vnfs_at_once_one_per_conductor(two_conductors, tmp_path):
             simple._completed(occ, 'INSTANTIATE')
             assert lab.instance(instance_id)['instantiationState'] == \
                 'INSTANTIATED'
-        registered = {v['name'] for v in simple.k8s_vims(lab)}
+        registered = {v['name'] for v in checks.k8s_vims(lab)}
         assert set(names.values()) <= registered
         marks = {instance_id: [
             vnfc['computeResource']['resourceId']

@@ -1,0 +1,274 @@
+"""The user guide's lifecycle through Tacker's v2 API and the v2 door.
+
+The same operator session as test_lifecycle.py, through ``/vnflcm/v2``
+(``Version: 2.0.0``): the sample built with ``kubernetes-mgmt-pv package
+--api v2`` (its VNFD runs the package script Scripts/kubernetes_mgmt_v2.py,
+the driver's v2 door), the requests of samples/requests-v2 (their
+vimConnectionInfo names the registered OpenStack VIM, the fake Keystone),
+then create, instantiate, scale out and
+in, heal of a Worker, a heal of the Storage server refused while a
+PersistentVolume is Bound and done once the claim is gone, heal of the
+whole VNF, terminate and delete. After each, the checks of the user guide
+(tests/tacker_rest/lifecycle_checks.py) and the VIMs: the OpenStack one
+stays the instance's only vimConnectionInfo entry, the cluster's
+Kubernetes VIM is in Tacker's registry with its id in the instance's
+metadata.
+
+v2 keeps no password between operations: every scale and heal request
+gives the node logins again (``additionalParams``).
+"""
+
+import copy
+import uuid
+
+import pytest
+
+from testbed import cnf_package
+from testbed import pv_manifest
+from testbed import tacker_v2
+from tests.tacker_rest import lifecycle_checks as checks
+
+STATE_KEY = 'kubernetesMgmtPv'
+
+
+@pytest.fixture(scope='module')
+def s():
+    return checks.Session()
+
+
+@pytest.fixture(scope='module')
+def v2(lab):
+    return tacker_v2.V2Api(lab.service.api_url, log=lab.log)
+
+
+def _completed(occ, operation):
+    assert occ['operation'] == operation
+    assert occ['operationState'] == 'COMPLETED', occ.get('error')
+
+
+def _with_logins(lab, body):
+    """A request with the node logins, as the v2 sample requests give
+    them."""
+    body = copy.deepcopy(body)
+    body.setdefault('additionalParams', {}).update(lab.sample_request(
+        'scale_out_worker.json', 'v2')['additionalParams'])
+    return body
+
+
+def _vnfcs(v2, s, vdu_id=None):
+    return tacker_v2.vnfcs(v2.instance(s.instance_id), vdu_id)
+
+
+def _check_vims(lab, v2, s):
+    """vimConnectionInfo: only the OpenStack VIM; the Kubernetes VIM in
+    the registry, its id in metadata."""
+    instance = v2.instance(s.instance_id)
+    vims = instance['vimConnectionInfo']
+    assert list(vims) == [tacker_v2.VIM_KEY]
+    assert vims[tacker_v2.VIM_KEY]['vimId'] == s.vim_id
+    assert vims[tacker_v2.VIM_KEY]['vimType'] == tacker_v2.VIM_TYPE
+    registered = checks.k8s_vims(lab)
+    assert [v['name'] for v in registered] == [checks.K8S_VIM]
+    saved = instance['metadata'][STATE_KEY]
+    assert saved['vim']['id'] == registered[0]['id']
+    assert 'password' not in repr(saved)
+    return registered[0]
+
+
+# -- the steps ------------------------------------------------------------
+
+def test_openstack_vim_and_package(lab, s, tmp_path_factory):
+    existing = [v for v in lab.vims() if v['type'] == 'openstack']
+    s.vim_id = existing[0]['id'] if existing else \
+        lab.register_openstack_vim()['id']
+    s.vnfd_id, package = lab.build_package(
+        str(tmp_path_factory.mktemp('v2package')), api='v2')
+    assert lab.client.onboard_package(package)['vnfdId'] == s.vnfd_id
+    s.done.add('package')
+
+
+def test_instantiate(lab, v2, s):
+    s.need('package')
+    instance = v2.create(s.vnfd_id, 'kubernetes-pv-v2')
+    s.instance_id = instance['id']
+    # samples/requests-v2: vimConnectionInfo names the registered VIM.
+    request = lab.instantiate_request(s.vim_id, api='v2')
+    assert list(request['vimConnectionInfo']) == [tacker_v2.VIM_KEY]
+    occ = s.ops['instantiate'] = v2.lcm(s.instance_id, 'instantiate',
+                                        request)
+    _completed(occ, 'INSTANTIATE')
+    assert v2.instance(s.instance_id)['instantiationState'] == \
+        'INSTANTIATED'
+    assert sorted(v['vduId'] for v in _vnfcs(v2, s)) == [
+        'masterNode', 'storage_server', 'workerNode', 'workerNode']
+    checks.check_storage_and_pvs(lab, s.instance_id)
+    _check_vims(lab, v2, s)
+    nodes = checks.record_nodes(lab, s, 'instantiate')
+    assert len(nodes) == 3 and all(nodes.values()), nodes
+    s.done.add('instantiate')
+
+
+def test_scale_out_and_in(lab, v2, s):
+    s.need('instantiate')
+    before = {v['id'] for v in _vnfcs(v2, s, 'workerNode')}
+    occ = s.ops['scale_out'] = v2.lcm(
+        s.instance_id, 'scale', lab.sample_request('scale_out_worker.json',
+                                                   'v2'))
+    _completed(occ, 'SCALE')
+    workers = _vnfcs(v2, s, 'workerNode')
+    added = [v for v in workers if v['id'] not in before]
+    assert len(workers) == 3 and len(added) == 1
+    host = lab.engine.testbed.hosts[lab.engine.hosts[
+        added[0]['computeResource']['resourceId']]]
+    nodes = checks.record_nodes(lab, s, 'scale_out')
+    assert nodes.get(host.ip) is True and len(nodes) == 4, nodes
+
+    occ = s.ops['scale_in'] = v2.lcm(
+        s.instance_id, 'scale', lab.sample_request('scale_in_worker.json',
+                                                   'v2'))
+    _completed(occ, 'SCALE')
+    after = _vnfcs(v2, s, 'workerNode')
+    assert len(after) == 2
+    # Tacker picked the newest Worker; Heat removed exactly that one.
+    assert added[0]['id'] not in {v['id'] for v in after}
+    checks.check_storage_and_pvs(lab, s.instance_id)
+    nodes = checks.record_nodes(lab, s, 'scale_in')
+    assert host.ip not in nodes and len(nodes) == 3, nodes
+    assert all(nodes.values()), nodes
+    s.done.add('scale')
+
+
+def test_heal_a_worker(lab, v2, s):
+    s.need('instantiate')
+    worker = _vnfcs(v2, s, 'workerNode')[0]
+    old_server = worker['computeResource']['resourceId']
+    host_name = lab.engine.hosts[old_server]
+    occ = s.ops['heal_worker'] = v2.lcm(s.instance_id, 'heal', _with_logins(
+        lab, {'vnfcInstanceId': [worker['vnfcInfoId']],
+              'cause': 'Heal a Worker node'}))
+    _completed(occ, 'HEAL')
+    # The same VM name and address, a new server (fresh root fs): v2's
+    # VNFC ids are its server's, so they changed too.
+    healed, = [v for v in _vnfcs(v2, s, 'workerNode')
+               if lab.engine.hosts.get(v['computeResource']['resourceId'])
+               == host_name]
+    assert healed['computeResource']['resourceId'] != old_server
+    address = lab.engine.testbed.hosts[host_name].ip
+    checks.check_storage_and_pvs(lab, s.instance_id)
+    nodes = checks.record_nodes(lab, s, 'heal_worker')
+    assert nodes.get(address) is True and len(nodes) == 3, nodes
+    s.done.add('heal_worker')
+
+
+def test_heal_storage_server_refused_while_a_pv_is_bound(lab, v2, s):
+    s.need('instantiate')
+    lab.ssh(lab.masters()[0], "cat > /tmp/claim.yaml <<'EOF'\n%sEOF\n"
+            % pv_manifest.BOUND_CLAIM)
+    lab.kubectl('apply', '-f', '/tmp/claim.yaml')
+    assert lab.persistent_volumes()['nfs-pv1']['status']['phase'] == 'Bound'
+    storage, = _vnfcs(v2, s, 'storage_server')
+    s.storage_vnfc = storage
+    # all: the Storage server's volume is healed (re-created) too, as
+    # Tacker v1 does by default.
+    request = lab.sample_request('heal_storage_server.json', 'v2')
+    request['vnfcInstanceId'] = [storage['vnfcInfoId']]
+    request['additionalParams']['all'] = True
+    s.heal_storage_request = request
+    occ = s.ops['heal_storage_bound'] = v2.lcm(s.instance_id, 'heal',
+                                               s.heal_storage_request)
+    assert occ['operationState'] == 'FAILED_TEMP'
+    detail = v2.op_occ(occ['id'])['error']['detail']
+    assert 'nfs-pv1' in detail and 'Bound' in detail, detail
+    assert 'nfs-pv2' not in detail
+    same, = _vnfcs(v2, s, 'storage_server')
+    assert same['computeResource'] == storage['computeResource']
+    assert lab.persistent_volumes()['nfs-pv1']['status']['phase'] == 'Bound'
+    # The operator releases the claim and fails the operation.
+    lab.kubectl('delete', 'pvc', 'data')
+    assert v2.op_action(occ['id'], 'fail')['operationState'] == 'FAILED'
+    s.done.add('heal_storage_refused')
+
+
+def test_heal_storage_server(lab, v2, s):
+    s.need('heal_storage_refused')
+    old_server = s.storage_vnfc['computeResource']['resourceId']
+    occ = s.ops['heal_storage'] = v2.lcm(s.instance_id, 'heal',
+                                         s.heal_storage_request)
+    _completed(occ, 'HEAL')
+    healed, = _vnfcs(v2, s, 'storage_server')
+    assert healed['computeResource']['resourceId'] != old_server
+    checks.check_storage_and_pvs(lab, s.instance_id)
+    checks.record_nodes(lab, s, 'heal_storage')
+    s.done.add('heal_storage')
+
+
+def test_heal_entire_vnf(lab, v2, s):
+    s.need('instantiate')
+    old_stack = lab.stack(s.instance_id).id
+    old_servers = {v['computeResource']['resourceId']
+                   for v in _vnfcs(v2, s)}
+    body = lab.sample_request('heal_entire_cluster.json', 'v2')
+    body['additionalParams']['all'] = True  # v2: re-create the stack
+    occ = s.ops['heal_entire'] = v2.lcm(s.instance_id, 'heal', body)
+    _completed(occ, 'HEAL')
+    assert lab.stack(s.instance_id).id != old_stack
+    assert not old_servers & {v['computeResource']['resourceId']
+                              for v in _vnfcs(v2, s)}
+    checks.check_storage_and_pvs(lab, s.instance_id)
+    _check_vims(lab, v2, s)
+    nodes = checks.record_nodes(lab, s, 'heal_entire')
+    assert len(nodes) == 3 and all(nodes.values()), nodes
+    s.done.add('heal_entire')
+
+
+@pytest.mark.skip(reason='not done yet: Tacker v2 fails this CNF package '
+                  'before any Kubernetes call ("Cannot load addResources": '
+                  'its grant request gets no VDU of the package)')
+def test_cnf_instantiate_reaches_the_cluster(lab, v2, s, tmp_path):
+    """A v2 CNF on the Kubernetes VIM the door registered: Tacker's
+    Kubernetes infra driver talks to the cluster's API server (the test
+    one, which need not complete the CNF)."""
+    s.need('instantiate')
+    k8s_vim = _check_vims(lab, v2, s)
+    kube = lab.engine.kubes[lab.stack(s.instance_id).id]
+    seen = len(kube.request_log)
+    vnfd_id = str(uuid.uuid4())
+    source = str(tmp_path / 'cnf')
+    cnf_package.source(source, vnfd_id, lab.sample_path('Definitions'))
+    lab.client.onboard_package(cnf_package.name_artifacts(lab.zip_package(
+        source, str(tmp_path / 'cnf.zip'))))
+    cnf_id = v2.create(vnfd_id, 'cnf-on-the-cluster')['id']
+    occ = v2.lcm(cnf_id, 'instantiate',
+                 cnf_package.instantiate_request(k8s_vim['id']),
+                 timeout=600)
+    calls = kube.request_log[seen:]
+    assert ('POST', '/apis/apps/v1/namespaces/default/deployments') in \
+        calls, calls
+    if occ['operationState'] == 'COMPLETED':
+        _completed(v2.lcm(cnf_id, 'terminate',
+                          {'terminationType': 'FORCEFUL'}), 'TERMINATE')
+    else:
+        assert occ['operationState'] == 'FAILED_TEMP', occ
+        assert v2.op_action(occ['id'], 'fail')['operationState'] == \
+            'FAILED'
+    v2.delete(cnf_id)
+
+
+def test_terminate_and_delete(lab, v2, s):
+    s.need('instantiate')
+    stack_id = lab.stack(s.instance_id).id
+    hosts = {lab.engine.hosts[v['computeResource']['resourceId']]
+             for v in _vnfcs(v2, s)}
+    occ = s.ops['terminate'] = v2.lcm(s.instance_id, 'terminate',
+                                      {'terminationType': 'FORCEFUL'})
+    _completed(occ, 'TERMINATE')
+    assert v2.instance(s.instance_id)['instantiationState'] == \
+        'NOT_INSTANTIATED'
+    assert lab.stack(s.instance_id) is None
+    assert lab.cloud.stack(stack_id).status == 'DELETE_COMPLETE'
+    assert not hosts & set(lab.engine.testbed.hosts)
+    assert stack_id not in lab.engine.kubes
+    assert checks.k8s_vims(lab) == []
+    v2.delete(s.instance_id)
+    assert v2.client.request('GET', '/vnflcm/v2/vnf_instances/%s'
+                             % s.instance_id).status == 404
