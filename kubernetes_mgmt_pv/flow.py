@@ -3,7 +3,7 @@ topology resolved once, one SSH session per host, and per-host steps run
 concurrently.
 
 The cluster flows (``cluster_workflow``) and the persistent-volume flows
-(``workflows``) both build on ``Flow``. Within one hook they share the
+(``storage_workflow``) both build on ``Flow``. Within one hook they share the
 hook's ``remote.SessionPool``, so a host is logged in to once per hook
 whichever features touch it.
 """
@@ -14,15 +14,15 @@ import socket
 
 from oslo_log import log as logging
 
-from kubernetes_mgmt_pv import cluster
+from kubernetes_mgmt_pv.cluster import cluster
 from kubernetes_mgmt_pv import config
 from kubernetes_mgmt_pv import exceptions
-from kubernetes_mgmt_pv import host_keys
-from kubernetes_mgmt_pv import packages
-from kubernetes_mgmt_pv import parallel
-from kubernetes_mgmt_pv import remote
-from kubernetes_mgmt_pv import report as report_mod
-from kubernetes_mgmt_pv import topology as topology_mod
+from kubernetes_mgmt_pv.openstack import vnf_topology
+from kubernetes_mgmt_pv.remote import dpkg
+from kubernetes_mgmt_pv.remote import host_keys
+from kubernetes_mgmt_pv.remote import parallel
+from kubernetes_mgmt_pv.remote import remote
+from kubernetes_mgmt_pv import step_report
 
 LOG = logging.getLogger(__name__)
 
@@ -76,7 +76,7 @@ class Flow(object):
         """Every node of the VNF, resolved from Heat once per flow object
         (which lives for one hook)."""
         if self._topology is None:
-            self._topology = topology_mod.Topology.resolve(
+            self._topology = vnf_topology.Topology.resolve(
                 self.heat, self.params, self._credential_overrides)
         return self._topology
 
@@ -110,8 +110,8 @@ class Flow(object):
         before anything is changed: an unreachable host, a wrong password
         or an unsupported OS leaves every host as it was."""
         def check(node):
-            packages.check_supported_os(self.session(sessions, node),
-                                        self.conf.supported_os)
+            dpkg.check_supported_os(self.session(sessions, node),
+                                    self.conf.supported_os)
 
         self.on_hosts('pre-flight check', {
             node.address: functools.partial(check, node) for node in nodes})
@@ -137,7 +137,7 @@ class Flow(object):
                                           exceptions.failure_reason(
                                               error, node.address)))
                 continue
-            with report_mod.step(executor.host, step):
+            with step_report.step(executor.host, step):
                 found = executor.run(['test', '-r', cluster.ADMIN_KUBECONFIG],
                                      sudo=True, check=False)
                 if not found.ok:

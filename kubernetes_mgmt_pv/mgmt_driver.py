@@ -9,16 +9,17 @@ reverse on ``*_start`` hooks, which undo before the cluster changes. The
 decisions live in modules Tacker does not hash.
 """
 
-from kubernetes_mgmt_pv import base_driver
-from kubernetes_mgmt_pv import storage_feature
+from kubernetes_mgmt_pv.doors import tacker_v1
+from kubernetes_mgmt_pv.storage import storage_feature
 
 # Bump when a change to the additionalParams schema or to what the driver
 # expects inside the VNF package would break packages built earlier: that,
 # and only that, changes this file and so requires rebuilding packages.
-PACKAGE_CONTRACT_VERSION = 1
+# 2: the modules it imports moved into sub-packages (doors/, storage/).
+PACKAGE_CONTRACT_VERSION = 2
 
 
-class KubernetesPvMgmtDriver(base_driver.KubernetesMgmtDriver):
+class KubernetesPvMgmtDriver(tacker_v1.KubernetesMgmtDriver):
     """The Kubernetes cluster plus Storage server, NFS clients and PVs."""
 
     def __init__(self):

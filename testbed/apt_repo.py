@@ -175,7 +175,7 @@ PAUSE_IMAGE = '10.254.0.1:5000/pause:3.10'
 
 
 def use_in(virtual, repository, cni_manifest, key=None):
-    """Make a testbed.cluster.VirtualCluster's request and package name
+    """Make a testbed.virtual_vnf.VirtualCluster's request and package name
     the repository: its key (or ``key``, armored bytes) and the CNI
     manifest in the package, the registry mirror and the pause image."""
     virtual.add_package_file(

@@ -52,8 +52,8 @@ class ServersMixin(object):
         if self._prepare is not None:
             self._prepare(host, kube)
         else:
-            from testbed import cluster
-            cluster.prepare_guest(host, kube, install_cluster=True)
+            from testbed import virtual_vnf
+            virtual_vnf.prepare_guest(host, kube, install_cluster=True)
 
     def _server_volumes(self, stack, props):
         """The volume resources of a server's block_device_mapping_v2."""

@@ -15,13 +15,13 @@ import subprocess
 import time
 import uuid
 
-from testbed import cluster
 from testbed import heat_engine
 from testbed import openstack_api
 from testbed import polling
 from testbed import processes
 from testbed import tacker_client
 from testbed import tacker_service
+from testbed import virtual_vnf
 
 SAMPLE = os.path.join(tacker_service.ROOT, 'samples', 'kubernetes_pv_vnf')
 REQUESTS = os.path.join(tacker_service.ROOT, 'samples', 'requests')
@@ -43,7 +43,7 @@ class TackerLab(object):
         self.log = log or (lambda message: None)
         self.engine = heat_engine.HeatEngine()
         self.cloud = openstack_api.FakeOpenStack(heat_engine=self.engine)
-        options = dict(cluster.TEST_OPTIONS)
+        options = dict(virtual_vnf.TEST_OPTIONS)
         options.update(driver_options or {})
         self.service = tacker_service.TackerService(
             workdir=workdir, driver_options=options,
@@ -179,7 +179,7 @@ class TackerLab(object):
         storage = ((request.get('additionalParams') or {}).get(
             'k8s_cluster_installation_param') or {}).get('storage_server')
         if isinstance(storage, dict) and 'password' in storage:
-            storage['password'] = cluster.STORAGE_PASSWORD
+            storage['password'] = virtual_vnf.STORAGE_PASSWORD
         return request
 
     # -- LCM ------------------------------------------------------------------

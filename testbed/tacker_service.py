@@ -44,7 +44,7 @@ class TackerService(object):
     """MariaDB + RabbitMQ + tacker-server + tacker-conductor, private.
 
     ``driver_options`` go to ``[kubernetes_mgmt_pv]`` of tacker.conf (the
-    driver's options, e.g. testbed.cluster.TEST_OPTIONS). ``workdir``
+    driver's options, e.g. testbed.virtual_vnf.TEST_OPTIONS). ``workdir``
     (default: a new temporary directory) holds everything; it is removed
     by ``stop(remove=True)`` unless ``keep`` says otherwise.
     ``conductor_count``: how many tacker-conductor processes to run

@@ -17,9 +17,9 @@ import time
 
 import paramiko
 
-from kubernetes_mgmt_pv import remote
-from testbed import cluster as cluster_mod
+from kubernetes_mgmt_pv.remote import remote
 from testbed import hosts
+from testbed import virtual_vnf
 
 SCALING_TARGET = 1.5
 RERUN_TARGET = 0.25
@@ -52,7 +52,7 @@ def testbed_missing(**options):
         print('benchmark: %s' % reason, file=sys.stderr)
         return 2
     logging.basicConfig(level=logging.ERROR)
-    cluster_mod.use_test_options(**options)
+    virtual_vnf.use_test_options(**options)
     return None
 
 
@@ -141,7 +141,8 @@ def timed_call(function):
 
 
 def timed_run(cluster):
-    """timed_call() of instantiate_end on a testbed.cluster.VirtualCluster."""
+    """timed_call() of instantiate_end on a
+    testbed.virtual_vnf.VirtualCluster."""
     return timed_call(cluster.instantiate_end)
 
 

@@ -55,13 +55,13 @@ import time
 
 import paramiko
 
-from kubernetes_mgmt_pv import cluster_feature
-from kubernetes_mgmt_pv import parallel
-from kubernetes_mgmt_pv import report as report_mod
-from kubernetes_mgmt_pv import storage_feature
+from kubernetes_mgmt_pv.cluster import cluster_feature
+from kubernetes_mgmt_pv.remote import parallel
+from kubernetes_mgmt_pv import step_report
+from kubernetes_mgmt_pv.storage import storage_feature
 from testbed import apt_repo
-from testbed import cluster as cluster_mod
 from testbed import standins
+from testbed import virtual_vnf
 from tools import bench_common
 
 SCALING_TARGET = bench_common.SCALING_TARGET
@@ -173,7 +173,7 @@ def tracing():
         return wrapper
 
     patch(parallel, 'run_on_nodes', on_nodes)
-    patch(report_mod, 'step', step)
+    patch(step_report, 'step', step)
     patch(paramiko.Transport, 'run', transport_run)
     for hook in ('instantiate_end', 'scale_end'):
         patch(cluster_feature.ClusterFeature, hook, half('cluster'))
@@ -238,13 +238,13 @@ def describe_logins(run):
 def measure_instantiate(workers, repository=None):
     """instantiate_end twice; with ``repository`` (an apt_repo.
     AptRepository) on fresh nodes prepared from it."""
-    with cluster_mod.VirtualCluster(masters=1, workers=workers, volumes=1,
+    with virtual_vnf.VirtualCluster(masters=1, workers=workers, volumes=1,
                                     install_cluster=True,
                                     fresh_nodes=repository is not None
                                     ) as cluster:
         if repository is not None:
             apt_repo.use_in(cluster, repository,
-                            cluster_mod.CALICO_STAND_IN)
+                            virtual_vnf.CALICO_STAND_IN)
             for node in cluster.nodes():
                 repository.route_from(node, cluster.testbed.bridge_ip)
         all_ips = [h.ip for h in cluster.testbed.hosts.values()]
@@ -269,7 +269,7 @@ def measure_scale_out(new_count):
     """scale_end of a SCALE_OUT by ``new_count`` Workers on an instantiated
     1 Master + 1 Worker cluster; the new VMs boot before it, as Heat
     creates them before Tacker calls the hook."""
-    with cluster_mod.VirtualCluster(masters=1, workers=1, volumes=1,
+    with virtual_vnf.VirtualCluster(masters=1, workers=1, volumes=1,
                                     install_cluster=True) as cluster:
         cluster.instantiate_end()
         new = [cluster.add_node('worker') for _ in range(new_count)]

@@ -38,7 +38,7 @@ import time
 import paramiko
 
 from kubernetes_mgmt_pv import config
-from testbed import cluster as cluster_mod
+from testbed import virtual_vnf
 from tools import bench_common
 
 SCALING_TARGET = 3.0
@@ -165,7 +165,7 @@ def measure(count):
     clusters = []
     try:
         for _ in range(count):
-            clusters.append(cluster_mod.VirtualCluster(
+            clusters.append(virtual_vnf.VirtualCluster(
                 masters=1, workers=1, volumes=1, install_cluster=True,
                 nfs_common=True).__enter__())
         vnf_of_address = {host.ip: number

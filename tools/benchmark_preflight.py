@@ -31,9 +31,9 @@ import paramiko
 
 from kubernetes_mgmt_pv import config
 from kubernetes_mgmt_pv import flow
-from kubernetes_mgmt_pv import host_keys
-from kubernetes_mgmt_pv import packages
-from testbed import cluster as cluster_mod
+from kubernetes_mgmt_pv.remote import dpkg
+from kubernetes_mgmt_pv.remote import host_keys
+from testbed import virtual_vnf
 from tools import bench_common
 
 PARTS = ('policy', 'console', 'login', 'check')
@@ -94,7 +94,7 @@ def tracing():
           timed('console', lambda policy: trace.policy_host.get(policy)))
     patch(paramiko.SSHClient, 'connect',
           timed('login', lambda client, hostname, *a, **k: hostname))
-    patch(packages, 'check_supported_os',
+    patch(dpkg, 'check_supported_os',
           timed('check', lambda executor, supported: executor.host))
     patch(flow.Flow, 'preflight', preflight)
     try:
@@ -158,7 +158,7 @@ def main():
     missing = bench_common.testbed_missing(max_concurrent_nodes=64)
     if missing:
         return missing
-    with cluster_mod.VirtualCluster(masters=1, workers=args.workers,
+    with virtual_vnf.VirtualCluster(masters=1, workers=args.workers,
                                     volumes=1, install_cluster=True,
                                     nfs_common=True) as cluster:
         for run in range(args.runs):

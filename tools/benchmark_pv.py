@@ -24,7 +24,7 @@ import argparse
 import os
 import sys
 
-from testbed import cluster as cluster_mod
+from testbed import virtual_vnf
 from tools import bench_common
 from tools.bench_common import print_checks
 from tools.bench_common import RERUN_TARGET
@@ -33,7 +33,7 @@ from tools.bench_common import timed_run
 
 
 def measure(workers):
-    with cluster_mod.VirtualCluster(masters=1, workers=workers,
+    with virtual_vnf.VirtualCluster(masters=1, workers=workers,
                                     volumes=1) as cluster:
         host_count = len(cluster.testbed.hosts)
         first = timed_run(cluster)

@@ -19,8 +19,8 @@ import logging
 import sys
 import time
 
-from testbed import cluster as cluster_mod
 from testbed import hosts
+from testbed import virtual_vnf
 
 
 def banner(text):
@@ -35,11 +35,11 @@ def show(host, title, command):
 def cluster_checks(cluster):
     master = cluster.nodes('master')[0]
     print('--- kubectl get nodes on %s (%s) ---' % (master.name, master.ip))
-    print(cluster_mod.kubectl(master, 'get', 'nodes').rstrip())
+    print(virtual_vnf.kubectl(master, 'get', 'nodes').rstrip())
     for name, access in cluster.vims.items():
         print('--- VIM %s: %s (ServiceAccount token, cluster CA) ---'
               % (name, access.url), flush=True)
-    table = cluster_mod.kubectl(master, 'get', 'nodes', '--no-headers')
+    table = virtual_vnf.kubectl(master, 'get', 'nodes', '--no-headers')
     if len(table.splitlines()) != 3 or any(
             line.split()[1] != 'Ready' for line in table.splitlines()):
         raise SystemExit('Nodes not all Ready:\n%s' % table)
@@ -53,12 +53,12 @@ def operator_checks(cluster):
     show(storage, 'df -h', 'df -h | grep -E "^Filesystem|/volume"')
     show(storage, 'sudo exportfs -v', 'exportfs -v')
     print('--- kubectl get pv on %s (%s) ---' % (master.name, master.ip))
-    print(cluster_mod.kubectl(master, 'get', 'pv').rstrip(), flush=True)
+    print(virtual_vnf.kubectl(master, 'get', 'pv').rstrip(), flush=True)
 
 
 def expect_pvs_available(cluster):
     storage_ip = cluster.host('storage').ip
-    volumes = cluster_mod.persistent_volumes(cluster.nodes('master')[0])
+    volumes = virtual_vnf.persistent_volumes(cluster.nodes('master')[0])
     bad = {name: (v['status'].get('phase'), v['spec']['nfs']['server'])
            for name, v in volumes.items()
            if (v['status'].get('phase'), v['spec']['nfs']['server'])
@@ -81,15 +81,16 @@ def main():
               file=sys.stderr)
         return 2
     logging.basicConfig(level=logging.WARNING, format='    %(message)s')
-    logging.getLogger('kubernetes_mgmt_pv.report').setLevel(logging.INFO)
+    logging.getLogger('kubernetes_mgmt_pv.step_report').setLevel(logging.INFO)
     # The test hosts share one host key that the driver accepts with a
     # warning on every login (host_key_policy = warn): not news here.
-    logging.getLogger('kubernetes_mgmt_pv.remote').setLevel(logging.ERROR)
-    cluster_mod.use_test_options()
+    logging.getLogger(
+        'kubernetes_mgmt_pv.remote.remote').setLevel(logging.ERROR)
+    virtual_vnf.use_test_options()
 
     banner('Bringing up storage server + 1 Master + 2 Workers '
            '(network namespaces, real sshd, loop-device volume)')
-    with cluster_mod.VirtualCluster(masters=1, workers=2, volumes=1,
+    with virtual_vnf.VirtualCluster(masters=1, workers=2, volumes=1,
                                     install_cluster=True) as cluster:
         for host in cluster.testbed.hosts.values():
             print('    %-8s %-7s %s' % (host.name, host.role, host.ip))

@@ -174,7 +174,7 @@ def main(stdin=None):
             return 0
         data = dict(script_dict.get('user_script_err_handling_data') or {})
         from kubernetes_mgmt_pv import config
-        from kubernetes_mgmt_pv import tacker_compat
+        from kubernetes_mgmt_pv.doors import tacker_compat
         tacker_compat.load_tacker_config(config_args(
             os.environ, _parent_argv(), os.path.exists(DEFAULT_CONFIG)))
         options = config.options()

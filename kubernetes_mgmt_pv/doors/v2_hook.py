@@ -14,11 +14,11 @@ for CNF instantiate requests (``"vimConnectionInfo": {"vim1": {"vimId":
 
 import logging
 
+from kubernetes_mgmt_pv.doors import tacker_compat
 from kubernetes_mgmt_pv.doors import v2_mapping
 from kubernetes_mgmt_pv import exceptions
 from kubernetes_mgmt_pv import mgmt_driver
-from kubernetes_mgmt_pv import params
-from kubernetes_mgmt_pv import tacker_compat
+from kubernetes_mgmt_pv.request import param_model
 
 LOG = logging.getLogger(__name__)
 
@@ -102,7 +102,7 @@ def run(script_dict, secrets, progress, driver_factory=V2Driver):
     state = dict(v2_mapping.state_of(inst))
     request_params = req.get('additionalParams') or {}
     secrets.extend(v2_mapping.secret_values(
-        request_params.get(params.ROOT)))
+        request_params.get(param_model.ROOT)))
     root = v2_mapping.params_in_effect(operation, request_params, state)
     if operation == 'terminate_end' and 'vim' not in state:
         LOG.info('terminate_end: terminate_start deleted the Kubernetes VIM')

@@ -12,12 +12,12 @@ request's ``additionalParams.k8s_cluster_installation_param``.
 """
 
 import copy
-import secrets as secrets_mod
+import secrets
 import urllib.parse
 
 from kubernetes_mgmt_pv import exceptions
-from kubernetes_mgmt_pv import params as params_mod
-from kubernetes_mgmt_pv import request_model as model
+from kubernetes_mgmt_pv.request import param_model
+from kubernetes_mgmt_pv.request import request_model as model
 
 STATE_KEY = 'kubernetesMgmtPv'
 # The hooks the door runs; every other operation v2 calls is a no-op.
@@ -27,7 +27,7 @@ HOOKS = ('instantiate_end', 'terminate_start', 'terminate_end',
 NO_LOGIN_HOOKS = ('terminate_start', 'terminate_end')
 ROLES = ('master_node', 'worker_node', 'storage_server')
 PROXY_URLS = ('http_proxy', 'https_proxy')
-_REQUEST_PATH = 'additionalParams.' + params_mod.ROOT
+_REQUEST_PATH = 'additionalParams.' + param_model.ROOT
 
 
 def runs(operation):
@@ -71,7 +71,7 @@ def params_in_effect(operation, request_params, state):
     request's secrets (its other keys must equal the saved ones: they
     cannot change after instantiation). Raises ParameterErrors."""
     request_params = request_params or {}
-    given = request_params.get(params_mod.ROOT)
+    given = request_params.get(param_model.ROOT)
     if operation == 'instantiate_end':
         return given
     saved = (state or {}).get('params')
@@ -93,7 +93,7 @@ def params_in_effect(operation, request_params, state):
         elif key == 'password' and role in merged:
             if operation in NO_LOGIN_HOOKS:
                 # Never sent anywhere: terminate logs in to no VM.
-                merged[role][key] = secrets_mod.token_urlsafe(24)
+                merged[role][key] = secrets.token_urlsafe(24)
             else:
                 errors.append(exceptions.ParameterError(
                     '%s.%s.password' % (_REQUEST_PATH, role),
@@ -175,7 +175,7 @@ def instance(vnf_instance, root, aliases=None):
     scale_status = tuple(model.ScaleStatus(s['aspectId'],
                                            s.get('scaleLevel', 0))
                          for s in info.get('scaleStatus') or [])
-    params = {params_mod.ROOT: root} if root is not None else {}
+    params = {param_model.ROOT: root} if root is not None else {}
     return model.VnfInstance(
         id=vnf_instance['id'], vnfd_id=vnf_instance.get('vnfdId'),
         instantiated_vnf_info=model.InstantiatedInfo(
@@ -188,9 +188,9 @@ def request(operation, request_dict, root):
     request_dict = request_dict or {}
     extra = {key: value for key, value in
              (request_dict.get('additionalParams') or {}).items()
-             if key != params_mod.ROOT}
+             if key != param_model.ROOT}
     if operation == 'instantiate_end' and root is not None:
-        extra[params_mod.ROOT] = root
+        extra[param_model.ROOT] = root
     heal_ids = request_dict.get('vnfcInstanceId')
     return model.LcmRequest(
         additional_params=extra,

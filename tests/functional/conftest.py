@@ -4,13 +4,13 @@ import paramiko
 import pytest
 
 from kubernetes_mgmt_pv import config
-from testbed import cluster as cluster_mod
 from testbed import hosts
+from testbed import virtual_vnf
 
 
 @pytest.fixture(autouse=True)
 def _test_options():
-    cluster_mod.use_test_options()
+    virtual_vnf.use_test_options()
     yield
     config.CONF.reset()
 
@@ -48,7 +48,7 @@ def testbed():
 def cluster():
     """A fresh virtual cluster: storage (2 volumes), 1 master, 2 workers."""
     skip_without_testbed()
-    with cluster_mod.VirtualCluster() as virtual:
+    with virtual_vnf.VirtualCluster() as virtual:
         yield virtual
 
 

@@ -13,8 +13,8 @@ import paramiko
 import pytest
 
 from kubernetes_mgmt_pv import config
-from testbed import cluster as cluster_mod
 from testbed import hosts
+from testbed import virtual_vnf
 
 CAPS = {'max_concurrent_hooks': 1, 'max_ssh_sessions': 2,
         'max_node_threads': 1}
@@ -56,7 +56,7 @@ def vnfs():
     clusters = []
     try:
         for _ in range(2):
-            clusters.append(cluster_mod.VirtualCluster(
+            clusters.append(virtual_vnf.VirtualCluster(
                 masters=1, workers=1, volumes=1).__enter__())
         yield clusters
     finally:
@@ -110,5 +110,5 @@ def test_hooks_of_two_vnfs_stay_within_small_caps_and_all_finish(
     assert peaks.open == {}  # every session closed when its hook ended
     for cluster in vnfs:
         master = cluster.nodes('master')[0]
-        assert set(cluster_mod.persistent_volumes(master)) == {
+        assert set(virtual_vnf.persistent_volumes(master)) == {
             'nfs-pv1', 'nfs-pv2', 'nfs-pv3'}

@@ -7,8 +7,8 @@ import shlex
 
 import pytest
 
-from kubernetes_mgmt_pv import cli
-from testbed import cluster as cluster_mod
+from kubernetes_mgmt_pv.doors import cli
+from testbed import virtual_vnf
 from tests.functional.conftest import skip_without_testbed
 
 # What the driver manages on the VMs, and what would show a change it
@@ -33,7 +33,7 @@ def configured():
     """Storage, 2 Masters (HA: haproxy, keepalived, etcd) and a Worker,
     the cluster installed and the PVs registered by the driver."""
     skip_without_testbed()
-    with cluster_mod.VirtualCluster(masters=2, workers=1, volumes=1,
+    with virtual_vnf.VirtualCluster(masters=2, workers=1, volumes=1,
                                     install_cluster=True) as virtual:
         virtual.instantiate_end()
         yield virtual
@@ -48,7 +48,7 @@ def host_states(virtual):
             assert ' /etc/haproxy/haproxy.cfg\n' in state, name
     states['PersistentVolumes'] = {
         name: volume['metadata'].get('resourceVersion')
-        for name, volume in cluster_mod.persistent_volumes(
+        for name, volume in virtual_vnf.persistent_volumes(
             virtual.host('master1')).items()}
     return states
 

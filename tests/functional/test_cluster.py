@@ -10,10 +10,10 @@ import urllib.request
 import pytest
 
 from kubernetes_mgmt_pv import exceptions
-from testbed import cluster as cluster_mod
-from testbed import faults as faults_mod
+from testbed import faults
 from testbed import polling
 from testbed import standins
+from testbed import virtual_vnf
 from tests.functional.conftest import skip_without_testbed
 
 
@@ -42,7 +42,7 @@ def api_get(access, path):
 
 
 def assert_pvs_available(virtual):
-    volumes = cluster_mod.persistent_volumes(virtual.host('master1'))
+    volumes = virtual_vnf.persistent_volumes(virtual.host('master1'))
     assert {name: v['status']['phase'] for name, v in volumes.items()} == {
         'nfs-pv1': 'Available', 'nfs-pv2': 'Available',
         'nfs-pv3': 'Available'}
@@ -53,7 +53,7 @@ def simple():
     """Storage, 1 Master and 2 Workers, with the cluster installed by the
     driver."""
     skip_without_testbed()
-    with cluster_mod.VirtualCluster(masters=1, workers=2, volumes=1,
+    with virtual_vnf.VirtualCluster(masters=1, workers=2, volumes=1,
                                     install_cluster=True) as virtual:
         yield virtual
 
@@ -61,7 +61,7 @@ def simple():
 @pytest.fixture
 def ha_cluster():
     skip_without_testbed()
-    with cluster_mod.VirtualCluster(masters=3, workers=2, volumes=1,
+    with virtual_vnf.VirtualCluster(masters=3, workers=2, volumes=1,
                                     install_cluster=True) as virtual:
         yield virtual
 
@@ -70,12 +70,12 @@ def test_one_master_two_workers(simple, logins):
     simple.instantiate_end()
 
     master = simple.host('master1')
-    assert cluster_mod.node_readiness(master) == {
+    assert virtual_vnf.node_readiness(master) == {
         'master1': 'True', 'worker1': 'True', 'worker2': 'True'}
     init, = [argv for argv in simple.kubeadm_calls('master1')
              if argv[1] == 'init' and argv[2] != 'phase']
-    assert init[init.index('--pod-network-cidr') + 1] == cluster_mod.POD_CIDR
-    assert init[init.index('--service-cidr') + 1] == cluster_mod.SERVICE_CIDR
+    assert init[init.index('--pod-network-cidr') + 1] == virtual_vnf.POD_CIDR
+    assert init[init.index('--service-cidr') + 1] == virtual_vnf.SERVICE_CIDR
     assert init[init.index('--control-plane-endpoint') + 1] == \
         '%s:6443' % master.ip
     for worker in ('worker1', 'worker2'):
@@ -116,20 +116,20 @@ def test_a_rerun_changes_nothing(simple):
 
 def test_a_rerun_after_a_failed_worker_join_converges(simple):
     worker2 = simple.host('worker2')
-    with faults_mod.Faults() as faults:
-        fault = faults.command(worker2, 'kubeadm', match='join')
+    with faults.Faults() as injected:
+        fault = injected.command(worker2, 'kubeadm', match='join')
         with pytest.raises(exceptions.MgmtDriverError) as caught:
             simple.instantiate_end()
         assert len(fault.hits) == 1
     message = str(caught.value)
     assert worker2.ip in message and 'install script' in message
     # worker1 joined in the same run; nothing is registered yet.
-    assert cluster_mod.node_readiness(simple.host('master1')) == {
+    assert virtual_vnf.node_readiness(simple.host('master1')) == {
         'master1': 'True', 'worker1': 'True'}
     assert simple.vims == {}
 
     simple.instantiate_end()
-    assert cluster_mod.node_readiness(simple.host('master1')) == {
+    assert virtual_vnf.node_readiness(simple.host('master1')) == {
         'master1': 'True', 'worker1': 'True', 'worker2': 'True'}
     assert verb(simple.kubeadm_calls('worker1')) == ['join']
     assert_pvs_available(simple)
@@ -151,7 +151,7 @@ def test_entire_cluster_heal(simple):
     assert simple.vims == {}
     simple.replace_everything()
     simple.heal_end()
-    assert cluster_mod.node_readiness(simple.host('master1')) == {
+    assert virtual_vnf.node_readiness(simple.host('master1')) == {
         'master1': 'True', 'worker1': 'True', 'worker2': 'True'}
     access = simple.vims['kubernetes_vim_test']
     assert access.bearer_token != old_token
@@ -183,7 +183,7 @@ def test_entire_heal_of_a_cluster_whose_masters_are_all_down(simple):
     assert simple.vims == {}
     simple.replace_everything()
     simple.heal_end(skip_pv_check_if_unreachable=True)
-    assert cluster_mod.node_readiness(simple.host('master1')) == {
+    assert virtual_vnf.node_readiness(simple.host('master1')) == {
         'master1': 'True', 'worker1': 'True', 'worker2': 'True'}
     api_get(simple.vims['kubernetes_vim_test'], '/api/v1/namespaces')
     assert_pvs_available(simple)
@@ -193,7 +193,7 @@ def test_three_masters_behind_haproxy_and_keepalived(ha_cluster):
     ha_cluster.instantiate_end()
     vip = ha_cluster.vip
     names = ['master1', 'master2', 'master3', 'worker1', 'worker2']
-    assert cluster_mod.node_readiness(ha_cluster.host('master2')) == \
+    assert virtual_vnf.node_readiness(ha_cluster.host('master2')) == \
         dict.fromkeys(names, 'True')
     for name in ('master2', 'master3'):
         join = join_configuration(ha_cluster.host(name))

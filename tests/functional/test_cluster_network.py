@@ -6,15 +6,15 @@ cluster network."""
 import ipaddress
 import shlex
 
-from kubernetes_mgmt_pv import cluster as driver_cluster
-from kubernetes_mgmt_pv import etcd
-from testbed import cluster as cluster_mod
+from kubernetes_mgmt_pv.cluster import cluster as driver_cluster
+from kubernetes_mgmt_pv.cluster import etcd
+from testbed import virtual_vnf
 from tests.functional.conftest import skip_without_testbed
 
 
 def two_networks(masters, workers):
     skip_without_testbed()
-    return cluster_mod.VirtualCluster(masters=masters, workers=workers,
+    return virtual_vnf.VirtualCluster(masters=masters, workers=workers,
                                       volumes=1, install_cluster=True,
                                       cluster_network=True)
 
@@ -26,10 +26,10 @@ def check_cluster_network(virtual, logins):
     management = {h.ip for h in virtual.testbed.hosts.values()}
     assert logins and set(logins) <= management
     # Every Node registered at its cluster address.
-    api = driver_cluster.parse_api_nodes(cluster_mod.kubectl(
+    api = driver_cluster.parse_api_nodes(virtual_vnf.kubectl(
         master, 'get', 'nodes', '-o', 'json'))
     assert sorted(api.values()) == sorted(h.cluster_ip for h in nodes)
-    assert set(cluster_mod.node_readiness(master).values()) == {'True'}
+    assert set(virtual_vnf.node_readiness(master).values()) == {'True'}
     for host in nodes:
         assert host.read_file('/etc/default/kubelet') == \
             'KUBELET_EXTRA_ARGS=--node-ip=%s\n' % host.cluster_ip

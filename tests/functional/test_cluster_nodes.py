@@ -6,11 +6,11 @@ import time
 
 import pytest
 
-from kubernetes_mgmt_pv import etcd
+from kubernetes_mgmt_pv.cluster import etcd
 from kubernetes_mgmt_pv import exceptions
-from testbed import cluster as cluster_mod
-from testbed import faults as faults_mod
+from testbed import faults
 from testbed import standins
+from testbed import virtual_vnf
 from tests.functional.conftest import skip_without_testbed
 
 
@@ -83,7 +83,7 @@ def hosts_block(host):
 @pytest.fixture
 def simple():
     skip_without_testbed()
-    with cluster_mod.VirtualCluster(masters=1, workers=2, volumes=1,
+    with virtual_vnf.VirtualCluster(masters=1, workers=2, volumes=1,
                                     install_cluster=True) as virtual:
         virtual.instantiate_end()
         yield virtual
@@ -92,7 +92,7 @@ def simple():
 @pytest.fixture
 def ha_cluster():
     skip_without_testbed()
-    with cluster_mod.VirtualCluster(masters=3, workers=1, volumes=1,
+    with virtual_vnf.VirtualCluster(masters=3, workers=1, volumes=1,
                                     install_cluster=True) as virtual:
         virtual.instantiate_end()
         yield virtual
@@ -102,14 +102,14 @@ def test_scale_out_by_two_workers(simple):
     new = [simple.add_node('worker'), simple.add_node('worker')]
     simple.scale_end(new)
     master = simple.host('master1')
-    assert cluster_mod.node_readiness(master) == dict.fromkeys(
+    assert virtual_vnf.node_readiness(master) == dict.fromkeys(
         ['master1', 'worker1', 'worker2', 'worker3', 'worker4'], 'True')
     for host in simple.nodes():
         block = hosts_block(host)
         assert '%s worker3' % new[0].ip in block
         assert '%s worker4' % new[1].ip in block
     for host in new:
-        assert cluster_mod.installed(host, 'nfs-common')
+        assert virtual_vnf.installed(host, 'nfs-common')
         assert [argv[1] for argv in simple.kubeadm_calls(host.name)] == [
             'join']
     # The old workers were not joined again.
@@ -120,7 +120,7 @@ def test_new_workers_log_in_with_the_scale_requests_password(simple):
     new = simple.add_node('worker')
     new.run('chpasswd', input='ubuntu:rotated-image-pw\n')
     simple.scale_end([new], worker_node_password='rotated-image-pw')
-    readiness = cluster_mod.node_readiness(simple.host('master1'))
+    readiness = virtual_vnf.node_readiness(simple.host('master1'))
     assert readiness['worker3'] == 'True'
 
 
@@ -132,7 +132,7 @@ def test_scale_in_drains_the_worker_and_forgets_it(simple):
     simple.kube.create(pod('agent', 'worker2', owner_kind='DaemonSet'))
     simple.scale_in(worker2)
     master = simple.host('master1')
-    assert cluster_mod.node_readiness(master) == {'master1': 'True',
+    assert virtual_vnf.node_readiness(master) == {'master1': 'True',
                                                   'worker1': 'True'}
     assert 'web' not in [p['metadata']['name']
                          for p in simple.kube.objects('pods')]
@@ -150,7 +150,7 @@ def test_a_disruption_budget_blocks_the_scale_in(simple):
         'metadata': {'name': 'db-budget', 'namespace': 'default'},
         'spec': {'minAvailable': 1,
                  'selector': {'matchLabels': {'app': 'db'}}}})
-    cluster_mod.use_test_options(drain_timeout=5)
+    virtual_vnf.use_test_options(drain_timeout=5)
     with pytest.raises(exceptions.MgmtDriverError) as caught:
         simple.scale_in(simple.host('worker2'))
     message = str(caught.value)
@@ -158,38 +158,38 @@ def test_a_disruption_budget_blocks_the_scale_in(simple):
         'default/db-budget allows no disruption)' in message
     assert 'Node worker2' in message
     # Still a member, cordoned; the VM was not deleted.
-    assert 'worker2' in cluster_mod.node_readiness(simple.host('master1'))
+    assert 'worker2' in virtual_vnf.node_readiness(simple.host('master1'))
     assert 'worker2' in simple.testbed.hosts
 
 
 def test_heal_of_a_worker(simple):
     vnfc = simple.vnfcs['worker1'].vnfc_id
     simple.heal_start([vnfc])
-    assert 'worker1' not in cluster_mod.node_readiness(simple.host('master1'))
+    assert 'worker1' not in virtual_vnf.node_readiness(simple.host('master1'))
     simple.replace_host('worker1')
     simple.heal_end([vnfc])
-    assert cluster_mod.node_readiness(simple.host('master1')) == dict.fromkeys(
+    assert virtual_vnf.node_readiness(simple.host('master1')) == dict.fromkeys(
         ['master1', 'worker1', 'worker2'], 'True')
-    assert cluster_mod.installed(simple.host('worker1'), 'nfs-common')
+    assert virtual_vnf.installed(simple.host('worker1'), 'nfs-common')
 
 
 def test_heal_of_a_powered_off_worker(simple):
     master = simple.host('master1')
     run_pod_on(simple.kube, 'worker1')
     simple.power_off('worker1')
-    assert cluster_mod.node_readiness(master)['worker1'] == 'Unknown'
+    assert virtual_vnf.node_readiness(master)['worker1'] == 'Unknown'
     vnfc = simple.vnfcs['worker1'].vnfc_id
 
     started = time.monotonic()
     simple.heal_start([vnfc])
     assert time.monotonic() - started < DRAIN_TIMEOUT / 3
-    assert 'worker1' not in cluster_mod.node_readiness(master)
+    assert 'worker1' not in virtual_vnf.node_readiness(master)
     # The pod garbage collector took the pod of the deleted Node.
     assert simple.kube.wait_for(lambda: pod_phase(simple.kube, 'web') is None)
 
     simple.replace_host('worker1')
     simple.heal_end([vnfc])
-    assert cluster_mod.node_readiness(master) == dict.fromkeys(
+    assert virtual_vnf.node_readiness(master) == dict.fromkeys(
         ['master1', 'worker1', 'worker2'], 'True')
 
 
@@ -198,7 +198,7 @@ def test_the_only_master_is_not_healed(simple):
     with pytest.raises(exceptions.MgmtDriverError,
                        match='only Master'):
         simple.heal_start([simple.vnfcs['master1'].vnfc_id])
-    assert 'master1' in cluster_mod.node_readiness(simple.host('master1'))
+    assert 'master1' in virtual_vnf.node_readiness(simple.host('master1'))
     assert simple.kubeadm_calls('master1') == before
 
 
@@ -212,7 +212,7 @@ def test_heal_of_a_master_of_three(ha_cluster):
     for master in (master1, master3):
         assert haproxy_backends(master) == sorted([master1.ip, master3.ip])
         assert haproxy_pid(master) == pids[master.name]  # reloaded
-    assert 'master2' not in cluster_mod.node_readiness(master1)
+    assert 'master2' not in virtual_vnf.node_readiness(master1)
 
     ha_cluster.replace_host('master2')
     ha_cluster.heal_end([vnfc])
@@ -221,7 +221,7 @@ def test_heal_of_a_master_of_three(ha_cluster):
     for master in ha_cluster.nodes('master'):
         assert haproxy_backends(master) == sorted(
             m.ip for m in ha_cluster.nodes('master'))
-    assert cluster_mod.node_readiness(master3) == dict.fromkeys(
+    assert virtual_vnf.node_readiness(master3) == dict.fromkeys(
         ['master1', 'master2', 'master3', 'worker1'], 'True')
     join, = [entry for entry in standins.call_log(ha_cluster.host('master2'))
              if entry['argv'][1] == 'join']
@@ -232,7 +232,7 @@ def test_heal_of_a_powered_off_master_of_three(ha_cluster):
     master1, master3 = ha_cluster.host('master1'), ha_cluster.host('master3')
     run_pod_on(ha_cluster.kube, 'master2')
     ha_cluster.power_off('master2')
-    assert cluster_mod.node_readiness(master1)['master2'] == 'Unknown'
+    assert virtual_vnf.node_readiness(master1)['master2'] == 'Unknown'
     vnfc = ha_cluster.vnfcs['master2'].vnfc_id
 
     started = time.monotonic()
@@ -241,29 +241,29 @@ def test_heal_of_a_powered_off_master_of_three(ha_cluster):
     assert etcd_members(master1) == ['master1', 'master3']
     for master in (master1, master3):
         assert haproxy_backends(master) == sorted([master1.ip, master3.ip])
-    assert 'master2' not in cluster_mod.node_readiness(master1)
+    assert 'master2' not in virtual_vnf.node_readiness(master1)
 
     ha_cluster.replace_host('master2')
     ha_cluster.heal_end([vnfc])
     assert etcd_members(master1) == ['master1', 'master2', 'master3']
-    assert cluster_mod.node_readiness(master3) == dict.fromkeys(
+    assert virtual_vnf.node_readiness(master3) == dict.fromkeys(
         ['master1', 'master2', 'master3', 'worker1'], 'True')
 
 
 def test_a_master_heal_interrupted_after_the_etcd_removal_converges(
         ha_cluster):
     vnfc = ha_cluster.vnfcs['master3'].vnfc_id
-    with faults_mod.Faults() as faults:
-        faults.http(ha_cluster.kube, 'DELETE',
-                    r'/api/v1/nodes/master3(\?.*)?')
+    with faults.Faults() as injected:
+        injected.http(ha_cluster.kube, 'DELETE',
+                      r'/api/v1/nodes/master3(\?.*)?')
         with pytest.raises(exceptions.MgmtDriverError):
             ha_cluster.heal_start([vnfc])
     master1 = ha_cluster.host('master1')
     assert etcd_members(master1) == ['master1', 'master2']
     ha_cluster.heal_start([vnfc])  # the re-run finishes the job
-    assert 'master3' not in cluster_mod.node_readiness(master1)
+    assert 'master3' not in virtual_vnf.node_readiness(master1)
     ha_cluster.replace_host('master3')
     ha_cluster.heal_end([vnfc])
     assert etcd_members(master1) == ['master1', 'master2', 'master3']
-    assert cluster_mod.node_readiness(master1) == dict.fromkeys(
+    assert virtual_vnf.node_readiness(master1) == dict.fromkeys(
         ['master1', 'master2', 'master3', 'worker1'], 'True')

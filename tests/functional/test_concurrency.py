@@ -18,9 +18,9 @@ import time
 import paramiko
 import pytest
 
-from kubernetes_mgmt_pv import managed_block
-from testbed import cluster as cluster_mod
+from kubernetes_mgmt_pv.remote import managed_block
 from testbed import openstack_api
+from testbed import virtual_vnf
 from tests.functional.conftest import skip_without_testbed
 
 
@@ -31,8 +31,8 @@ if mode == 'eventlet':
     import eventlet
     eventlet.monkey_patch()
 from eventlet import patcher
-from kubernetes_mgmt_pv import mgmt_driver  # the whole driver is imported
 from kubernetes_mgmt_pv import config, parallel, remote
+from kubernetes_mgmt_pv import mgmt_driver  # the whole driver is imported
 # No Nova here: host keys are the subject of test_host_keys.py.
 config.CONF.set_override('host_key_policy', 'warn', config.GROUP_NAME)
 
@@ -77,15 +77,15 @@ def two_vnfs(tmp_path):
     subnets, their stacks side by side in one fake Heat; the host keys
     verified on the consoles recorded in one known_hosts file."""
     skip_without_testbed()
-    cluster_mod.use_test_options(
+    virtual_vnf.use_test_options(
         host_key_policy='console', console_key_fallback='known_hosts',
         known_hosts_file=str(tmp_path / 'known_hosts'))
     cloud = openstack_api.FakeOpenStack()
     cloud.start()
     try:
-        with cluster_mod.VirtualCluster(
+        with virtual_vnf.VirtualCluster(
                 masters=1, workers=1, volumes=1, install_cluster=True,
-                openstack=cloud) as first, cluster_mod.VirtualCluster(
+                openstack=cloud) as first, virtual_vnf.VirtualCluster(
                 masters=1, workers=1, volumes=1, install_cluster=True,
                 openstack=cloud) as second:
             yield first, second
@@ -135,11 +135,11 @@ def test_two_vnfs_at_once_keep_to_their_own_cluster(two_vnfs, tmp_path):
         assert other.testbed.subnet not in storage.run(
             'exportfs -v').stdout
         # The PVs of this cluster are at this VNF's Storage server.
-        volumes = cluster_mod.persistent_volumes(master)
+        volumes = virtual_vnf.persistent_volumes(master)
         assert sorted(volumes) == ['nfs-pv1', 'nfs-pv2', 'nfs-pv3']
         assert {pv['spec']['nfs']['server'] for pv in volumes.values()} \
             == {storage.ip}
-        assert cluster_mod.node_readiness(master) == dict.fromkeys(
+        assert virtual_vnf.node_readiness(master) == dict.fromkeys(
             [h.hostname for h in nodes], 'True')
         # known_hosts: each host's own key, recorded from its console.
         for host in nodes + [storage]:

@@ -34,11 +34,11 @@ import paramiko
 import pytest
 import yaml
 
-from kubernetes_mgmt_pv import etcd
+from kubernetes_mgmt_pv.cluster import etcd
 from kubernetes_mgmt_pv import exceptions
-from testbed import cluster as cluster_mod
 from testbed import faults
 from testbed import polling
+from testbed import virtual_vnf
 from tests.functional.conftest import skip_without_testbed
 
 PACKAGES = ('nfs-common', 'nfs-kernel-server')
@@ -226,10 +226,10 @@ CASES = [
 @pytest.fixture(scope='module')
 def shared():
     skip_without_testbed()
-    cluster_mod.use_test_options()
+    virtual_vnf.use_test_options()
     # The storage VMs come with nfs-kernel-server, which spares most cases
     # an installation; the package cases remove it first.
-    with cluster_mod.VirtualCluster(masters=1, workers=1, volumes=1,
+    with virtual_vnf.VirtualCluster(masters=1, workers=1, volumes=1,
                                     purge_packages=()) as cluster:
         yield cluster
 
@@ -237,7 +237,7 @@ def shared():
 @pytest.fixture(scope='module')
 def reference(shared):
     """The end state of a clean first instantiate_end."""
-    cluster_mod.use_test_options()
+    virtual_vnf.use_test_options()
     reset(shared)
     shared.instantiate_end()
     wait_until_idle(shared)
@@ -316,7 +316,7 @@ def end_state(cluster):
         if DATA_PREFIX not in line)
     state['packages'] = {
         name: sorted(package for package in PACKAGES
-                     if cluster_mod.installed(host, package))
+                     if virtual_vnf.installed(host, package))
         for name, host in cluster.testbed.hosts.items()}
     state['persistent volumes'] = {
         volume['metadata']['name']: (
@@ -386,7 +386,7 @@ def perturb(cluster, what):
         if what == 'exports-block':
             storage.run('exportfs -ra')
     elif what == 'delete-pv':
-        cluster_mod.kubectl(cluster.nodes('master')[0], 'delete', 'pv',
+        virtual_vnf.kubectl(cluster.nodes('master')[0], 'delete', 'pv',
                             'nfs-pv2', '--wait=true')
     elif what is not None:
         raise ValueError(what)
@@ -581,7 +581,7 @@ CONTROL_PLANE_NODES = r'/api/v1/nodes\?labelSelector=.*control-plane.*'
 @pytest.fixture
 def ha_cluster():
     skip_without_testbed()
-    with cluster_mod.VirtualCluster(masters=3, workers=1, volumes=1,
+    with virtual_vnf.VirtualCluster(masters=3, workers=1, volumes=1,
                                     install_cluster=True) as virtual:
         yield virtual
 
@@ -608,7 +608,7 @@ def test_a_half_joined_master_is_reset_and_joined_again(ha_cluster, joining,
     # Half-joined: kubeadm ran and its Node is Ready, but etcd lacks it.
     assert host.run('test -e /etc/kubernetes/kubelet.conf',
                     check=False).returncode == 0
-    assert cluster_mod.node_readiness(master1)[joining] == 'True'
+    assert virtual_vnf.node_readiness(master1)[joining] == 'True'
     assert joining not in etcd_member_names(master1)
     assert cluster.vims == {}
 
@@ -616,7 +616,7 @@ def test_a_half_joined_master_is_reset_and_joined_again(ha_cluster, joining,
 
     masters = ['master1', 'master2', 'master3']
     assert etcd_member_names(master1) == masters
-    assert cluster_mod.node_readiness(master1) == dict.fromkeys(
+    assert virtual_vnf.node_readiness(master1) == dict.fromkeys(
         masters + ['worker1'], 'True')
     calls = cluster.kubeadm_calls(joining)
     # After its join a Master prints the join information (token,

@@ -5,7 +5,7 @@ symlinked /etc/exports survive instantiate_end and its re-run."""
 import base64
 import shlex
 
-from kubernetes_mgmt_pv import managed_block
+from kubernetes_mgmt_pv.remote import managed_block
 
 BEGIN = managed_block.BEGIN + b'\n'
 END = managed_block.END + b'\n'

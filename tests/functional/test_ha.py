@@ -18,16 +18,16 @@ import time
 import paramiko
 import pytest
 
+from kubernetes_mgmt_pv.cluster import ha
 from kubernetes_mgmt_pv import config
 from kubernetes_mgmt_pv import exceptions
-from kubernetes_mgmt_pv import ha
-from kubernetes_mgmt_pv import parallel
-from kubernetes_mgmt_pv import params
-from kubernetes_mgmt_pv import remote
-from kubernetes_mgmt_pv import report as report_mod
-from testbed import cluster as cluster_mod
+from kubernetes_mgmt_pv.remote import parallel
+from kubernetes_mgmt_pv.remote import remote
+from kubernetes_mgmt_pv.request import param_model
+from kubernetes_mgmt_pv import step_report
 from testbed import hosts
 from testbed import polling
+from testbed import virtual_vnf
 
 NAMES = ('m1', 'm2', 'm3')
 # VRRP elections take ~3 s (advert_int 1), an haproxy check ~2 s.
@@ -180,11 +180,11 @@ def configured_servers(host):
 
 def configure(host, masters, vip):
     """ha.configure on one host over SSH, as the driver runs it."""
-    report = report_mod.Report()
+    report = step_report.Report()
     with remote.RemoteCommandExecutor(
             host.ip, 'ubuntu', 'ubuntu',
             host_key_policy=paramiko.AutoAddPolicy()) as executor:
-        ha.configure(executor, host.ip, masters, vip, params.Proxy(),
+        ha.configure(executor, host.ip, masters, vip, param_model.Proxy(),
                      config.options(), report)
     return {outcome.step: outcome for outcome in report.outcomes}
 
@@ -238,7 +238,7 @@ def masters(bed):
 
 @pytest.fixture(scope='module')
 def first_run(bed, vip, masters):
-    cluster_mod.use_test_options()
+    virtual_vnf.use_test_options()
     try:
         started = time.monotonic()
         reports = configure_all(bed.hosts.values(), masters, vip)
@@ -418,8 +418,8 @@ def test_address_not_on_the_host_is_refused(bed, vip):
             host_key_policy=paramiko.AutoAddPolicy()) as executor:
         with pytest.raises(exceptions.StepError) as caught:
             ha.configure(executor, '10.255.255.1', masters, vip,
-                         params.Proxy(), config.options(),
-                         report_mod.Report())
+                         param_model.Proxy(), config.options(),
+                         step_report.Report())
     assert 'HA control plane configuration failed on %s: 10.255.255.1 is ' \
         'not an address of any interface of this host' % host.ip \
         in str(caught.value)

@@ -17,10 +17,10 @@ import re
 import paramiko
 import pytest
 
-from kubernetes_mgmt_pv import heat
-from kubernetes_mgmt_pv import host_keys
-from kubernetes_mgmt_pv import params
-from kubernetes_mgmt_pv import remote
+from kubernetes_mgmt_pv.openstack import heat
+from kubernetes_mgmt_pv.remote import host_keys
+from kubernetes_mgmt_pv.remote import remote
+from kubernetes_mgmt_pv.request import param_model
 from testbed import hosts
 from testbed import openstack_api
 from testbed import polling
@@ -187,7 +187,7 @@ def test_cluster_vms_are_found_through_heat_and_verified_after_a_heal(
         cluster, password_attempts):
     client = heat.build_heat_client(cluster.openstack.access_info())
     stack = heat.HeatStack(client, cluster.stack_id)
-    logins = cluster.additional_params()[params.ROOT]
+    logins = cluster.additional_params()[param_model.ROOT]
 
     def login(name, section):
         vnfc = cluster.vnfcs[name]

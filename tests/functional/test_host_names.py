@@ -5,15 +5,15 @@ and keeps them unique through scale-out and heal."""
 
 import pytest
 
-from kubernetes_mgmt_pv import cluster as driver_cluster
-from testbed import cluster as cluster_mod
+from kubernetes_mgmt_pv.cluster import cluster as driver_cluster
+from testbed import virtual_vnf
 from tests.functional.conftest import skip_without_testbed
 
 
 @pytest.fixture
 def nova_named():
     skip_without_testbed()
-    with cluster_mod.VirtualCluster(masters=1, workers=2, volumes=1,
+    with virtual_vnf.VirtualCluster(masters=1, workers=2, volumes=1,
                                     install_cluster=True,
                                     nova_host_names=True) as virtual:
         yield virtual
@@ -27,9 +27,9 @@ def node_names(virtual):
     """{testbed host name: its Node's name}, matched by InternalIP, with
     every Node Ready."""
     master = virtual.nodes('master')[0]
-    api = driver_cluster.parse_api_nodes(cluster_mod.kubectl(
+    api = driver_cluster.parse_api_nodes(virtual_vnf.kubectl(
         master, 'get', 'nodes', '-o', 'json'))
-    assert set(cluster_mod.node_readiness(master).values()) == {'True'}
+    assert set(virtual_vnf.node_readiness(master).values()) == {'True'}
     by_ip = {ip: name for name, ip in api.items()}
     assert len(by_ip) == len(api)
     return {host.name: by_ip.get(host.ip) for host in virtual.nodes()}

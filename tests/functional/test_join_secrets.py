@@ -11,9 +11,9 @@ import subprocess
 
 import pytest
 
-from kubernetes_mgmt_pv import cluster
-from testbed import cluster as cluster_mod
+from kubernetes_mgmt_pv.cluster import cluster
 from testbed import standins
+from testbed import virtual_vnf
 from tests.functional.conftest import skip_without_testbed
 
 SAMPLER = '/tmp/cmdline-sampler.py'
@@ -68,7 +68,7 @@ def files_holding(host, secrets):
 @pytest.fixture
 def two_masters():
     skip_without_testbed()
-    with cluster_mod.VirtualCluster(masters=2, workers=1, volumes=1,
+    with virtual_vnf.VirtualCluster(masters=2, workers=1, volumes=1,
                                     install_cluster=True) as virtual:
         yield virtual
 
@@ -95,7 +95,7 @@ def test_joins_show_no_secret_to_other_users(two_masters, monkeypatch):
     # Worker: those are the secrets a joining node was given.
     secrets = [secret for info in learnt[:2] for secret in info.secrets]
     assert len(learnt) == 2 and len(set(secrets)) == 4
-    assert cluster_mod.node_readiness(two_masters.host('master1')) == {
+    assert virtual_vnf.node_readiness(two_masters.host('master1')) == {
         'master1': 'True', 'master2': 'True', 'worker1': 'True'}
     for host in joining:
         cmdlines = samples[host.name]['cmdlines']

@@ -11,12 +11,12 @@ import time
 import pytest
 
 from kubernetes_mgmt_pv import exceptions
-from kubernetes_mgmt_pv import offline
+from kubernetes_mgmt_pv.request import offline_params
 from testbed import apt_repo
-from testbed import cluster as cluster_mod
 from testbed import fresh_nodes
 from testbed import http_proxy
 from testbed import standins
+from testbed import virtual_vnf
 from tests.functional.conftest import skip_without_testbed
 
 KEY_FILE = apt_repo.KEY_FILE
@@ -47,10 +47,10 @@ def fresh(repository):
     """1 Master and 1 Worker with nothing of Kubernetes, whose request
     names the repository, the package's key and CNI manifest, a registry
     mirror and a pause image; no route to the repository yet."""
-    with cluster_mod.VirtualCluster(masters=1, workers=1, volumes=1,
+    with virtual_vnf.VirtualCluster(masters=1, workers=1, volumes=1,
                                     install_cluster=True,
                                     fresh_nodes=True) as virtual:
-        apt_repo.use_in(virtual, repository, cluster_mod.CALICO_STAND_IN)
+        apt_repo.use_in(virtual, repository, virtual_vnf.CALICO_STAND_IN)
         yield virtual
 
 
@@ -99,18 +99,18 @@ def assert_prepared(virtual, repository, direct=True):
             '/etc/sysctl.d/90-kubernetes.conf')
         assert fresh_nodes.calls(node)[-len(STOOD_IN):] == STOOD_IN
     master = virtual.host('master1')
-    assert cluster_mod.node_readiness(master) == {'master1': 'True',
+    assert virtual_vnf.node_readiness(master) == {'master1': 'True',
                                                   'worker1': 'True'}
     # The CNI manifest of the package, not a download.
-    assert master.read_file(offline.NODE_CNI_MANIFEST) == \
-        cluster_mod.CALICO_STAND_IN
-    assert 'calico_backend' in cluster_mod.kubectl(
+    assert master.read_file(offline_params.NODE_CNI_MANIFEST) == \
+        virtual_vnf.CALICO_STAND_IN
+    assert 'calico_backend' in virtual_vnf.kubectl(
         master, 'get', 'configmap', '-n', 'kube-system', 'calico-config',
         '-o', 'yaml')
 
 
 def node_state(virtual, repository):
-    return {node.name: (cluster_mod.dpkg_log_size(node),
+    return {node.name: (virtual_vnf.dpkg_log_size(node),
                         len(fresh_nodes.calls(node)),
                         len(repository.requests_from(node.ip)))
             for node in virtual.nodes()}
@@ -138,7 +138,7 @@ def assert_fails_fast_and_clean(virtual, url):
     started = time.monotonic()
     with pytest.raises(exceptions.MgmtDriverError) as caught:
         virtual.instantiate_end()
-    assert time.monotonic() - started < cluster_mod.TEST_OPTIONS[
+    assert time.monotonic() - started < virtual_vnf.TEST_OPTIONS[
         'command_timeout']
     message = str(caught.value)
     assert leader.ip in message

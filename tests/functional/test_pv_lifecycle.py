@@ -7,12 +7,12 @@ import pytest
 
 from kubernetes_mgmt_pv import config
 from kubernetes_mgmt_pv import exceptions
-from kubernetes_mgmt_pv import managed_block
-from testbed.cluster import dpkg_log_size
-from testbed.cluster import installed
-from testbed.cluster import kubectl
-from testbed.cluster import persistent_volumes
+from kubernetes_mgmt_pv.remote import managed_block
 from testbed import nfs
+from testbed.virtual_vnf import dpkg_log_size
+from testbed.virtual_vnf import installed
+from testbed.virtual_vnf import kubectl
+from testbed.virtual_vnf import persistent_volumes
 
 PV_NAMES = ['nfs-pv1', 'nfs-pv2', 'nfs-pv3']
 
@@ -89,12 +89,12 @@ def test_instantiate_end_again_changes_nothing(instantiated, caplog):
                  .values()}
     versions = {n: v['metadata']['resourceVersion'] for n, v in
                 persistent_volumes(cluster.nodes('master')[0]).items()}
-    caplog.set_level(logging.INFO, logger='kubernetes_mgmt_pv.report')
+    caplog.set_level(logging.INFO, logger='kubernetes_mgmt_pv.step_report')
 
     cluster.instantiate_end()
 
     outcomes = [r.getMessage() for r in caplog.records
-                if r.name == 'kubernetes_mgmt_pv.report']
+                if r.name == 'kubernetes_mgmt_pv.step_report']
     assert outcomes and not [o for o in outcomes if ' changed' in o], outcomes
     assert storage.read_file(cluster.export_dirs()[0] + '/keep.txt') == \
         'precious'
@@ -308,11 +308,11 @@ def test_export_to_host_name_in_capitals_converges(cluster, caplog):
                            None, None)
     listed = cluster.host('storage').run('exportfs -v').stdout
     assert 'worker1(' in listed and 'WORKER1' not in listed
-    caplog.set_level(logging.INFO, logger='kubernetes_mgmt_pv.report')
+    caplog.set_level(logging.INFO, logger='kubernetes_mgmt_pv.step_report')
     driver.instantiate_end(None, cluster.vnf_instance(), _request(params),
                            None, None)
     outcomes = [r.getMessage() for r in caplog.records
-                if r.name == 'kubernetes_mgmt_pv.report']
+                if r.name == 'kubernetes_mgmt_pv.step_report']
     assert outcomes and not [o for o in outcomes if ' changed' in o], outcomes
 
 

@@ -11,7 +11,7 @@ import pytest
 
 from kubernetes_mgmt_pv import config
 from kubernetes_mgmt_pv import exceptions
-from kubernetes_mgmt_pv import remote
+from kubernetes_mgmt_pv.remote import remote
 from testbed import polling
 
 

@@ -8,18 +8,18 @@ import pytest
 
 from kubernetes_mgmt_pv.doors import v2_hook
 from kubernetes_mgmt_pv.doors import v2_mapping
-from testbed import cluster as cluster_mod
+from testbed import virtual_vnf
 from tests.functional.conftest import skip_without_testbed
 
-VDUS = {cluster_mod.MASTER_CP: 'masterNode',
-        cluster_mod.WORKER_CP: 'workerNode',
-        cluster_mod.STORAGE_CP: 'storage_server'}
+VDUS = {virtual_vnf.MASTER_CP: 'masterNode',
+        virtual_vnf.WORKER_CP: 'workerNode',
+        virtual_vnf.STORAGE_CP: 'storage_server'}
 
 
 @pytest.fixture
 def simple():
     skip_without_testbed()
-    with cluster_mod.VirtualCluster(masters=1, workers=2, volumes=1,
+    with virtual_vnf.VirtualCluster(masters=1, workers=2, volumes=1,
                                     install_cluster=True) as virtual:
         yield virtual
 
@@ -52,9 +52,9 @@ def v2_instance(cluster, metadata=None):
                            'userDomain': access['user_domain_name']}}},
         'instantiatedVnfInfo': {
             'flavourId': 'simple', 'vnfState': 'STARTED',
-            'scaleStatus': [{'aspectId': cluster_mod.MASTER_ASPECT,
+            'scaleStatus': [{'aspectId': virtual_vnf.MASTER_ASPECT,
                              'scaleLevel': 0},
-                            {'aspectId': cluster_mod.WORKER_ASPECT,
+                            {'aspectId': virtual_vnf.WORKER_ASPECT,
                              'scaleLevel': 0}],
             'vnfcResourceInfo': vnfcs,
             'vnfcInfo': [{'id': '%s-%s' % (v['vduId'], v['id']),
@@ -103,9 +103,9 @@ def test_instantiate_end_then_terminate_start(simple):
                  {'flavourId': 'simple', 'additionalParams': params},
                  v2_instance(simple))
     assert 'kubernetes_vim_test' in simple.vims
-    ready = cluster_mod.node_readiness(simple.host('master1'))
+    ready = virtual_vnf.node_readiness(simple.host('master1'))
     assert len(ready) == 3 and set(ready.values()) == {'True'}
-    volumes = cluster_mod.persistent_volumes(simple.host('master1'))
+    volumes = virtual_vnf.persistent_volumes(simple.host('master1'))
     assert {name: v['status']['phase'] for name, v in volumes.items()} == {
         'nfs-pv1': 'Available', 'nfs-pv2': 'Available',
         'nfs-pv3': 'Available'}

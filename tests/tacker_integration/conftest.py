@@ -33,18 +33,18 @@ import uuid
 
 import pytest
 
-from kubernetes_mgmt_pv import cluster as cluster_lib
+from kubernetes_mgmt_pv.cluster import cluster as cluster_lib
 from kubernetes_mgmt_pv import config
-from kubernetes_mgmt_pv import csar
+from kubernetes_mgmt_pv.vnf_package import csar
 # Imported here, before any test module imports Tacker, on purpose:
 # Tacker's imports load eventlet's green BaseHTTPServer, which rebinds the
 # `server` attribute of the stdlib `http` package to an eventlet-patched
 # copy. The testbed's fake Keystone/Heat and Kubernetes API servers subclass
 # http.server classes when imported; bound to the patched copy they serve
 # on green threads that never run, and every Heat call of the driver hangs.
-from testbed import cluster as cluster_mod
 from testbed import hosts
 from testbed import kubeapi
+from testbed import virtual_vnf
 from tests.tacker_integration.support import CONFIGURED_DRIVERS
 from tests.tacker_integration.support import SAMPLE
 
@@ -126,9 +126,9 @@ def cluster(context):
     reason = hosts.require_testbed()
     if reason:
         pytest.skip(reason)
-    cluster_mod.use_test_options()
+    virtual_vnf.use_test_options()
     try:
-        with cluster_mod.VirtualCluster() as virtual:
+        with virtual_vnf.VirtualCluster() as virtual:
             yield virtual
     finally:
         config.CONF.reset()
@@ -239,7 +239,7 @@ def _empty_tables(engine):
 
 
 def _forget_plugins():
-    from kubernetes_mgmt_pv import tacker_compat
+    from kubernetes_mgmt_pv.doors import tacker_compat
     from tacker import manager
     from tacker.vnfm import vim_client
     tacker_compat._reset_nfvo_plugin()

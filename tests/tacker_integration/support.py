@@ -3,14 +3,14 @@
 import os
 import zipfile
 
-from kubernetes_mgmt_pv import base_driver
+from kubernetes_mgmt_pv.doors import tacker_v1
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(
     os.path.abspath(__file__))))
 SAMPLE = os.path.join(ROOT, 'samples', 'kubernetes_pv_vnf')
 REQUESTS = os.path.join(ROOT, 'samples', 'requests')
 MGMT_NAMESPACE = 'tacker.tacker.mgmt.drivers'
-CONFIGURED_DRIVERS = ['vnflcm_noop', base_driver.DRIVER_NAME]
+CONFIGURED_DRIVERS = ['vnflcm_noop', tacker_v1.DRIVER_NAME]
 
 
 def rewrite_zip(source, target, name, change):

@@ -45,20 +45,20 @@ from tacker.objects import fields  # noqa: E402
 from tacker.vnflcm import utils as vnflcm_utils  # noqa: E402
 from tacker.vnfm import vim_client  # noqa: E402
 
-from kubernetes_mgmt_pv import base_driver  # noqa: E402
-from kubernetes_mgmt_pv import cluster_workflow  # noqa: E402
+from kubernetes_mgmt_pv.cluster import cluster_workflow  # noqa: E402
 from kubernetes_mgmt_pv import config  # noqa: E402
+from kubernetes_mgmt_pv.doors import tacker_compat  # noqa: E402
+from kubernetes_mgmt_pv.doors import tacker_v1  # noqa: E402
 from kubernetes_mgmt_pv import exceptions  # noqa: E402
 from kubernetes_mgmt_pv import mgmt_driver  # noqa: E402
-from kubernetes_mgmt_pv import params as params_mod  # noqa: E402
-from kubernetes_mgmt_pv import tacker_compat  # noqa: E402
-from testbed import cluster as cluster_mod  # noqa: E402
+from kubernetes_mgmt_pv.request import param_model  # noqa: E402
 from testbed import hosts  # noqa: E402
+from testbed import virtual_vnf  # noqa: E402
 from tests.tacker_integration.support import REQUESTS  # noqa: E402
 
-VDU_OF_CP = {cluster_mod.STORAGE_CP: 'storage_server',
-             cluster_mod.MASTER_CP: 'masterNode',
-             cluster_mod.WORKER_CP: 'workerNode'}
+VDU_OF_CP = {virtual_vnf.STORAGE_CP: 'storage_server',
+             virtual_vnf.MASTER_CP: 'masterNode',
+             virtual_vnf.WORKER_CP: 'workerNode'}
 PVS = ('nfs-pv1', 'nfs-pv2', 'nfs-pv3')
 
 
@@ -71,9 +71,9 @@ def virtual(vim_conf):
     reason = hosts.require_testbed()
     if reason:
         pytest.skip(reason)
-    cluster_mod.use_test_options()
+    virtual_vnf.use_test_options()
     try:
-        with cluster_mod.VirtualCluster(masters=1, workers=1, volumes=1,
+        with virtual_vnf.VirtualCluster(masters=1, workers=1, volumes=1,
                                         install_cluster=True) as cluster:
             yield cluster
     finally:
@@ -104,7 +104,7 @@ def driver_for(package_dir, openstack_access_info):
 
     for seam in ('register_vim', 'delete_vim'):
         assert getattr(Driver, seam) is getattr(
-            base_driver.KubernetesMgmtDriver, seam), seam
+            tacker_v1.KubernetesMgmtDriver, seam), seam
     return Driver()
 
 
@@ -270,7 +270,7 @@ def leaves(value):
 def assert_vim_rows_clean(tacker_db, cluster, secrets, token):
     """No node (or OpenStack) password anywhere in Tacker's VIM rows, nor
     the token or the CA in clear."""
-    node_passwords = {cluster.testbed.password, cluster_mod.STORAGE_PASSWORD,
+    node_passwords = {cluster.testbed.password, virtual_vnf.STORAGE_PASSWORD,
                       cluster.openstack.password}
     rows = vim_rows(tacker_db)
     assert rows['vims'] and rows['vimauths']
@@ -324,12 +324,12 @@ def namespaces(auth):
 
 def pv_phases(master):
     return {name: volume['status']['phase'] for name, volume in
-            cluster_mod.persistent_volumes(master).items()}
+            virtual_vnf.persistent_volumes(master).items()}
 
 
 def assert_cluster_with_volumes(cluster):
     master = cluster.host('master1')
-    assert cluster_mod.node_readiness(master) == {'master1': 'True',
+    assert virtual_vnf.node_readiness(master) == {'master1': 'True',
                                                   'worker1': 'True'}
     assert pv_phases(master) == dict.fromkeys(PVS, 'Available')
 
@@ -339,7 +339,7 @@ def assert_cluster_with_volumes(cluster):
 def test_cluster_hooks_with_tackers_vim_registry(
         virtual, hook_context, tacker_db, vim_secrets, timings):
     params = virtual.additional_params()
-    vim_name = params[params_mod.ROOT]['vim_name']
+    vim_name = params[param_model.ROOT]['vim_name']
     project = hook_context().project_id
     master = virtual.host('master1')
     url = 'https://%s:6443' % master.ip
@@ -471,7 +471,7 @@ def test_terminate_end_after_tackers_terminate_deletes_the_vim(
     registered through the driver's own seam, as instantiate_end does."""
     with open(os.path.join(REQUESTS, 'instantiate_simple.json')) as stream:
         params = json.load(stream)['additionalParams']
-    vim_name = params[params_mod.ROOT]['vim_name']
+    vim_name = params[param_model.ROOT]['vim_name']
     driver = driver_for('/nonexistent', dict)
     context = hook_context()
     instance = create_vnf_instance(context, params)
@@ -507,7 +507,7 @@ def test_terminate_start_refuses_while_a_vnf_uses_the_vim(
     Tacker's terminate, finds nothing left to delete."""
     with open(os.path.join(REQUESTS, 'instantiate_simple.json')) as stream:
         params = json.load(stream)['additionalParams']
-    vim_name = params[params_mod.ROOT]['vim_name']
+    vim_name = params[param_model.ROOT]['vim_name']
 
     def no_heat():
         raise AssertionError('terminate_start must not contact Heat')

@@ -17,14 +17,14 @@ from tacker import objects  # noqa: E402
 
 from kubernetes_mgmt_pv import exceptions  # noqa: E402
 from kubernetes_mgmt_pv import mgmt_driver  # noqa: E402
-from testbed import cluster as cluster_mod  # noqa: E402
 from testbed import openstack_api  # noqa: E402
+from testbed import virtual_vnf  # noqa: E402
 from tests.tacker_integration.support import REQUESTS  # noqa: E402
 from tests.tacker_integration.support import SAMPLE  # noqa: E402
 
-VDU_OF_CP = {cluster_mod.STORAGE_CP: 'storage_server',
-             cluster_mod.MASTER_CP: 'masterNode',
-             cluster_mod.WORKER_CP: 'workerNode'}
+VDU_OF_CP = {virtual_vnf.STORAGE_CP: 'storage_server',
+             virtual_vnf.MASTER_CP: 'masterNode',
+             virtual_vnf.WORKER_CP: 'workerNode'}
 
 
 def vnf_instance(cluster):
@@ -56,7 +56,7 @@ def instantiate_end(cluster, driver, context):
 
 
 def assert_pvs_available_on(cluster, storage_ip):
-    volumes = cluster_mod.persistent_volumes(cluster.nodes('master')[0])
+    volumes = virtual_vnf.persistent_volumes(cluster.nodes('master')[0])
     assert sorted(volumes) == ['nfs-pv1', 'nfs-pv2', 'nfs-pv3']
     for name, volume in volumes.items():
         assert volume['status']['phase'] == 'Available', name
@@ -73,7 +73,7 @@ def test_instantiate_then_heal_the_storage_server(cluster, context):
         cause='Heal the Storage server VM')
     driver.heal_start(context=context, vnf_instance=vnf_instance(cluster),
                       heal_vnf_request=heal, grant=None, grant_request=None)
-    assert cluster_mod.persistent_volumes(cluster.nodes('master')[0]) == {}
+    assert virtual_vnf.persistent_volumes(cluster.nodes('master')[0]) == {}
 
     cluster.replace_host('storage')
     driver.heal_end(context=context, vnf_instance=vnf_instance(cluster),
@@ -87,16 +87,16 @@ def test_scale_out_installs_the_nfs_client_on_the_new_worker(cluster,
     driver = cluster.driver()
     instantiate_end(cluster, driver, context)
     new = cluster.add_node('worker')
-    assert not cluster_mod.installed(new, 'nfs-common')
+    assert not virtual_vnf.installed(new, 'nfs-common')
 
     driver.scale_end(
         context=context, vnf_instance=vnf_instance(cluster),
         scale_vnf_request=objects.ScaleVnfRequest(
-            type='SCALE_OUT', aspect_id=cluster_mod.WORKER_ASPECT,
+            type='SCALE_OUT', aspect_id=virtual_vnf.WORKER_ASPECT,
             number_of_steps=1),
         grant=None, grant_request=None,
         scale_out_id_list=[cluster.vnfcs[new.name].member_stack_id], vnf={})
-    assert cluster_mod.installed(new, 'nfs-common')
+    assert virtual_vnf.installed(new, 'nfs-common')
 
 
 # -- requests naming what the instance does not have ------------------------
@@ -138,7 +138,7 @@ def test_a_heal_of_an_unknown_vnfc_is_refused_before_heat_is_asked(
             resource_id=str(uuid.uuid4()),
             vim_level_resource_type='OS::Nova::Server'),
         vnfc_cp_info=[objects.VnfcCpInfo(id=str(uuid.uuid4()),
-                                         cpd_id=cluster_mod.WORKER_CP)])
+                                         cpd_id=virtual_vnf.WORKER_CP)])
     heal = objects.HealVnfRequest(vnfc_instance_id=[worker.id, 'abc'])
     with pytest.raises(exceptions.UnknownTargetError) as refused:
         getattr(driver, hook)(

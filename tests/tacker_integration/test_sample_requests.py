@@ -14,8 +14,8 @@ from tacker.api.validation import validators  # noqa: E402
 from tacker.common import utils as tacker_utils  # noqa: E402
 from tacker import objects  # noqa: E402
 
-from kubernetes_mgmt_pv import lcm_requests  # noqa: E402
-from kubernetes_mgmt_pv import params  # noqa: E402
+from kubernetes_mgmt_pv.request import lcm_requests  # noqa: E402
+from kubernetes_mgmt_pv.request import param_model  # noqa: E402
 from tests.tacker_integration.support import REQUESTS  # noqa: E402
 
 SCHEMAS = {
@@ -49,7 +49,8 @@ def test_request_passes_the_api_schema(name):
 
 @pytest.fixture
 def cluster_params():
-    return params.parse(load('instantiate_simple.json')['additionalParams'])
+    return param_model.parse(
+        load('instantiate_simple.json')['additionalParams'])
 
 
 def instance_with_storage_vnfc(vnfc_id):

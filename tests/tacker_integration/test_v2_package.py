@@ -9,8 +9,8 @@ import zipfile
 
 import pytest
 
-from kubernetes_mgmt_pv import csar
-from kubernetes_mgmt_pv import hooks
+from kubernetes_mgmt_pv import feature_hooks
+from kubernetes_mgmt_pv.vnf_package import csar
 from tests.tacker_integration import support
 from tests.unit import v2_dicts as v2
 
@@ -37,7 +37,8 @@ def v2_vnfd(tmp_path_factory):
 
 @pytest.mark.parametrize('flavour', ['simple', 'ha'])
 def test_every_hook_runs_the_script(v2_vnfd, flavour):
-    for hook in set(hooks.CLUSTER) | set(hooks.PERSISTENT_VOLUME):
+    hooks = set(feature_hooks.CLUSTER) | set(feature_hooks.PERSISTENT_VOLUME)
+    for hook in hooks:
         assert v2_vnfd.get_interface_script(flavour, hook) == \
             csar.V2_ARTIFACT_FILE
     for undeclared in ('instantiate_start', 'scale_rollback_start',

@@ -12,9 +12,9 @@ pytest.importorskip('tacker.sol_refactored')
 from tacker.sol_refactored.common import vim_utils  # noqa: E402
 from tacker.sol_refactored import objects as sol_objects  # noqa: E402
 
+from kubernetes_mgmt_pv.doors import tacker_compat  # noqa: E402
 from kubernetes_mgmt_pv.doors import v2_hook  # noqa: E402
 from kubernetes_mgmt_pv.doors import v2_mapping  # noqa: E402
-from kubernetes_mgmt_pv import tacker_compat  # noqa: E402
 from tests.tacker_integration import test_vim_registration as v1  # noqa: E402,E501
 from tests.unit import v2_dicts as v2  # noqa: E402
 

@@ -28,9 +28,9 @@ from tacker.nfvo import nfvo_plugin  # noqa: E402
 from tacker import objects  # noqa: E402
 from tacker.vnflcm import utils as vnflcm_utils  # noqa: E402
 
-from kubernetes_mgmt_pv import cluster  # noqa: E402
+from kubernetes_mgmt_pv.cluster import cluster  # noqa: E402
+from kubernetes_mgmt_pv.doors import tacker_compat  # noqa: E402
 from kubernetes_mgmt_pv import exceptions  # noqa: E402
-from kubernetes_mgmt_pv import tacker_compat  # noqa: E402
 from testbed import kubeapi  # noqa: E402
 
 # The default project of conftest's hook_context.

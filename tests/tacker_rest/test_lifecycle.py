@@ -29,11 +29,11 @@ from keystoneauth1 import session as ks_session
 from novaclient import client as nova_client
 import pytest
 
-from testbed import cluster as cluster_mod
 from testbed import kubeapi
 from testbed import node_lifecycle
 from testbed import polling
 from testbed import pv_manifest
+from testbed import virtual_vnf
 from tests.tacker_rest import lifecycle_checks as checks
 
 
@@ -129,7 +129,7 @@ def test_scale_out_workers(lab, s):
     assert levels['worker_instance'] == 1
     # The new VM got the NFS client (operator guide: dpkg -l nfs-common).
     host = lab.engine.testbed.hosts[s.added_host]
-    assert cluster_mod.installed(host, 'nfs-common')
+    assert virtual_vnf.installed(host, 'nfs-common')
     checks.record_nodes(lab, s, 'scale_out')
     s.scaled_out_node = host.ip
     s.done.add('scale_out')
@@ -174,7 +174,7 @@ def test_heal_a_worker(lab, s):
     assert new_server != old_server  # a new VM (fresh root fs)
     assert lab.engine.hosts[new_server] == s.healed_node
     host = lab.engine.testbed.hosts[s.healed_node]
-    assert cluster_mod.installed(host, 'nfs-common')
+    assert virtual_vnf.installed(host, 'nfs-common')
     s.healed_address = host.ip
     checks.check_storage_and_pvs(lab, s.instance_id)
     checks.record_nodes(lab, s, 'heal_worker')

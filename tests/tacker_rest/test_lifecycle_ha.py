@@ -23,8 +23,8 @@ import urllib.request
 
 import pytest
 
-from kubernetes_mgmt_pv import etcd
-from kubernetes_mgmt_pv import ha
+from kubernetes_mgmt_pv.cluster import etcd
+from kubernetes_mgmt_pv.cluster import ha
 from testbed import polling
 from tests.tacker_rest import lifecycle_checks as checks
 from tests.tacker_rest import test_lifecycle as simple

@@ -10,10 +10,10 @@ import types
 
 import pytest
 
-from kubernetes_mgmt_pv import base_driver
-from kubernetes_mgmt_pv import capacity
+from kubernetes_mgmt_pv.doors import tacker_v1
 from kubernetes_mgmt_pv import exceptions
-from kubernetes_mgmt_pv import parallel
+from kubernetes_mgmt_pv.remote import capacity
+from kubernetes_mgmt_pv.remote import parallel
 
 WAIT = 5.0
 
@@ -248,7 +248,7 @@ def test_a_failing_hook_gives_back_its_slot_and_closes_its_sessions(
     monkeypatch.setattr(capacity, '_PROCESS', limits)
     closed = []
 
-    class Driver(base_driver.KubernetesMgmtDriver):
+    class Driver(tacker_v1.KubernetesMgmtDriver):
         def terminate_end(self, *args, **kwargs):
             pool = self.hook_sessions()
             monkeypatch.setattr(pool, 'close', lambda: closed.append(pool))
@@ -266,6 +266,6 @@ def test_a_hook_without_remote_work_takes_no_slot(monkeypatch):
     limits = caps(hooks=1)
     limits.acquire_hook('busy elsewhere')
     monkeypatch.setattr(capacity, '_PROCESS', limits)
-    hook = in_thread(base_driver.KubernetesMgmtDriver().instantiate_start,
+    hook = in_thread(tacker_v1.KubernetesMgmtDriver().instantiate_start,
                      None, None, None, None, None)
     assert hook.wait(WAIT)

@@ -5,17 +5,17 @@ import json
 
 import pytest
 
-from kubernetes_mgmt_pv import check_mode
-from kubernetes_mgmt_pv import cli
-from kubernetes_mgmt_pv import cluster
-from kubernetes_mgmt_pv import cluster_sequence
-from kubernetes_mgmt_pv import ha
-from kubernetes_mgmt_pv import managed_block
-from kubernetes_mgmt_pv import manifests
-from kubernetes_mgmt_pv import nfs_client
-from kubernetes_mgmt_pv import pv
-from kubernetes_mgmt_pv import storage
-from kubernetes_mgmt_pv import workflows
+from kubernetes_mgmt_pv.cluster import cluster
+from kubernetes_mgmt_pv.cluster import cluster_sequence
+from kubernetes_mgmt_pv.cluster import ha
+from kubernetes_mgmt_pv.doors import check_mode
+from kubernetes_mgmt_pv.doors import cli
+from kubernetes_mgmt_pv.remote import managed_block
+from kubernetes_mgmt_pv.storage import manifests
+from kubernetes_mgmt_pv.storage import nfs_client
+from kubernetes_mgmt_pv.storage import pv
+from kubernetes_mgmt_pv.storage import server_steps
+from kubernetes_mgmt_pv.storage import storage_workflow
 from tests.unit import test_cluster_sequence as sequences
 from tests.unit import test_plan_storage as storage_plans
 
@@ -83,8 +83,8 @@ def test_ha_changes(plan, expected):
 
 
 def server_changes(**kwargs):
-    plan = storage.plan_server('10.0.0.5', storage_plans.SERVER,
-                               storage_plans.server_facts(**kwargs))
+    plan = server_steps.plan_server('10.0.0.5', storage_plans.SERVER,
+                                    storage_plans.server_facts(**kwargs))
     return [c.change for c in check_mode.server_changes('10.0.0.5', plan)]
 
 
@@ -129,9 +129,10 @@ def manifest(name):
       ('m', 'apply PersistentVolume pv2')]),
 ])
 def test_deploy_changes(clients, registration, expected):
-    unchanged = storage.plan_server('s', storage_plans.SERVER,
-                                    storage_plans.server_facts())
-    check = workflows.DeployCheck(clients, 's', unchanged, 'm', registration)
+    unchanged = server_steps.plan_server('s', storage_plans.SERVER,
+                                         storage_plans.server_facts())
+    check = storage_workflow.DeployCheck(
+        clients, 's', unchanged, 'm', registration)
     assert [(c.host, c.change)
             for c in check_mode.deploy_changes(check)] == expected
 

@@ -16,10 +16,10 @@ import zlib
 import pytest
 import yaml
 
-from kubernetes_mgmt_pv import cli
-from kubernetes_mgmt_pv import csar
-from kubernetes_mgmt_pv import params
+from kubernetes_mgmt_pv.doors import cli
+from kubernetes_mgmt_pv.request import param_model
 from kubernetes_mgmt_pv import safe_yaml
+from kubernetes_mgmt_pv.vnf_package import csar
 from tests.unit import test_hostile_params
 from tests.unit import test_manifests
 from tests.unit import test_params_cluster
@@ -31,7 +31,7 @@ REQUESTS = os.path.join(ROOT, 'samples', 'requests')
 META = 'TOSCA-Metadata/TOSCA.meta'
 DF_SIMPLE = 'Definitions/sample_kubernetes_df_simple.yaml'
 VNF_WHERE = DF_SIMPLE + ': VNF'
-STORAGE = params.ROOT + '.storage_server'
+STORAGE = param_model.ROOT + '.storage_server'
 
 
 def sample_request(name='instantiate_simple.json'):
@@ -40,7 +40,7 @@ def sample_request(name='instantiate_simple.json'):
 
 
 def cluster_params(body):
-    return body['additionalParams'][params.ROOT]
+    return body['additionalParams'][param_model.ROOT]
 
 
 @pytest.fixture(scope='module')
@@ -118,7 +118,7 @@ def vnf_node(document):
 def test_built_package_validates_clean(built_zip, validate, request_file):
     # The samples keep the user guide's pod_cidr, whose host bits are set.
     assert validate(built_zip, sample_request(request_file)) == (0, {
-        ('param-warning', params.MASTER_PATH + '.pod_cidr')})
+        ('param-warning', param_model.MASTER_PATH + '.pod_cidr')})
 
 
 def test_built_package_carries_the_installed_driver_and_every_hash(built_zip):
@@ -356,13 +356,13 @@ def test_invalid_yaml_where_tacker_looks_for_flavours(package, validate,
         volume_resource_id='data_volume'),
      STORAGE + '.cinder_volume_setup_params[0].volume_resource_id'),
     (lambda p: p['pv_registration_params'][2].update(nfs_server_cp='nfs_CP'),
-     params.ROOT + '.pv_registration_params[2].nfs_server_cp'),
+     param_model.ROOT + '.pv_registration_params[2].nfs_server_cp'),
     (lambda p: p['master_node'].update(aspect_id='masters'),
-     params.ROOT + '.master_node.aspect_id'),
+     param_model.ROOT + '.master_node.aspect_id'),
     (lambda p: p['worker_node'].update(ssh_cp_name='workerNode_CP9'),
-     params.ROOT + '.worker_node.ssh_cp_name'),
+     param_model.ROOT + '.worker_node.ssh_cp_name'),
     (lambda p: p['master_node'].update(nic_cp_name='workerNode_CP2'),
-     params.ROOT + '.master_node.nic_cp_name'),
+     param_model.ROOT + '.master_node.nic_cp_name'),
 ])
 def test_name_the_basehot_does_not_define(built_zip, validate, body, change,
                                           where):
@@ -383,7 +383,8 @@ def test_node_without_aspect_is_looked_up_on_the_top_stack(built_zip,
     del cluster_params(body)['worker_node']['aspect_id']
     # nic_cp_name names the same CP as ssh_cp_name: one finding for both.
     assert validate(built_zip, body) == (1, {
-        ('hot-resource-missing', params.ROOT + '.worker_node.ssh_cp_name')})
+        ('hot-resource-missing',
+         param_model.ROOT + '.worker_node.ssh_cp_name')})
 
 
 @pytest.mark.parametrize('change, where', [
@@ -393,9 +394,9 @@ def test_node_without_aspect_is_looked_up_on_the_top_stack(built_zip,
     (lambda p: p['storage_server'].update(ssh_cp_name='storage_server'),
      STORAGE + '.ssh_cp_name'),
     (lambda p: p['worker_node'].update(aspect_id='worker_instance_scale_out'),
-     params.ROOT + '.worker_node.aspect_id'),
+     param_model.ROOT + '.worker_node.aspect_id'),
     (lambda p: p['worker_node'].update(ssh_cp_name='workerNode'),
-     params.ROOT + '.worker_node.ssh_cp_name'),
+     param_model.ROOT + '.worker_node.ssh_cp_name'),
 ])
 def test_resource_of_the_wrong_type(built_zip, validate, body, change, where):
     change(cluster_params(body))
@@ -412,7 +413,7 @@ def test_several_masters_need_the_vip_port(built_zip, validate):
     request = ha_body()
     del cluster_params(request)['master_node']['cluster_cp_name']
     assert validate(built_zip, request) == (1, {
-        ('vip-missing', params.ROOT + '.master_node.cluster_cp_name')})
+        ('vip-missing', param_model.ROOT + '.master_node.cluster_cp_name')})
     assert 'starts with 3 Masters' in validate.findings[0]['message']
 
 
@@ -426,7 +427,7 @@ def test_the_vip_and_its_floating_ip_are_top_level_resources(
     request = ha_body()
     cluster_params(request)['master_node'][key] = value
     assert validate(built_zip, request) == (1, {
-        (code, params.ROOT + '.master_node.' + key)})
+        (code, param_model.ROOT + '.master_node.' + key)})
 
 
 @pytest.mark.parametrize('key, value, finding', [
@@ -440,7 +441,7 @@ def test_the_vip_and_its_floating_ip_are_top_level_resources(
 def test_cluster_addresses_are_checked_with_one_master_too(
         built_zip, validate, body, key, value, finding):
     cluster_params(body)['master_node'][key] = value
-    expected = ((1, {(finding, params.ROOT + '.master_node.' + key)})
+    expected = ((1, {(finding, param_model.ROOT + '.master_node.' + key)})
                 if finding else (0, set()))
     assert validate(built_zip, body) == expected
 
@@ -454,11 +455,11 @@ def test_a_request_without_script_path_is_warned(built_zip, validate, body,
         del cluster_params(body)['script_path']
     cluster_params(body)['master_node']['cluster_cp_name'] = 'vip_CP9'
     code, findings = validate(built_zip, body)
-    where = params.ROOT + '.script_path'
+    where = param_model.ROOT + '.script_path'
     assert code == 1
     assert (('script-absent', where) in findings) is not script
     assert ('hot-resource-missing',
-            params.ROOT + '.master_node.cluster_cp_name') in findings
+            param_model.ROOT + '.master_node.cluster_cp_name') in findings
     warnings = [f for f in validate.findings if f['code'] == 'script-absent']
     assert all(f['severity'] == 'warning' for f in warnings)
 
@@ -467,14 +468,14 @@ def test_member_template_of_a_group_is_missing(package, validate, body):
     os.unlink(package / 'BaseHOT' / 'simple' / 'nested' /
               'simple_nested_worker.yaml')
     assert validate.rebuilt(package, body) == (1, {
-        ('hot-resource-missing', params.ROOT + '.worker_node.aspect_id')})
+        ('hot-resource-missing', param_model.ROOT + '.worker_node.aspect_id')})
 
 
 def test_flavour_without_basehot(package, validate):
     shutil.rmtree(package / 'BaseHOT' / 'ha')
     assert validate.rebuilt(package, sample_request('instantiate_ha.json')) \
         == (1, {('basehot-missing', 'BaseHOT/ha'),
-                ('param-warning', params.MASTER_PATH + '.pod_cidr')})
+                ('param-warning', param_model.MASTER_PATH + '.pod_cidr')})
 
 
 def test_two_top_level_templates_are_ambiguous(package, validate, body):
@@ -499,7 +500,7 @@ def test_manifest_that_is_not_an_nfs_pv(package, validate, body):
         'apiVersion: v1\nkind: PersistentVolume\nmetadata:\n  name: local\n'
         'spec:\n  hostPath:\n    path: /data\n')
     assert validate.rebuilt(package, body) == (1, {
-        ('manifest-invalid', params.ROOT +
+        ('manifest-invalid', param_model.ROOT +
          '.pv_registration_params[1].pv_manifest_file_path')})
     assert 'no spec.nfs' in validate.findings[0]['message']
 
@@ -508,7 +509,7 @@ def test_manifest_missing_from_the_package(built_zip, validate, body):
     cluster_params(body)['pv_registration_params'][0][
         'pv_manifest_file_path'] = 'Files/kubernetes/nfs-pv9.yaml'
     assert validate(built_zip, body) == (1, {
-        ('manifest-invalid', params.ROOT +
+        ('manifest-invalid', param_model.ROOT +
          '.pv_registration_params[0].pv_manifest_file_path')})
 
 
@@ -524,7 +525,7 @@ def test_pv_whose_path_is_not_exported_is_a_warning(built_zip, validate,
                                                     body):
     cluster_params(body)['storage_server']['nfs_server_setup_params'].pop()
     assert validate(built_zip, body) == (0, {
-        ('pv-not-exported', params.ROOT +
+        ('pv-not-exported', param_model.ROOT +
          '.pv_registration_params[2].pv_manifest_file_path')})
 
 
@@ -585,13 +586,13 @@ def test_text_output_and_exit_status(package, tmp_path, capsys):
         'lists UserData/__init__.py, which is not a file of the package'
         % META,
         "WARNING param-warning: %s.pod_cidr: '192.168.3.0/16' has host bits "
-        'set; kubeadm uses 192.168.0.0/16' % params.MASTER_PATH,
+        'set; kubeadm uses 192.168.0.0/16' % param_model.MASTER_PATH,
         '1 error(s), 1 warning(s)']
 
 
 # -- validate: hostile input ends in findings, fast ---------------------------
 
-MANIFEST_WHERE = (params.ROOT +
+MANIFEST_WHERE = (param_model.ROOT +
                   '.pv_registration_params[0].pv_manifest_file_path')
 MANIFEST_FILE = 'Files/kubernetes/nfs-pv1.yaml'
 
@@ -743,16 +744,17 @@ def test_hostile_parameter_values_are_findings_in_text_output(
               if line.startswith('ERROR   param-invalid: ')}
     assert errors == {
         STORAGE + '.username', STORAGE + '.password',
-        STORAGE + '.ssh_cp_name', params.ROOT + '.master_node.nic_cp_name',
-        params.ROOT + '.proxy.http_proxy',
+        STORAGE + '.ssh_cp_name',
+        param_model.ROOT + '.master_node.nic_cp_name',
+        param_model.ROOT + '.proxy.http_proxy',
         STORAGE + '.cinder_volume_setup_params[0].mount_to',
-        params.ROOT + '.pv_registration_params[1].pv_manifest_file_path',
-        params.ROOT + '.worker_node.pod_cidr'}
+        param_model.ROOT + '.pv_registration_params[1].pv_manifest_file_path',
+        param_model.ROOT + '.worker_node.pod_cidr'}
     warnings = {tuple(line.split(': ')[:2]) for line in lines
                 if line.startswith('WARNING ')}
     assert warnings == {
-        ('WARNING param-warning', params.MASTER_PATH + '.pod_cidr'),
-        ('WARNING param-warning', params.WORKER_PATH + '.pod_cidr'),
+        ('WARNING param-warning', param_model.MASTER_PATH + '.pod_cidr'),
+        ('WARNING param-warning', param_model.WORKER_PATH + '.pod_cidr'),
         ('WARNING export-unused',
          STORAGE + '.nfs_server_setup_params[1].export_dir')}
     assert lines[-1] == '8 error(s), 3 warning(s)'
@@ -932,9 +934,9 @@ def test_terminal_escapes_in_the_package_are_printed_escaped(package,
 def test_the_user_guide_request_validates_with_no_error(built_zip, validate):
     request = json.loads(test_params_cluster.USER_GUIDE_REQUEST)
     assert validate(built_zip, request) == (0, {
-        ('param-warning', params.MASTER_PATH + '.pod_cidr'),
-        ('param-warning', params.PROXY_PATH + '.http_proxy'),
-        ('param-warning', params.PROXY_PATH + '.https_proxy')})
+        ('param-warning', param_model.MASTER_PATH + '.pod_cidr'),
+        ('param-warning', param_model.PROXY_PATH + '.http_proxy'),
+        ('param-warning', param_model.PROXY_PATH + '.https_proxy')})
 
 
 @pytest.mark.parametrize('script_path, code', [
@@ -945,14 +947,14 @@ def test_script_path_must_be_a_file_of_the_package(built_zip, validate, body,
                                                    script_path, code):
     cluster_params(body)['script_path'] = script_path
     assert validate(built_zip, body) == (1, {
-        (code, params.ROOT + '.script_path')})
+        (code, param_model.ROOT + '.script_path')})
 
 
 def test_script_path_leaving_the_package_by_a_link_is_missing(
         package, validate, body):
     os.symlink('/etc/passwd', package / 'Scripts' / 'link.sh')
     cluster_params(body)['script_path'] = 'Scripts/link.sh'
-    assert ('script-missing', params.ROOT + '.script_path') in \
+    assert ('script-missing', param_model.ROOT + '.script_path') in \
         validate(package, body)[1]
 
 
@@ -961,12 +963,12 @@ def test_cluster_keys_are_checked_by_validate(built_zip, validate, body):
     cluster['vim_name'] = 'my vim'
     cluster['master_node']['cluster_cidr'] = '192.168.1.0/24'
     assert validate(built_zip, body) == (1, {
-        ('param-invalid', params.ROOT + '.vim_name'),
-        ('param-invalid', params.MASTER_PATH + '.cluster_cidr')})
+        ('param-invalid', param_model.ROOT + '.vim_name'),
+        ('param-invalid', param_model.MASTER_PATH + '.cluster_cidr')})
 
 
 def test_an_invalid_aspect_id_does_not_move_the_cp_lookup(built_zip,
                                                           validate, body):
     cluster_params(body)['worker_node']['aspect_id'] = 'worker instance'
     assert validate(built_zip, body) == (1, {
-        ('param-invalid', params.WORKER_PATH + '.aspect_id')})
+        ('param-invalid', param_model.WORKER_PATH + '.aspect_id')})

@@ -8,8 +8,8 @@ import zipfile
 import pytest
 import yaml
 
-from kubernetes_mgmt_pv import cli
-from kubernetes_mgmt_pv import csar
+from kubernetes_mgmt_pv.doors import cli
+from kubernetes_mgmt_pv.vnf_package import csar
 from tests.unit import test_cli
 
 REQUESTS_V2 = os.path.join(test_cli.ROOT, 'samples', 'requests-v2')

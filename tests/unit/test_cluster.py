@@ -6,11 +6,11 @@ import os
 
 import pytest
 
-from kubernetes_mgmt_pv import cluster
-from kubernetes_mgmt_pv import cluster_feature
+from kubernetes_mgmt_pv.cluster import cluster
+from kubernetes_mgmt_pv.cluster import cluster_feature
 from kubernetes_mgmt_pv import exceptions
-from kubernetes_mgmt_pv import params
-from kubernetes_mgmt_pv import topology
+from kubernetes_mgmt_pv.openstack import vnf_topology
+from kubernetes_mgmt_pv.request import param_model
 
 SAMPLE_SCRIPT = os.path.join(
     os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(
@@ -18,12 +18,12 @@ SAMPLE_SCRIPT = os.path.join(
     'install_k8s_cluster.sh')
 PEM = ('-----BEGIN CERTIFICATE-----\nMIIBfake\n'
        '-----END CERTIFICATE-----\n')
-ACCESS = params.NodeAccess('cp', 'cp', 'ubuntu', 'secret')
+ACCESS = param_model.NodeAccess('cp', 'cp', 'ubuntu', 'secret')
 
 
 def node(role, address):
-    return topology.Node(role, address, address, address, 'cp', None,
-                         ACCESS)
+    return vnf_topology.Node(role, address, address, address, 'cp', None,
+                             ACCESS)
 
 
 def facts(hostname, joined=False):
@@ -123,12 +123,13 @@ def test_vim_url(endpoint, fip, expected):
 
 
 @pytest.mark.parametrize('proxy, network, expected', [
-    (params.Proxy(http_proxy='http://p:3128'), params.ClusterNetwork(),
+    (param_model.Proxy(http_proxy='http://p:3128'),
+     param_model.ClusterNetwork(),
      'localhost,127.0.0.1,10.0.0.5,10.0.0.11,10.0.0.21'),
-    (params.Proxy(http_proxy='http://p:3128', no_proxy='.corp, localhost',
-                  k8s_node_cidr='10.0.0.0/24'),
-     params.ClusterNetwork(pod_cidr='192.168.0.0/16',
-                           cluster_cidr='10.96.0.0/12'),
+    (param_model.Proxy(http_proxy='http://p:3128', no_proxy='.corp, localhost',
+                       k8s_node_cidr='10.0.0.0/24'),
+     param_model.ClusterNetwork(pod_cidr='192.168.0.0/16',
+                                cluster_cidr='10.96.0.0/12'),
      '.corp,localhost,127.0.0.1,10.0.0.5,10.0.0.0/24,192.168.0.0/16,'
      '10.96.0.0/12'),
 ])
@@ -138,14 +139,15 @@ def test_no_proxy_covers_the_cluster(proxy, network, expected):
 
 
 def test_without_a_proxy_the_script_gets_no_environment():
-    assert cluster.script_environment(params.Proxy(), params.ClusterNetwork(),
-                                      '10.0.0.11:6443', ['10.0.0.11']) == {}
+    assert cluster.script_environment(
+        param_model.Proxy(), param_model.ClusterNetwork(),
+        '10.0.0.11:6443', ['10.0.0.11']) == {}
 
 
 def test_the_script_environment_carries_the_proxy_and_no_proxy():
     env = cluster.script_environment(
-        params.Proxy(https_proxy='http://p:3128', no_proxy='x'),
-        params.ClusterNetwork(), '[fd00::5]:16443', ['10.0.0.11'])
+        param_model.Proxy(https_proxy='http://p:3128', no_proxy='x'),
+        param_model.ClusterNetwork(), '[fd00::5]:16443', ['10.0.0.11'])
     assert env == {'https_proxy': 'http://p:3128',
                    'no_proxy': 'x,localhost,127.0.0.1,fd00::5,10.0.0.11'}
 
@@ -287,8 +289,8 @@ TOKEN = 'abcdef.0123456789abcdef'
 KEY = '12' * 32
 INFO = cluster.JoinInfo('https://10.0.0.5:16443', TOKEN, 'sha256:h', KEY,
                         PEM)
-NETWORK = params.ClusterNetwork(pod_cidr='192.168.0.0/16',
-                                cluster_cidr='10.96.0.0/12')
+NETWORK = param_model.ClusterNetwork(pod_cidr='192.168.0.0/16',
+                                     cluster_cidr='10.96.0.0/12')
 
 
 @pytest.mark.parametrize('role, target, join, expected, stdin', [
@@ -323,7 +325,7 @@ def test_script_command_lines_carry_no_secret(role, target, join, expected,
 def test_a_script_of_the_earlier_contract_gets_the_secrets_as_arguments(
         role, target, expected):
     argv = cluster.script_argv(role, plan(), target, '10.0.0.5:16443',
-                               params.ClusterNetwork(), INFO,
+                               param_model.ClusterNetwork(), INFO,
                                legacy_secrets=True)
     assert argv[-len(expected):] == expected
 
@@ -348,7 +350,7 @@ def test_the_sample_script_reads_the_secrets_on_stdin():
 
 def test_default_cidrs_are_left_to_kubeadm():
     argv = cluster.script_argv('leader', plan(), M1, '10.0.0.11:6443',
-                               params.ClusterNetwork())
+                               param_model.ClusterNetwork())
     assert '-p' not in argv and '-a' not in argv
 
 
@@ -559,11 +561,11 @@ def test_blocking_budgets_are_found_by_their_selectors():
 
 def test_the_floating_ip_goes_into_the_certificate_at_init_only():
     argv = cluster.script_argv('leader', plan(), M1, '10.0.0.5:16443',
-                               params.ClusterNetwork(),
+                               param_model.ClusterNetwork(),
                                floating_ip='192.0.2.7')
     assert argv[-2:] == ['-e', '192.0.2.7']
     assert '-e' not in cluster.script_argv(
-        'master', plan(), M2, '10.0.0.5:16443', params.ClusterNetwork(),
+        'master', plan(), M2, '10.0.0.5:16443', param_model.ClusterNetwork(),
         INFO, floating_ip='192.0.2.7')
 
 

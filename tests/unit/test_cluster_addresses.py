@@ -5,9 +5,9 @@ heatclient; no host is contacted."""
 
 import pytest
 
-from kubernetes_mgmt_pv import heat
-from kubernetes_mgmt_pv import params
-from kubernetes_mgmt_pv import topology
+from kubernetes_mgmt_pv.openstack import heat
+from kubernetes_mgmt_pv.openstack import vnf_topology
+from kubernetes_mgmt_pv.request import param_model
 from testbed import openstack_api
 from tests.unit.test_params import sample
 
@@ -53,7 +53,7 @@ def stack(cloud):
 ])
 def test_login_and_cluster_addresses(cloud, ssh_cp, nic_cp, login, inside):
     value = sample()
-    root = value[params.ROOT]
+    root = value[param_model.ROOT]
     del root['pv_registration_params']
     for role in ('master_node', 'worker_node'):
         root[role].update(ssh_cp_name=ssh_cp, nic_cp_name=nic_cp)
@@ -61,9 +61,9 @@ def test_login_and_cluster_addresses(cloud, ssh_cp, nic_cp, login, inside):
     # The Storage server's nic_cp_name names it in heal requests only.
     root['storage_server']['nic_cp_name'] = 'storage_cluster_CP'
     stack_id = stack(cloud)
-    nodes = topology.Topology.resolve(heat.HeatStack(
+    nodes = vnf_topology.Topology.resolve(heat.HeatStack(
         heat.build_heat_client(cloud.access_info()), stack_id),
-        params.parse(value)).nodes
+        param_model.parse(value)).nodes
     assert [(n.role, n.address, n.fixed_ip) for n in nodes] == [
         ('storage', '10.20.0.4', '10.20.0.4'),
         ('master', login % 5, inside % 5),

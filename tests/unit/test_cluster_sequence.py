@@ -4,19 +4,19 @@ host, no Heat."""
 
 import pytest
 
-from kubernetes_mgmt_pv import cluster
-from kubernetes_mgmt_pv import cluster_sequence as sequence
+from kubernetes_mgmt_pv.cluster import cluster
+from kubernetes_mgmt_pv.cluster import cluster_sequence as sequence
 from kubernetes_mgmt_pv import exceptions
-from kubernetes_mgmt_pv import managed_block
-from kubernetes_mgmt_pv import params
-from kubernetes_mgmt_pv import topology
+from kubernetes_mgmt_pv.openstack import vnf_topology
+from kubernetes_mgmt_pv.remote import managed_block
+from kubernetes_mgmt_pv.request import param_model
 
-ACCESS = params.NodeAccess('cp', 'cp', 'ubuntu', 'secret')
+ACCESS = param_model.NodeAccess('cp', 'cp', 'ubuntu', 'secret')
 
 
 def node(role, address):
-    return topology.Node(role, address, address, address, 'cp', None,
-                         ACCESS)
+    return vnf_topology.Node(role, address, address, address, 'cp', None,
+                             ACCESS)
 
 
 M1, M2, M3 = (node('master', '10.0.0.1%d' % n) for n in (1, 2, 3))

@@ -3,10 +3,10 @@ be done, the flag that lets the heal go on, and the VIM still in use."""
 
 import pytest
 
-from kubernetes_mgmt_pv import cluster_feature
+from kubernetes_mgmt_pv.cluster import cluster_feature
 from kubernetes_mgmt_pv import exceptions
-from kubernetes_mgmt_pv import lcm_requests
-from kubernetes_mgmt_pv import pv
+from kubernetes_mgmt_pv.request import lcm_requests
+from kubernetes_mgmt_pv.storage import pv
 
 FLAG = 'skip_pv_check_if_unreachable'
 PATH = 'additionalParams.' + FLAG

@@ -5,17 +5,17 @@ import types
 
 import pytest
 
-from kubernetes_mgmt_pv import base_driver
+from kubernetes_mgmt_pv.doors import tacker_compat
+from kubernetes_mgmt_pv.doors import tacker_v1
 from kubernetes_mgmt_pv import exceptions
 from kubernetes_mgmt_pv import flow
-from kubernetes_mgmt_pv import lcm_requests
 from kubernetes_mgmt_pv import mgmt_driver
-from kubernetes_mgmt_pv import parallel
-from kubernetes_mgmt_pv import params
-from kubernetes_mgmt_pv import report
-from kubernetes_mgmt_pv import tacker_compat
-from kubernetes_mgmt_pv import topology
-from kubernetes_mgmt_pv import workflows
+from kubernetes_mgmt_pv.openstack import vnf_topology
+from kubernetes_mgmt_pv.remote import parallel
+from kubernetes_mgmt_pv.request import lcm_requests
+from kubernetes_mgmt_pv.request import param_model
+from kubernetes_mgmt_pv import step_report
+from kubernetes_mgmt_pv.storage import storage_workflow
 from tests.unit.test_params import sample
 
 
@@ -44,7 +44,7 @@ def test_entry_point_identity():
     driver = mgmt_driver.KubernetesPvMgmtDriver()
     assert driver.get_type() == driver.get_name() == 'mgmt-drivers-kubernetes'
     assert isinstance(driver, tacker_compat.VnflcmMgmtAbstractDriver)
-    assert isinstance(driver, base_driver.KubernetesMgmtDriver)
+    assert isinstance(driver, tacker_v1.KubernetesMgmtDriver)
 
 
 def test_every_abstract_hook_is_implemented():
@@ -56,11 +56,11 @@ def test_every_abstract_hook_is_implemented():
 
 
 def test_heal_targets_classify_by_cp_descriptor():
-    parsed = params.parse(sample())
+    parsed = param_model.parse(sample())
     targets = lcm_requests.heal_targets(
         instance(), heal_request('v-storage', 'v-worker'), parsed)
     assert not targets.entire_cluster and targets.storage_server
-    assert targets.servers == (topology.HealedServer('worker', 'srv-w'),)
+    assert targets.servers == (vnf_topology.HealedServer('worker', 'srv-w'),)
     entire = lcm_requests.heal_targets(
         instance(), heal_request(), parsed)
     assert entire.entire_cluster and not entire.storage_server
@@ -79,9 +79,9 @@ def test_additional_params_prefer_the_request_then_the_instance():
 
 def test_hooks_do_nothing_without_storage_server_and_script_path():
     value = sample()
-    del value[params.ROOT]['storage_server']
-    del value[params.ROOT]['pv_registration_params']
-    del value[params.ROOT]['script_path']
+    del value[param_model.ROOT]['storage_server']
+    del value[param_model.ROOT]['pv_registration_params']
+    del value[param_model.ROOT]['script_path']
 
     class Driver(mgmt_driver.KubernetesPvMgmtDriver):
         def vnf_package_dir(self, context, vnf_instance):
@@ -100,7 +100,7 @@ def test_hooks_do_nothing_without_storage_server_and_script_path():
 
 def test_invalid_parameters_fail_before_any_lookup():
     value = sample()
-    value[params.ROOT]['storage_server']['nfs_server_setup_params'][0][
+    value[param_model.ROOT]['storage_server']['nfs_server_setup_params'][0][
         'export_to'] = 'x;reboot'
 
     class Driver(mgmt_driver.KubernetesPvMgmtDriver):
@@ -130,7 +130,7 @@ def test_run_on_nodes_reports_every_failed_node_after_all_ran():
 
 
 def test_report_summary_counts_changed_and_unchanged_steps():
-    outcomes = report.Report()
+    outcomes = step_report.Report()
     outcomes.record('h1', 'mount /v', True, '/dev/vdb')
     outcomes.record('h1', 'exports', False)
     assert outcomes.summary() == '1 step(s) changed, 1 unchanged'
@@ -160,7 +160,7 @@ def test_heal_start_releases_the_pvs_when_the_storage_vm_is_recreated(
         vnfc_ids, users, request_params, expected):
     calls = []
     workflow = types.SimpleNamespace(
-        params=params.parse(sample()),
+        params=param_model.parse(sample()),
         release_storage=lambda skip_if_unreachable: calls.append(
             'release_storage %s' % skip_if_unreachable))
 
@@ -197,7 +197,7 @@ def test_heal_start_releases_the_pvs_when_the_storage_vm_is_recreated(
 def test_the_pv_check_flag_must_be_a_boolean(value):
     driver = mgmt_driver.KubernetesPvMgmtDriver()
     driver.storage.workflow = lambda context, vnf_instance, **requests: \
-        types.SimpleNamespace(params=params.parse(sample()))
+        types.SimpleNamespace(params=param_model.parse(sample()))
     request = heal_request()
     request.additional_params = {'skip_pv_check_if_unreachable': value}
     with pytest.raises(exceptions.ParameterErrors) as caught:
@@ -226,27 +226,27 @@ def test_each_flow_reports_only_what_it_did(monkeypatch, caplog):
         outcomes.record(executor.host, 'package nfs-common', True)
 
     monkeypatch.setattr(flow.remote, 'SessionPool', Sessions)
-    monkeypatch.setattr(flow.packages, 'check_supported_os',
+    monkeypatch.setattr(flow.dpkg, 'check_supported_os',
                         lambda executor, supported: None)
-    monkeypatch.setattr(workflows.nfs_client, 'install_nfs_client',
+    monkeypatch.setattr(storage_workflow.nfs_client, 'install_nfs_client',
                         install_nfs_client)
     monkeypatch.setattr(
-        workflows.nfs_client, 'gather_facts',
-        lambda executor, servers: workflows.nfs_client.ClientFacts(
+        storage_workflow.nfs_client, 'gather_facts',
+        lambda executor, servers: storage_workflow.nfs_client.ClientFacts(
             'ID=ubuntu\nVERSION_ID=22.04\n', {},
             {server: executor.host for server in servers}))
-    parsed = params.parse(sample())
-    storage = topology.Node('storage', 'storage', '10.0.0.5', '10.0.0.5',
-                            'storage_server_CP', None, parsed.storage)
-    monkeypatch.setattr(topology.Topology, 'resolve',
-                        lambda heat, params, overrides: topology.Topology(
+    parsed = param_model.parse(sample())
+    storage = vnf_topology.Node('storage', 'storage', '10.0.0.5', '10.0.0.5',
+                                'storage_server_CP', None, parsed.storage)
+    monkeypatch.setattr(vnf_topology.Topology, 'resolve',
+                        lambda heat, params, overrides: vnf_topology.Topology(
                             heat, [storage]))
-    workflow = workflows.PvWorkflow(parsed, [], heat=None)
+    workflow = storage_workflow.PvWorkflow(parsed, [], heat=None)
 
     def node(address):  # inside the sample's export_to 10.10.0.0/24
-        return topology.Node('worker', address, address, address,
-                             'workerNode_CP2', 'member-' + address,
-                             parsed.worker)
+        return vnf_topology.Node('worker', address, address, address,
+                                 'workerNode_CP2', 'member-' + address,
+                                 parsed.worker)
 
     caplog.set_level('INFO', logger=flow.__name__)
     first = workflow.install_clients([node('10.10.0.21')])
@@ -261,16 +261,16 @@ def test_each_flow_reports_only_what_it_did(monkeypatch, caplog):
 
 def cluster_only():
     value = sample()
-    del value[params.ROOT]['storage_server']
-    del value[params.ROOT]['pv_registration_params']
+    del value[param_model.ROOT]['storage_server']
+    del value[param_model.ROOT]['pv_registration_params']
     return value
 
 
 def test_heal_targets_without_a_storage_server():
     targets = lcm_requests.heal_targets(
         instance(), heal_request('v-worker', 'v-storage'),
-        params.parse(cluster_only()))
-    assert targets.servers == (topology.HealedServer('worker', 'srv-w'),)
+        param_model.parse(cluster_only()))
+    assert targets.servers == (vnf_topology.HealedServer('worker', 'srv-w'),)
     assert not targets.storage_server
 
 

@@ -5,7 +5,7 @@ import types
 
 import pytest
 
-from kubernetes_mgmt_pv import etcd
+from kubernetes_mgmt_pv.cluster import etcd
 from kubernetes_mgmt_pv import exceptions
 
 MEMBERS = [('8e9e05c52164694d', 'master1', ('https://10.0.0.1:2380',)),

@@ -3,10 +3,10 @@ tables for every client form of exports(5). No host."""
 
 import pytest
 
-from kubernetes_mgmt_pv import export_access
-from kubernetes_mgmt_pv import facts
-from kubernetes_mgmt_pv import params
-from kubernetes_mgmt_pv import storage
+from kubernetes_mgmt_pv.remote import facts
+from kubernetes_mgmt_pv.request import param_model
+from kubernetes_mgmt_pv.storage import export_access
+from kubernetes_mgmt_pv.storage import server_steps
 
 RESOLVED = export_access.Resolution(
     addresses={'worker1': ('10.1.2.12',),
@@ -62,7 +62,8 @@ def test_client_form(export_to, form):
 
 
 def exports(*pairs):
-    return [params.NfsExport(directory, target) for directory, target in pairs]
+    return [param_model.NfsExport(directory, target)
+            for directory, target in pairs]
 
 
 @pytest.mark.parametrize('wanted, clients, violations, unverified', [
@@ -158,6 +159,6 @@ def test_route_source(output, source):
 ])
 def test_exportfs_listing_of_every_client_form(export_to, listed, missing):
     listing = '/v/a\t%s(rw,sync)\n' % listed
-    assert storage.missing_exports(exports(('/v/a', export_to)),
-                                   listing) == (
+    assert server_steps.missing_exports(exports(('/v/a', export_to)),
+                                        listing) == (
         [('/v/a', export_to)] if missing else [])

@@ -8,11 +8,11 @@ import subprocess
 
 import pytest
 
-from kubernetes_mgmt_pv import export_access
-from kubernetes_mgmt_pv import facts
-from kubernetes_mgmt_pv import ha
-from kubernetes_mgmt_pv import nfs_client
-from kubernetes_mgmt_pv import storage
+from kubernetes_mgmt_pv.cluster import ha
+from kubernetes_mgmt_pv.remote import facts
+from kubernetes_mgmt_pv.storage import export_access
+from kubernetes_mgmt_pv.storage import nfs_client
+from kubernetes_mgmt_pv.storage import server_steps
 
 SCRIPTS = sorted(glob.glob(os.path.join(
     os.path.dirname(facts.__file__), 'scripts', '*.sh')))
@@ -32,7 +32,7 @@ def test_every_script_is_shellcheck_clean():
 
 
 @pytest.mark.parametrize('script, names', [
-    (storage._GATHER, ['storage_facts.sh']),
+    (server_steps._GATHER, ['storage_facts.sh']),
     (ha._GATHER, ['running.sh', 'ha_facts.sh']),
     (nfs_client._GATHER, ['nfs_client_facts.sh']),
     (export_access._RESOLVE, ['export_access_facts.sh']),

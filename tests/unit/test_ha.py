@@ -8,10 +8,10 @@ import subprocess
 
 import pytest
 
+from kubernetes_mgmt_pv.cluster import ha
 from kubernetes_mgmt_pv import exceptions
-from kubernetes_mgmt_pv import facts
-from kubernetes_mgmt_pv import ha
-from kubernetes_mgmt_pv import remote
+from kubernetes_mgmt_pv.remote import facts
+from kubernetes_mgmt_pv.remote import remote
 
 INSTALLED = 'install ok installed'
 MASTERS = [('master-0', '10.0.0.11'), ('master-1', '10.0.0.12'),

@@ -10,14 +10,14 @@ import inspect
 
 import pytest
 
-from kubernetes_mgmt_pv import base_driver
-from kubernetes_mgmt_pv import hooks
+from kubernetes_mgmt_pv.doors import tacker_v1
+from kubernetes_mgmt_pv import feature_hooks
 from kubernetes_mgmt_pv import mgmt_driver
-from kubernetes_mgmt_pv import storage_feature
+from kubernetes_mgmt_pv.storage import storage_feature
 
 # The hashed file adds the persistent volumes to the cluster's hooks, so it
 # defines exactly the hooks that feature acts at.
-HOOKS = hooks.PERSISTENT_VOLUME
+HOOKS = feature_hooks.PERSISTENT_VOLUME
 # The order of the two features in each hook: cluster first on *_end hooks,
 # persistent volumes first on *_start hooks (they undo before the cluster
 # changes).
@@ -60,7 +60,7 @@ def test_the_package_contract_has_a_version():
 def test_cluster_first_on_end_hooks_storage_first_on_start_hooks(
         monkeypatch, hook, order):
     calls = []
-    monkeypatch.setattr(base_driver.KubernetesMgmtDriver, hook,
+    monkeypatch.setattr(tacker_v1.KubernetesMgmtDriver, hook,
                         lambda *args, **kwargs: calls.append('cluster'))
     monkeypatch.setattr(storage_feature.StorageFeature, hook,
                         lambda *args, **kwargs: calls.append('storage'))

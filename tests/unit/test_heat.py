@@ -1,4 +1,5 @@
-"""Tests of kubernetes_mgmt_pv.heat against the Keystone/Heat HTTP fake.
+"""Tests of kubernetes_mgmt_pv.openstack.heat against the Keystone/Heat
+HTTP fake.
 
 The real heatclient and keystoneauth1 run over HTTP, so these tests also
 check that the driver uses them the way a real cloud expects (token on
@@ -11,7 +12,7 @@ import urllib.request
 import pytest
 
 from kubernetes_mgmt_pv import exceptions
-from kubernetes_mgmt_pv import heat
+from kubernetes_mgmt_pv.openstack import heat
 from testbed import openstack_api
 
 WRONG_PASSWORD = 'not-the-secret-4711'

@@ -1,4 +1,4 @@
-"""``hooks`` is the one list of the hooks each feature acts at: the
+"""``feature_hooks`` is the one list of the hooks each feature acts at: the
 feature classes, the README table and the sample VNFDs must agree with
 it (package_check and the hashed-file test read it directly)."""
 
@@ -8,21 +8,21 @@ import textwrap
 
 import pytest
 
-from kubernetes_mgmt_pv import base_driver
-from kubernetes_mgmt_pv import cluster_feature
-from kubernetes_mgmt_pv import hooks
+from kubernetes_mgmt_pv.cluster import cluster_feature
+from kubernetes_mgmt_pv.doors import tacker_compat
+from kubernetes_mgmt_pv.doors import tacker_v1
+from kubernetes_mgmt_pv import feature_hooks
 from kubernetes_mgmt_pv import safe_yaml
-from kubernetes_mgmt_pv import storage_feature
-from kubernetes_mgmt_pv import tacker_compat
+from kubernetes_mgmt_pv.storage import storage_feature
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(
     os.path.abspath(__file__))))
 README = os.path.join(ROOT, 'README.rst')
 DEFINITIONS = os.path.join(ROOT, 'samples', 'kubernetes_pv_vnf',
                            'Definitions')
-FEATURES = {'Cluster': hooks.CLUSTER,
-            'Persistent volumes': hooks.PERSISTENT_VOLUME}
-ALL = set(hooks.CLUSTER) | set(hooks.PERSISTENT_VOLUME)
+FEATURES = {'Cluster': feature_hooks.CLUSTER,
+            'Persistent volumes': feature_hooks.PERSISTENT_VOLUME}
+ALL = set(feature_hooks.CLUSTER) | set(feature_hooks.PERSISTENT_VOLUME)
 
 
 def readme_lines():
@@ -31,8 +31,8 @@ def readme_lines():
 
 
 @pytest.mark.parametrize('feature, declared', [
-    (cluster_feature.ClusterFeature, hooks.CLUSTER),
-    (storage_feature.StorageFeature, hooks.PERSISTENT_VOLUME),
+    (cluster_feature.ClusterFeature, feature_hooks.CLUSTER),
+    (storage_feature.StorageFeature, feature_hooks.PERSISTENT_VOLUME),
 ])
 def test_the_declaration_is_the_hooks_each_feature_defines(
         feature, declared):
@@ -69,7 +69,7 @@ def test_the_readme_vnfd_example_routes_every_hook():
     routed = example['node_templates']['VNF']['interfaces']['Vnflcm']
     assert set(routed) == ALL
     assert {operation['implementation'] for operation in routed.values()} \
-        == {base_driver.DRIVER_NAME}
+        == {tacker_v1.DRIVER_NAME}
 
 
 @pytest.mark.parametrize('name', ['sample_kubernetes_df_simple.yaml',
@@ -81,4 +81,4 @@ def test_the_sample_vnfds_route_every_hook_to_the_driver(name):
     routed = vnf['interfaces']['Vnflcm']
     assert set(routed) == ALL
     assert {operation['implementation'] for operation in routed.values()} \
-        == {base_driver.DRIVER_NAME}
+        == {tacker_v1.DRIVER_NAME}

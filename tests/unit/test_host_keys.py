@@ -20,9 +20,9 @@ import paramiko
 import pytest
 
 from kubernetes_mgmt_pv import exceptions
-from kubernetes_mgmt_pv import heat
-from kubernetes_mgmt_pv import host_keys
-from kubernetes_mgmt_pv import nova
+from kubernetes_mgmt_pv.openstack import heat
+from kubernetes_mgmt_pv.openstack import nova
+from kubernetes_mgmt_pv.remote import host_keys
 from testbed import openstack_api
 
 SERVER_ID = '0b5e2bb6-1f1e-4a51-9a55-3d6c1b1c2f77'

@@ -3,14 +3,14 @@ no host, no Heat."""
 
 import pytest
 
-from kubernetes_mgmt_pv import cluster
-from kubernetes_mgmt_pv import params
-from kubernetes_mgmt_pv import topology
+from kubernetes_mgmt_pv.cluster import cluster
+from kubernetes_mgmt_pv.openstack import vnf_topology
+from kubernetes_mgmt_pv.request import param_model
 
-ACCESS = params.NodeAccess('cp', 'cp', 'ubuntu', 'secret')
-M1, M2 = (topology.Node('master', ip, ip, ip, 'cp', None, ACCESS)
+ACCESS = param_model.NodeAccess('cp', 'cp', 'ubuntu', 'secret')
+M1, M2 = (vnf_topology.Node('master', ip, ip, ip, 'cp', None, ACCESS)
           for ip in ('10.0.0.11', '10.0.0.12'))
-W1, W2, W3 = (topology.Node('worker', ip, ip, ip, 'cp', None, ACCESS)
+W1, W2, W3 = (vnf_topology.Node('worker', ip, ip, ip, 'cp', None, ACCESS)
               for ip in ('10.0.0.21', '10.0.0.22', '10.0.1.21'))
 
 

@@ -1,4 +1,4 @@
-"""Hostile additionalParams: params.parse ends every one of them in
+"""Hostile additionalParams: param_model.parse ends every one of them in
 ParameterErrors naming the JSON path, fast, and never raises anything
 else."""
 
@@ -7,11 +7,11 @@ import time
 import pytest
 
 from kubernetes_mgmt_pv import exceptions
-from kubernetes_mgmt_pv import param_checks
-from kubernetes_mgmt_pv import params
+from kubernetes_mgmt_pv.request import param_checks
+from kubernetes_mgmt_pv.request import param_model
 from tests.unit import test_params
 
-ROOT = params.ROOT
+ROOT = param_model.ROOT
 STORAGE = ROOT + '.storage_server'
 
 
@@ -31,7 +31,7 @@ for _ in range(20000):
 def failures(value):
     """{path: reason} of parse(value), which must raise ParameterErrors."""
     with pytest.raises(exceptions.ParameterErrors) as caught:
-        params.parse(value)
+        param_model.parse(value)
     found = {}
     for error in caught.value.errors:
         found.setdefault(error.path, error.reason)
@@ -143,7 +143,7 @@ def test_a_value_nested_to_the_limit_is_still_accepted():
     value = test_params.sample()
     value[ROOT]['master_node']['unused'] = deeply_nested(
         param_checks.MAX_DEPTH - 3, 'x')
-    params.parse(value)
+    param_model.parse(value)
 
 
 @pytest.mark.parametrize('value', [
@@ -157,9 +157,9 @@ def test_problems_beyond_the_limit_are_counted_not_listed():
     value[ROOT]['storage_server'].update(
         ('unknown%d' % n, n) for n in range(1000))
     found = failures(value)
-    assert len(found) == params.MAX_REPORTED + 1
+    assert len(found) == param_model.MAX_REPORTED + 1
     assert found['additionalParams'] == '%d more problems are not listed' % (
-        1000 - params.MAX_REPORTED)
+        1000 - param_model.MAX_REPORTED)
 
 
 # -- every string field against every value no string field may have --------

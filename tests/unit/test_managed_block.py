@@ -4,7 +4,7 @@ bytes outside it are kept exactly, whatever they are."""
 import pytest
 
 from kubernetes_mgmt_pv import exceptions
-from kubernetes_mgmt_pv import managed_block
+from kubernetes_mgmt_pv.remote import managed_block
 
 BEGIN = managed_block.BEGIN + b'\n'
 END = managed_block.END + b'\n'

@@ -4,8 +4,8 @@ import time
 import pytest
 
 from kubernetes_mgmt_pv import exceptions
-from kubernetes_mgmt_pv import manifests
-from kubernetes_mgmt_pv import params
+from kubernetes_mgmt_pv.request import param_model
+from kubernetes_mgmt_pv.storage import manifests
 from testbed import pv_manifest
 
 
@@ -15,9 +15,9 @@ def pv(name, server):
 
 
 def registration(path, index=0):
-    return params.PvRegistration(
+    return param_model.PvRegistration(
         manifest_path=path, nfs_server_cp='storage_server_CP',
-        json_path='%s.pv_registration_params[%d]' % (params.ROOT, index))
+        json_path='%s.pv_registration_params[%d]' % (param_model.ROOT, index))
 
 
 @pytest.fixture
@@ -54,7 +54,8 @@ def test_render_replaces_any_previous_server(package, server):
 
 def test_missing_manifest_is_named_by_json_path(package):
     found = load_errors(package, 'Files/kubernetes/nope.yaml')
-    path = params.ROOT + '.pv_registration_params[0].pv_manifest_file_path'
+    path = param_model.ROOT + \
+        '.pv_registration_params[0].pv_manifest_file_path'
     assert 'does not exist' in found[path]
 
 
@@ -86,7 +87,8 @@ def test_invalid_manifests_are_refused(package, content, message):
 def test_duplicate_pv_names_are_refused(package):
     (package / 'copy.yaml').write_text(pv('nfs-pv1', 'x'))
     found = load_errors(package, 'Files/kubernetes/nfs-pv1.yaml', 'copy.yaml')
-    path = params.ROOT + '.pv_registration_params[1].pv_manifest_file_path'
+    path = param_model.ROOT + \
+        '.pv_registration_params[1].pv_manifest_file_path'
     assert 'already defined' in found[path]
 
 
@@ -125,7 +127,7 @@ def test_hostile_manifest_is_named_fast(package, content, message):
     started = time.monotonic()
     found = load_errors(package, 'Files/kubernetes/nfs-pv1.yaml')
     assert time.monotonic() - started < 1
-    reason = found[params.ROOT +
+    reason = found[param_model.ROOT +
                    '.pv_registration_params[0].pv_manifest_file_path']
     assert reason.startswith("'Files/kubernetes/nfs-pv1.yaml'")
     assert message is None or message in reason

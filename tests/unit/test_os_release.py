@@ -2,10 +2,10 @@
 
 import pytest
 
-from kubernetes_mgmt_pv import packages
-from testbed import cluster
+from kubernetes_mgmt_pv.remote import dpkg
+from testbed import virtual_vnf
 
-UBUNTU_2204 = cluster.UBUNTU_OS_RELEASE  # what the test guests carry
+UBUNTU_2204 = virtual_vnf.UBUNTU_OS_RELEASE  # what the test guests carry
 
 
 @pytest.mark.parametrize('text, expected', [
@@ -22,4 +22,4 @@ UBUNTU_2204 = cluster.UBUNTU_OS_RELEASE  # what the test guests carry
     ('', ('', '')),
 ])
 def test_id_and_version(text, expected):
-    assert packages.parse_os_release(text) == expected
+    assert dpkg.parse_os_release(text) == expected

@@ -3,9 +3,9 @@ import copy
 import pytest
 
 from kubernetes_mgmt_pv import exceptions
-from kubernetes_mgmt_pv import params
+from kubernetes_mgmt_pv.request import param_model
 
-ROOT = params.ROOT
+ROOT = param_model.ROOT
 
 
 def sample():
@@ -49,15 +49,15 @@ def sample():
 
 def errors_of(value):
     with pytest.raises(exceptions.ParameterErrors) as caught:
-        params.parse(value)
+        param_model.parse(value)
     return {error.path: error.reason for error in caught.value.errors}
 
 
 def test_user_guide_parameters_parse():
-    parsed = params.parse(sample())
+    parsed = param_model.parse(sample())
     assert parsed.pv_enabled
     assert parsed.storage.volumes == (
-        params.VolumeSetup('storage_server_volume', '/volume'),)
+        param_model.VolumeSetup('storage_server_volume', '/volume'),)
     assert [e.export_dir for e in parsed.storage.exports] == [
         '/volume/nfs/pv1', '/volume/nfs/pv2']
     assert parsed.master.aspect_id == 'master_instance'
@@ -72,7 +72,7 @@ def test_without_storage_server_the_feature_is_off():
     value = sample()
     del value[ROOT]['storage_server']
     del value[ROOT]['pv_registration_params']
-    assert not params.parse(value).pv_enabled
+    assert not param_model.parse(value).pv_enabled
 
 
 def test_pv_registration_without_storage_server_is_an_error():
@@ -84,7 +84,7 @@ def test_pv_registration_without_storage_server_is_an_error():
 def test_nic_cp_name_defaults_to_ssh_cp_name():
     value = sample()
     del value[ROOT]['storage_server']['nic_cp_name']
-    assert params.parse(value).storage.nic_cp_name == 'storage_server_CP'
+    assert param_model.parse(value).storage.nic_cp_name == 'storage_server_CP'
 
 
 @pytest.mark.parametrize('bad', [
@@ -109,7 +109,7 @@ def test_export_to_accepts_hosts_and_networks(good):
     value = sample()
     value[ROOT]['storage_server']['nfs_server_setup_params'][0][
         'export_to'] = good
-    assert params.parse(value).storage.exports[0].export_to == good
+    assert param_model.parse(value).storage.exports[0].export_to == good
 
 
 @pytest.mark.parametrize('bad', [
@@ -181,13 +181,13 @@ def test_proxy_errors_do_not_echo_credentials():
     value = sample()
     value[ROOT]['proxy']['http_proxy'] = 'ftp://user:s3cret@proxy:21'
     with pytest.raises(exceptions.ParameterErrors) as caught:
-        params.parse(value)
+        param_model.parse(value)
     assert ROOT + '.proxy.http_proxy' in str(caught.value)
     assert 's3cret' not in str(caught.value)
 
 
 def test_proxy_environment_and_secrets():
-    proxy = params.parse(sample()).proxy
+    proxy = param_model.parse(sample()).proxy
     assert proxy.environment() == {
         'http_proxy': 'http://user1:password1@host1:3128',
         'https_proxy': 'https://user2:password2@host2:3128',
@@ -196,7 +196,7 @@ def test_proxy_environment_and_secrets():
 
 
 def test_passwords_are_not_in_the_model_repr():
-    parsed = params.parse(sample())
+    parsed = param_model.parse(sample())
     assert 'password' not in repr(parsed.storage)
     assert 'password' not in repr(parsed.master)
 
@@ -247,7 +247,7 @@ def test_system_and_home_directories_are_refused_as_export(directory):
 ])
 def test_directories_below_system_and_home_directories_are_allowed(
         mount_to, export_dir):
-    parsed = params.parse(with_volume_and_export(mount_to, export_dir))
+    parsed = param_model.parse(with_volume_and_export(mount_to, export_dir))
     assert parsed.storage.volumes[0].mount_to == mount_to
     assert parsed.storage.exports[0].export_dir == export_dir
 
@@ -266,7 +266,8 @@ def test_export_inside_the_second_volume_is_accepted():
     value[ROOT]['storage_server']['cinder_volume_setup_params'].append(
         {'volume_resource_id': 'storage_server_volume2',
          'mount_to': '/volume2'})
-    assert params.parse(value).storage.exports[0].export_dir == '/volume2/nfs'
+    assert param_model.parse(
+        value).storage.exports[0].export_dir == '/volume2/nfs'
 
 
 def test_exports_are_not_judged_against_an_invalid_mount_point():
@@ -284,7 +285,7 @@ def test_heat_resource_names_of_the_samples_are_accepted(name):
     storage['cinder_volume_setup_params'][0]['volume_resource_id'] = name
     value[ROOT]['worker_node']['aspect_id'] = name
     value[ROOT]['pv_registration_params'][0]['nfs_server_cp'] = name
-    parsed = params.parse(value)
+    parsed = param_model.parse(value)
     assert parsed.storage.ssh_cp_name == name
     assert parsed.worker.aspect_id == name
 
@@ -305,7 +306,7 @@ def test_a_cp_name_that_leaves_the_heat_resource_path_is_refused():
 def test_proxy_urls_that_are_accepted(url):
     value = sample()
     value[ROOT]['proxy']['http_proxy'] = url
-    assert params.parse(value).proxy.http_proxy == url
+    assert param_model.parse(value).proxy.http_proxy == url
 
 
 def test_text_errors_never_echo_the_value():

@@ -7,12 +7,12 @@ import json
 import pytest
 
 from kubernetes_mgmt_pv import exceptions
-from kubernetes_mgmt_pv import params
+from kubernetes_mgmt_pv.request import param_model
 from tests.unit import test_params
 
-ROOT = params.ROOT
-MASTER = params.MASTER_PATH
-PROXY = params.PROXY_PATH
+ROOT = param_model.ROOT
+MASTER = param_model.MASTER_PATH
+PROXY = param_model.PROXY_PATH
 
 # persistent_volumes_kubernetes_param_file.json of user-guide-k8s-pv.rst,
 # exactly as the guide prints it (placeholder proxy ports included).
@@ -151,12 +151,12 @@ USER_GUIDE_REQUEST = """
 
 def errors_of(value):
     with pytest.raises(exceptions.ParameterErrors) as caught:
-        params.parse(value)
+        param_model.parse(value)
     return {error.path: error.reason for error in caught.value.errors}
 
 
 def warnings_of(value):
-    return {w.path: w.reason for w in params.parse(value).warnings}
+    return {w.path: w.reason for w in param_model.parse(value).warnings}
 
 
 def with_changes(**changes):
@@ -175,10 +175,10 @@ def with_changes(**changes):
 
 def test_the_user_guide_request_parses_with_no_error():
     request = json.loads(USER_GUIDE_REQUEST)
-    parsed = params.parse(request['additionalParams'])
+    parsed = param_model.parse(request['additionalParams'])
     assert parsed.script_path == 'Scripts/install_k8s_cluster.sh'
     assert parsed.vim_name == 'kubernetes_vim'
-    assert parsed.network == params.ClusterNetwork(
+    assert parsed.network == param_model.ClusterNetwork(
         pod_cidr='192.168.3.0/16', cluster_cidr='10.199.187.0/24',
         cluster_cp_name='masterNode_CP1')
     assert parsed.proxy.k8s_node_cidr == '10.10.0.0/24'
@@ -190,12 +190,13 @@ def test_the_user_guide_request_parses_with_no_error():
 
 
 def test_the_warnings_never_echo_proxy_credentials():
-    parsed = params.parse(json.loads(USER_GUIDE_REQUEST)['additionalParams'])
+    parsed = param_model.parse(json.loads(
+        USER_GUIDE_REQUEST)['additionalParams'])
     assert 'password1' not in repr(parsed.warnings)
 
 
 def test_host_bits_are_accepted_with_a_warning():
-    parsed = params.parse(test_params.sample())
+    parsed = param_model.parse(test_params.sample())
     assert parsed.network.pod_cidr == '192.168.3.0/16'
     assert warnings_of(test_params.sample()) == {
         MASTER + '.pod_cidr':
@@ -222,7 +223,7 @@ def test_host_bits_are_accepted_with_a_warning():
 ])
 def test_valid_cluster_values(key, value):
     value_of = with_changes(**{key: value})
-    parsed = params.parse(value_of)
+    parsed = param_model.parse(value_of)
     model = {
         'master_node__pod_cidr': parsed.network.pod_cidr,
         'master_node__cluster_cidr': parsed.network.cluster_cidr,
@@ -235,12 +236,12 @@ def test_valid_cluster_values(key, value):
 
 
 def test_the_cluster_keys_are_optional():
-    parsed = params.parse(with_changes(
+    parsed = param_model.parse(with_changes(
         script_path=None, vim_name=None, master_node__pod_cidr=None,
         master_node__cluster_cidr=None, master_node__cluster_cp_name=None,
         proxy__k8s_node_cidr=None))
     assert (parsed.script_path, parsed.vim_name) == (None, None)
-    assert parsed.network == params.ClusterNetwork()
+    assert parsed.network == param_model.ClusterNetwork()
     assert parsed.proxy.k8s_node_cidr is None
 
 
@@ -299,9 +300,10 @@ def test_overlapping_cidrs_are_refused(changes, path, reason):
 
 
 def test_networks_of_different_families_do_not_overlap():
-    params.parse(with_changes(master_node__pod_cidr='fd00::/56',
-                              master_node__cluster_cidr='10.0.0.0/16',
-                              proxy__k8s_node_cidr='10.1.0.0/24,fd01::/64'))
+    param_model.parse(with_changes(
+        master_node__pod_cidr='fd00::/56',
+        master_node__cluster_cidr='10.0.0.0/16',
+        proxy__k8s_node_cidr='10.1.0.0/24,fd01::/64'))
 
 
 def test_master_node_is_parsed_without_storage_server():
@@ -313,8 +315,8 @@ def test_master_node_is_parsed_without_storage_server():
 
 
 def test_a_cluster_without_storage_server_keeps_its_nodes():
-    parsed = params.parse(with_changes(storage_server=None,
-                                       pv_registration_params=None))
+    parsed = param_model.parse(with_changes(storage_server=None,
+                                            pv_registration_params=None))
     assert not parsed.pv_enabled
     assert parsed.master.aspect_id == 'master_instance'
     assert parsed.worker.aspect_id == 'worker_instance'
@@ -322,18 +324,19 @@ def test_a_cluster_without_storage_server_keeps_its_nodes():
 
 
 def test_master_node_is_optional_without_either_feature():
-    parsed = params.parse(with_changes(
+    parsed = param_model.parse(with_changes(
         storage_server=None, pv_registration_params=None, master_node=None,
         script_path=None))
-    assert parsed.master is None and parsed.network == params.ClusterNetwork()
+    assert parsed.master is None
+    assert parsed.network == param_model.ClusterNetwork()
 
 
 def test_the_cluster_feature_needs_master_node():
     with pytest.raises(exceptions.ParameterErrors,
                        match=r'master_node: is required'):
-        params.parse(with_changes(storage_server=None,
-                                  pv_registration_params=None,
-                                  master_node=None))
+        param_model.parse(with_changes(storage_server=None,
+                                       pv_registration_params=None,
+                                       master_node=None))
 
 
 @pytest.mark.parametrize('key', ['master_node__helm_path',
@@ -357,7 +360,7 @@ def test_proxy_port_placeholder_is_a_warning_and_a_bad_number_an_error():
 
 def test_partial_parse_keeps_what_is_valid_and_names_the_rest():
     value = with_changes(vim_name='my vim', master_node__aspect_id='a b')
-    result = params.parse_partially(value)
+    result = param_model.parse_partially(value)
     assert {e.path for e in result.errors} == {
         ROOT + '.vim_name', MASTER + '.aspect_id'}
     assert result.params.vim_name is None
@@ -372,6 +375,6 @@ def test_partial_parse_keeps_what_is_valid_and_names_the_rest():
 
 def test_partial_parse_never_raises():
     for value in (None, [], {ROOT: 'x'}, {ROOT: {'master_node': []}}):
-        result = params.parse_partially(value)
+        result = param_model.parse_partially(value)
         assert result.errors and isinstance(result.params,
-                                            params.ClusterParams)
+                                            param_model.ClusterParams)

@@ -4,10 +4,10 @@ files the driver derives from them."""
 
 import pytest
 
-from kubernetes_mgmt_pv import cluster
+from kubernetes_mgmt_pv.cluster import cluster
 from kubernetes_mgmt_pv import exceptions
-from kubernetes_mgmt_pv import offline
-from kubernetes_mgmt_pv import params
+from kubernetes_mgmt_pv.request import offline_params
+from kubernetes_mgmt_pv.request import param_model
 from tests.unit import test_cli
 from tests.unit.test_cli import body  # noqa: F401 (fixtures)
 from tests.unit.test_cli import built_zip  # noqa: F401
@@ -15,7 +15,7 @@ from tests.unit.test_cli import package  # noqa: F401
 from tests.unit.test_cli import validate  # noqa: F401
 from tests.unit import test_cluster
 
-PATH = offline.PATH
+PATH = offline_params.PATH
 FULL = {
     'apt_repository_url': 'http://mirror.example:8080/k8s/v1.31/deb/',
     'apt_key_file': 'Files/keys/kubernetes-apt.asc',
@@ -27,7 +27,7 @@ FULL = {
 
 
 def request(sources):
-    return {params.ROOT: {
+    return {param_model.ROOT: {
         'script_path': 'Scripts/install_k8s_cluster.sh',
         'master_node': {'ssh_cp_name': 'masterNode_CP1',
                         'username': 'ubuntu', 'password': 'ubuntu'},
@@ -36,31 +36,33 @@ def request(sources):
 
 def errors_of(sources):
     with pytest.raises(exceptions.ParameterErrors) as caught:
-        params.parse(request(sources))
+        param_model.parse(request(sources))
     return {error.path: error.reason for error in caught.value.errors}
 
 
 def test_without_offline_everything_is_the_online_default():
-    model = params.parse(request(None))
-    assert model.offline == offline.OfflineSources()
+    model = param_model.parse(request(None))
+    assert model.offline == offline_params.OfflineSources()
     assert model.offline.script_options() == []
     assert model.offline.package_files() == []
 
 
 def test_every_source_becomes_a_script_option_and_a_node_file():
-    sources = params.parse(request(FULL)).offline
+    sources = param_model.parse(request(FULL)).offline
     assert sources.script_options() == [
-        '-r', FULL['apt_repository_url'], '-g', offline.NODE_APT_KEY,
-        '-n', offline.NODE_CNI_MANIFEST, '-M', FULL['registry_mirror_url'],
+        '-r', FULL['apt_repository_url'], '-g', offline_params.NODE_APT_KEY,
+        '-n', offline_params.NODE_CNI_MANIFEST,
+        '-M', FULL['registry_mirror_url'],
         '-R', 'registry.k8s.io,docker.io', '-P', FULL['sandbox_image']]
     assert sources.package_files() == [
-        (PATH + '.apt_key_file', FULL['apt_key_file'], offline.NODE_APT_KEY),
+        (PATH + '.apt_key_file', FULL['apt_key_file'],
+         offline_params.NODE_APT_KEY),
         (PATH + '.cni_manifest_file', FULL['cni_manifest_file'],
-         offline.NODE_CNI_MANIFEST)]
+         offline_params.NODE_CNI_MANIFEST)]
 
 
 def test_a_mirror_without_registries_leaves_them_to_the_script():
-    sources = params.parse(request({
+    sources = param_model.parse(request({
         'registry_mirror_url': 'http://10.0.0.9:5000'})).offline
     assert sources.script_options() == ['-M', 'http://10.0.0.9:5000']
 
@@ -72,8 +74,8 @@ def test_a_repository_needs_the_key_from_the_package():
 
 
 def test_a_key_alone_pins_the_default_repository():
-    sources = params.parse(request({'apt_key_file': 'k.asc'})).offline
-    assert sources.script_options() == ['-g', offline.NODE_APT_KEY]
+    sources = param_model.parse(request({'apt_key_file': 'k.asc'})).offline
+    assert sources.script_options() == ['-g', offline_params.NODE_APT_KEY]
 
 
 @pytest.mark.parametrize('key, value', [
@@ -137,25 +139,25 @@ def test_good_image_references():
     for image in ('registry.k8s.io/pause:3.10', 'pause', 'mirror:5000/pause',
                   'mirror:5000/k8s/pause:3.10',
                   'registry.k8s.io/pause@sha256:' + 'a' * 64):
-        assert params.parse(request({'sandbox_image': image})).offline \
+        assert param_model.parse(request({'sandbox_image': image})).offline \
             .sandbox_image == image
 
 
 def test_proxy_urls_keep_their_rules():
     # The URL rules moved here from params: the proxy still follows them.
-    assert offline.is_http_url('http://user:p%40ss@proxy:3128')
-    assert not offline.is_http_url('socks5://proxy:1080')
-    assert offline.url_port('http://[fd00::1]:3128/') == '3128'
-    assert offline.url_port('http://proxy/') == ''
+    assert offline_params.is_http_url('http://user:p%40ss@proxy:3128')
+    assert not offline_params.is_http_url('socks5://proxy:1080')
+    assert offline_params.url_port('http://[fd00::1]:3128/') == '3128'
+    assert offline_params.url_port('http://proxy/') == ''
 
 
 def test_every_node_gets_the_sources_after_its_endpoint():
-    sources = params.parse(request(FULL)).offline
+    sources = param_model.parse(request(FULL)).offline
     for role, target in (('leader', test_cluster.M1),
                          ('worker', test_cluster.W1)):
         argv = cluster.script_argv(
             role, test_cluster.plan(), target, '10.0.0.5:16443',
-            params.ClusterNetwork(), test_cluster.INFO, offline=sources)
+            param_model.ClusterNetwork(), test_cluster.INFO, offline=sources)
         endpoint = argv.index('-i') + 2
         assert argv[endpoint:endpoint + 12] == sources.script_options()
 

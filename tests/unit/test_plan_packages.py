@@ -2,8 +2,8 @@
 
 import pytest
 
-from kubernetes_mgmt_pv import facts
-from kubernetes_mgmt_pv import packages
+from kubernetes_mgmt_pv.remote import dpkg
+from kubernetes_mgmt_pv.remote import facts
 
 INSTALLED = 'install ok installed'
 
@@ -23,7 +23,7 @@ INSTALLED = 'install ok installed'
 def test_dpkg_status(status, stderr, parsed):
     stdout, stderr = (stderr, '') if status == 0 else ('', stderr)
     result = facts.CommandResult(status, stdout.encode(), stderr.encode())
-    assert packages.parse_dpkg_status(result) == parsed
+    assert dpkg.parse_dpkg_status(result) == parsed
 
 
 @pytest.mark.parametrize('statuses, missing', [
@@ -35,11 +35,11 @@ def test_dpkg_status(status, stderr, parsed):
     ({}, ['nfs-common']),
 ])
 def test_install_list(statuses, missing):
-    assert packages.missing_packages(['nfs-common'], statuses) == missing
+    assert dpkg.missing_packages(['nfs-common'], statuses) == missing
 
 
 def test_install_keeps_changed_configuration_files():
-    assert packages.install_command(['nfs-common', 'rpcbind']) == [
+    assert dpkg.install_command(['nfs-common', 'rpcbind']) == [
         'apt-get', '-y', '-q', '-o', 'DPkg::Lock::Timeout=300',
         '-o', 'Dpkg::Options::=--force-confdef',
         '-o', 'Dpkg::Options::=--force-confold', 'install', 'nfs-common',

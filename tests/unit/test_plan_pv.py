@@ -5,8 +5,8 @@ import json
 import pytest
 
 from kubernetes_mgmt_pv import exceptions
-from kubernetes_mgmt_pv import manifests
-from kubernetes_mgmt_pv import pv
+from kubernetes_mgmt_pv.storage import manifests
+from kubernetes_mgmt_pv.storage import pv
 
 SERVERS = {'storage_cp': '10.0.0.5'}
 

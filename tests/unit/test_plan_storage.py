@@ -7,10 +7,10 @@ import stat
 import pytest
 
 from kubernetes_mgmt_pv import exceptions
-from kubernetes_mgmt_pv import facts
-from kubernetes_mgmt_pv import managed_block
-from kubernetes_mgmt_pv import params
-from kubernetes_mgmt_pv import storage
+from kubernetes_mgmt_pv.remote import facts
+from kubernetes_mgmt_pv.remote import managed_block
+from kubernetes_mgmt_pv.request import param_model
+from kubernetes_mgmt_pv.storage import server_steps
 
 BLOCK = stat.S_IFBLK | 0o660
 DIRECTORY = stat.S_IFDIR | 0o755
@@ -42,7 +42,7 @@ def test_sections_keep_stdout_bytes_status_and_stderr_apart():
     assert (sections['probe 0'].exit_status,
             sections['probe 0'].stdout_bytes) == (2, b'')
     assert sections['stat 0'].stdout == '/dev/vdb\t252:16\t61b0\n'
-    assert storage.stat_errors(sections['stat 0']) == ''
+    assert server_steps.stat_errors(sections['stat 0']) == ''
 
 
 @pytest.mark.parametrize('link, device', [
@@ -52,7 +52,7 @@ def test_sections_keep_stdout_bytes_status_and_stderr_apart():
     (result(0, b'/dev/vdb\n'), '/dev/vdb'),
 ])
 def test_device_of_a_volume(link, device):
-    assert storage.located_device('/dev/vdb', link) == device
+    assert server_steps.located_device('/dev/vdb', link) == device
 
 
 @pytest.mark.parametrize('output, probe', [
@@ -62,7 +62,7 @@ def test_device_of_a_volume(link, device):
     (result(4, b'', b'blkid: error'), None),             # blkid failed
 ])
 def test_blkid_probe(output, probe):
-    assert storage.parse_probe(output) == probe
+    assert server_steps.parse_probe(output) == probe
 
 
 @pytest.mark.parametrize('output, entry', [
@@ -72,7 +72,7 @@ def test_blkid_probe(output, probe):
     (result(1, b'', b'find: Permission denied'), None),
 ])
 def test_first_entry_of_a_mount_point(output, entry):
-    assert storage.parse_entry(output) == entry
+    assert server_steps.parse_entry(output) == entry
 
 
 # -- the volume's filesystem --------------------------------------------------
@@ -109,9 +109,9 @@ def test_filesystem_plan(probe, regions, plan):
         with pytest.raises(exceptions.StorageSetupError,
                            match=r'^/dev/vdb ' + re.escape(plan) +
                            '; refusing to format it'):
-            storage.plan_filesystem('/dev/vdb', probe, regions)
+            server_steps.plan_filesystem('/dev/vdb', probe, regions)
     else:
-        assert storage.plan_filesystem('/dev/vdb', probe, regions) == plan
+        assert server_steps.plan_filesystem('/dev/vdb', probe, regions) == plan
 
 
 @pytest.mark.parametrize('result, regions', [
@@ -125,7 +125,7 @@ def test_filesystem_plan(probe, regions, plan):
 def test_regions_parsed(result, regions):
     if result is not None:
         result = facts.CommandResult(result[0], result[1].encode(), b'')
-    assert storage.parse_regions(result) == regions
+    assert server_steps.parse_regions(result) == regions
 
 
 @pytest.mark.parametrize('probe, identity', [
@@ -136,9 +136,9 @@ def test_regions_parsed(result, regions):
 def test_filesystem_identity_for_fstab(probe, identity):
     if isinstance(identity, str):
         with pytest.raises(exceptions.StorageSetupError, match=identity):
-            storage.filesystem_identity('/dev/vdb', probe)
+            server_steps.filesystem_identity('/dev/vdb', probe)
     else:
-        assert storage.filesystem_identity('/dev/vdb', probe) == identity
+        assert server_steps.filesystem_identity('/dev/vdb', probe) == identity
 
 
 # -- the mount ----------------------------------------------------------------
@@ -147,7 +147,7 @@ def point(**facts):
     values = dict(device='/dev/vdb', mount_to='/volume1',
                   device_id='252:16', device_mode=BLOCK)
     values.update(facts)
-    return storage.MountPoint(**values)
+    return server_steps.MountPoint(**values)
 
 
 MOUNT = [['mkdir', '-p', '--', '/volume1'],
@@ -176,11 +176,11 @@ def test_mount_plan(facts, plan):
     checked = point(**facts)
     if isinstance(plan, str):
         with pytest.raises(exceptions.StorageSetupError) as caught:
-            storage.check_mount_point(checked)
+            server_steps.check_mount_point(checked)
         assert str(caught.value).startswith(plan)
     else:
-        storage.check_mount_point(checked)
-        assert storage.plan_mount(checked, 'ext4') == plan
+        server_steps.check_mount_point(checked)
+        assert server_steps.plan_mount(checked, 'ext4') == plan
 
 
 @pytest.mark.parametrize('facts, listed', [
@@ -190,7 +190,7 @@ def test_mount_plan(facts, plan):
     (dict(mode=REGULAR), False),
 ])
 def test_only_an_unmounted_directory_needs_its_listing(facts, listed):
-    assert storage.needs_listing(point(**facts)) is listed
+    assert server_steps.needs_listing(point(**facts)) is listed
 
 
 STATS = {'/dev/vdb': ['252:16', '61b0'], '/dev/vdc': ['252:32', '61b0'],
@@ -208,13 +208,13 @@ MOUNTS = [('/', '252:1'), ('/volume1', '252:16'), ('/mnt/other', '252:32')]
                                   mounted_elsewhere=(), mode=None)),
 ])
 def test_mount_point_facts(device, mount_to, expected):
-    found = storage.mount_point(device, mount_to, STATS, MOUNTS)
+    found = server_steps.mount_point(device, mount_to, STATS, MOUNTS)
     assert {key: getattr(found, key) for key in expected} == expected
 
 
 # -- /etc/fstab and /etc/exports blocks ---------------------------------------
 
-FSTAB_LINES = storage.fstab_lines([('u1', '/volume1', 'ext4')])
+FSTAB_LINES = server_steps.fstab_lines([('u1', '/volume1', 'ext4')])
 FSTAB_BLOCK = (managed_block.BEGIN + b'\nUUID=u1 /volume1 ext4 '
                b'defaults,nofail 0 2\n' + managed_block.END + b'\n')
 ADMIN = b'/dev/vda1 / ext4 defaults 0 1\n'
@@ -237,9 +237,9 @@ def test_fstab_block_plan(current, planned):
             '/etc/fstab', current, FSTAB_LINES) == planned
 
 
-OPTIONS = storage.EXPORT_OPTIONS
-EXPORTS = [params.NfsExport('/volume1/nfs/pv1', 'WORKER1'),
-           params.NfsExport('/volume1/nfs/pv2', '10.10.0.0/24')]
+OPTIONS = server_steps.EXPORT_OPTIONS
+EXPORTS = [param_model.NfsExport('/volume1/nfs/pv1', 'WORKER1'),
+           param_model.NfsExport('/volume1/nfs/pv2', '10.10.0.0/24')]
 EXPORTS_BLOCK = (managed_block.BEGIN + b'\n' +
                  ('/volume1/nfs/pv1 WORKER1(%s)\n'
                   '/volume1/nfs/pv2 10.10.0.0/24(%s)\n' % (OPTIONS, OPTIONS)
@@ -259,7 +259,7 @@ ACTIVE = ('/volume1/nfs/pv1\n\t\tworker1(%s)\n'
     (EXPORTS_BLOCK, '', None, True),
 ])
 def test_exports_plan(current, exportfs, planned, reexport):
-    assert storage.plan_exports(EXPORTS, current, exportfs) == (
+    assert server_steps.plan_exports(EXPORTS, current, exportfs) == (
         planned, reexport)
 
 
@@ -289,10 +289,11 @@ def test_export_directory_ownership_plan(found, chown):
     directories = ['/volume1/nfs/pv1', '/volume2/nfs/pv2']
     if isinstance(chown, str):
         with pytest.raises(exceptions.StorageSetupError) as caught:
-            storage.plan_ownership(directories, VOLUMES, found)
+            server_steps.plan_ownership(directories, VOLUMES, found)
         assert str(caught.value).startswith(chown)
     else:
-        assert storage.plan_ownership(directories, VOLUMES, found) == chown
+        assert server_steps.plan_ownership(
+            directories, VOLUMES, found) == chown
 
 
 @pytest.mark.parametrize('directories, homes', [
@@ -304,24 +305,24 @@ def test_export_directory_ownership_plan(found, chown):
 def test_export_directories_must_be_on_a_volume(directories, homes):
     if isinstance(homes, str):
         with pytest.raises(exceptions.StorageSetupError, match=homes):
-            storage.export_homes(directories, VOLUMES)
+            server_steps.export_homes(directories, VOLUMES)
     else:
-        assert storage.export_homes(directories, VOLUMES) == homes
+        assert server_steps.export_homes(directories, VOLUMES) == homes
 
 
 # -- the whole setup ---------------------------------------------------------
 
-SERVER = params.StorageServer(
+SERVER = param_model.StorageServer(
     'ssh', 'nic', 'ubuntu', 'secret',
-    volumes=(params.VolumeSetup('storage_server_volume1', '/volume1'),),
-    exports=(params.NfsExport('/volume1/nfs/pv1', '10.0.0.0/24'),))
-SETUP_EXPORTS = managed_block.with_block(b'', storage.export_lines(
+    volumes=(param_model.VolumeSetup('storage_server_volume1', '/volume1'),),
+    exports=(param_model.NfsExport('/volume1/nfs/pv1', '10.0.0.0/24'),))
+SETUP_EXPORTS = managed_block.with_block(b'', server_steps.export_lines(
     SERVER.exports))
 SETUP_FSTAB = managed_block.with_block(ADMIN, FSTAB_LINES)
-MOUNTED = storage.MountPoint('/dev/vdb', '/volume1', '252:16', BLOCK,
-                             mounted_here='252:16', mode=DIRECTORY)
-EMPTY = storage.MountPoint('/dev/vdb', '/volume1', '252:16', BLOCK,
-                           mode=DIRECTORY)
+MOUNTED = server_steps.MountPoint('/dev/vdb', '/volume1', '252:16', BLOCK,
+                                  mounted_here='252:16', mode=DIRECTORY)
+EMPTY = server_steps.MountPoint('/dev/vdb', '/volume1', '252:16', BLOCK,
+                                mode=DIRECTORY)
 INSTALLED = {'nfs-kernel-server': 'install ok installed'}
 OWNED = {'/volume1/nfs/pv1': ['252:16', 'nobody:nogroup']}
 EXPORTED = '/volume1/nfs/pv1\n\t\t10.0.0.0/24(rw)\n'
@@ -332,10 +333,10 @@ def server_facts(point=MOUNTED, probe=None, fstab=SETUP_FSTAB,
                  statuses=INSTALLED, directories=OWNED,
                  exports=SETUP_EXPORTS, exportfs=EXPORTED, listing=None):
     def fact(value):
-        return storage.Fact(error=value) if value is BOOM else \
-            storage.Fact(value)
+        return server_steps.Fact(error=value) if value is BOOM else \
+            server_steps.Fact(value)
 
-    return storage.ServerFacts(
+    return server_steps.ServerFacts(
         points=(point,), listings=(fact(listing),),
         probes=(fact({'TYPE': 'ext4', 'UUID': 'u1'} if probe is None
                      else probe),),
@@ -391,7 +392,7 @@ NOTHING = dict(mkfs=[None], mount=[[]], fstab=False,
      dict(NOTHING, chown=['/volume1/nfs/pv1'], changes=True)),
 ])
 def test_server_plan(case, found, expected):
-    assert fields(storage.plan_server('10.0.0.5', SERVER, found)) == \
+    assert fields(server_steps.plan_server('10.0.0.5', SERVER, found)) == \
         expected, case
 
 
@@ -410,10 +411,10 @@ def test_server_plan(case, found, expected):
 def test_a_failed_fact_or_refusal_is_named_by_its_step(found, step):
     with pytest.raises(exceptions.StepError,
                        match='^%s failed on 10.0.0.5' % re.escape(step)):
-        storage.plan_server('10.0.0.5', SERVER, found)
+        server_steps.plan_server('10.0.0.5', SERVER, found)
 
 
 def test_a_mounted_volumes_listing_is_not_needed():
-    plan = storage.plan_server('10.0.0.5', SERVER,
-                               server_facts(listing=BOOM))
+    plan = server_steps.plan_server('10.0.0.5', SERVER,
+                                    server_facts(listing=BOOM))
     assert not plan.changes

@@ -12,12 +12,12 @@ import types
 
 import pytest
 
+from kubernetes_mgmt_pv.doors import tacker_compat
 from kubernetes_mgmt_pv import exceptions
-from kubernetes_mgmt_pv import heat
 from kubernetes_mgmt_pv import mgmt_driver
-from kubernetes_mgmt_pv import nova
+from kubernetes_mgmt_pv.openstack import heat
+from kubernetes_mgmt_pv.openstack import nova
 from kubernetes_mgmt_pv import redaction
-from kubernetes_mgmt_pv import tacker_compat
 from testbed import openstack_api
 
 VIM_PASSWORD = 'S3cret-pw'

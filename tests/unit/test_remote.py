@@ -3,7 +3,7 @@ connection (the whole path: tests/functional/test_remote.py)."""
 
 import pytest
 
-from kubernetes_mgmt_pv import remote
+from kubernetes_mgmt_pv.remote import remote
 
 
 @pytest.mark.parametrize('quiet, limit, interval, silent', [

@@ -7,9 +7,9 @@ import types
 import pytest
 
 from kubernetes_mgmt_pv import exceptions
-from kubernetes_mgmt_pv import lcm_requests
 from kubernetes_mgmt_pv import mgmt_driver
-from kubernetes_mgmt_pv import params
+from kubernetes_mgmt_pv.request import lcm_requests
+from kubernetes_mgmt_pv.request import param_model
 from tests.unit.test_driver import cluster_only
 from tests.unit.test_driver import heal_request
 from tests.unit.test_driver import instance
@@ -31,7 +31,7 @@ VNFCS = ['v-master', 'v-storage', 'v-worker']  # of test_driver.instance()
 ])
 def test_heal_targets_refuse_vnfcs_the_instance_does_not_have(
         vnfc_ids, unknown):
-    parsed = params.parse(sample())
+    parsed = param_model.parse(sample())
     request = heal_request(*vnfc_ids)
     if not unknown:
         lcm_requests.heal_targets(instance(), request, parsed)
@@ -47,7 +47,7 @@ def test_a_heal_of_an_instance_without_vnfcs_names_none_known():
         vnfc_resource_info=None))
     with pytest.raises(exceptions.UnknownTargetError) as refused:
         lcm_requests.heal_targets(empty, heal_request('v-worker'),
-                                  params.parse(sample()))
+                                  param_model.parse(sample()))
     assert refused.value.known == []
 
 
@@ -86,7 +86,7 @@ def with_scale_status(*aspects):
 def test_a_scale_of_an_aspect_the_vnf_does_not_have_is_refused(
         vnf_instance, aspect, known):
     request = types.SimpleNamespace(aspect_id=aspect)
-    parsed = params.parse(sample())
+    parsed = param_model.parse(sample())
     if known is None:
         lcm_requests.check_scale_aspect(vnf_instance, parsed, request)
         return
@@ -145,7 +145,7 @@ class Recorder(object):
             remove=lambda nodes, scale_in=False: calls.append('remove'),
             install=lambda: calls.append('install'))
         storage = types.SimpleNamespace(
-            params=params.parse(sample()),
+            params=param_model.parse(sample()),
             release_storage=lambda: calls.append('release_storage'),
             rebuild_storage=lambda: calls.append('rebuild_storage'),
             install_clients=lambda nodes: calls.append('install_clients'),
@@ -196,7 +196,7 @@ def test_a_scale_of_an_unknown_aspect_changes_nothing(hook, kind, extra,
 
 def test_the_pv_feature_alone_refuses_an_unknown_aspect_too():
     value = sample()
-    del value[params.ROOT]['script_path']
+    del value[param_model.ROOT]['script_path']
     recorder = Recorder()
     with pytest.raises(exceptions.UnknownTargetError):
         recorder.driver.scale_end(

@@ -10,7 +10,7 @@ import yaml
 
 from kubernetes_mgmt_pv import exceptions
 from kubernetes_mgmt_pv import mgmt_driver
-from kubernetes_mgmt_pv import report
+from kubernetes_mgmt_pv import step_report
 
 HOST = '10.0.0.5'
 
@@ -41,7 +41,7 @@ HOST = '10.0.0.5'
 ])
 def test_step_error_names_step_host_and_reason(cause, message):
     with pytest.raises(exceptions.StepError) as caught:
-        with report.step(HOST, 'mount /volume1'):
+        with step_report.step(HOST, 'mount /volume1'):
             raise cause
     assert str(caught.value) == message
     assert caught.value.cause is cause and caught.value.__cause__ is cause
@@ -50,15 +50,15 @@ def test_step_error_names_step_host_and_reason(cause, message):
 
 def test_inner_step_keeps_its_more_precise_name():
     with pytest.raises(exceptions.StepError) as caught:
-        with report.step(HOST, 'storage server setup'):
-            with report.step(HOST, 'format /dev/vdb'):
+        with step_report.step(HOST, 'storage server setup'):
+            with step_report.step(HOST, 'format /dev/vdb'):
                 raise exceptions.StorageSetupError('holds other data')
     assert str(caught.value) == \
         'format /dev/vdb failed on 10.0.0.5: holds other data'
 
 
 def test_step_without_failure_is_transparent():
-    with report.step(HOST, 'mount /volume1'):
+    with step_report.step(HOST, 'mount /volume1'):
         pass
 
 

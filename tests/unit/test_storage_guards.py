@@ -8,15 +8,15 @@ import types
 import pytest
 
 from kubernetes_mgmt_pv import exceptions
-from kubernetes_mgmt_pv import facts
-from kubernetes_mgmt_pv import heat
-from kubernetes_mgmt_pv import managed_block
-from kubernetes_mgmt_pv import params
-from kubernetes_mgmt_pv import report
-from kubernetes_mgmt_pv import storage
-from kubernetes_mgmt_pv import storage_setup
+from kubernetes_mgmt_pv.openstack import heat
+from kubernetes_mgmt_pv.remote import facts
+from kubernetes_mgmt_pv.remote import managed_block
+from kubernetes_mgmt_pv.request import param_model
+from kubernetes_mgmt_pv import step_report
+from kubernetes_mgmt_pv.storage import server_steps
+from kubernetes_mgmt_pv.storage import storage_setup
 
-OPTIONS = storage.EXPORT_OPTIONS
+OPTIONS = server_steps.EXPORT_OPTIONS
 FSTAB = (b'/dev/vda1 / ext4 defaults 0 1\n' + managed_block.BEGIN +
          b'\nUUID=u1 /volume1 ext4 defaults,nofail 0 2\n' +
          managed_block.END + b'\n')
@@ -55,7 +55,7 @@ class FakeStorageServer(object):
     def run(self, argv, sudo=False, check=True, description=None, **kwargs):
         self.commands.append(argv)
         stdout = b''
-        if argv[:2] == ['sh', '-c'] and argv[2] == storage._GATHER:
+        if argv[:2] == ['sh', '-c'] and argv[2] == server_steps._GATHER:
             boundary = argv[4].encode()
             for name, (status, out, err) in self.facts.items():
                 out = out if isinstance(out, bytes) else out.encode()
@@ -74,21 +74,22 @@ class FakeStorageServer(object):
 
 
 def set_up(executor, outcomes=None):
-    server = params.StorageServer(
+    server = param_model.StorageServer(
         'ssh', 'nic', 'ubuntu', 'secret',
-        volumes=(params.VolumeSetup('storage_server_volume1', '/volume1'),),
-        exports=(params.NfsExport('/volume1/nfs/pv1', '10.0.0.0/24'),))
+        volumes=(param_model.VolumeSetup(
+            'storage_server_volume1', '/volume1'),),
+        exports=(param_model.NfsExport('/volume1/nfs/pv1', '10.0.0.0/24'),))
     attachments = {'storage_server_volume1': heat.VolumeAttachment(
         '0123456789abcdef0123-4567', '/dev/vdb')}
     proxy = types.SimpleNamespace(environment=dict)
     conf = types.SimpleNamespace(package_install_timeout=600)
     storage_setup.setup_storage_server(executor, server, attachments, proxy,
-                                       conf, outcomes or report.Report())
+                                       conf, outcomes or step_report.Report())
 
 
 def test_a_rerun_that_changes_nothing_runs_one_command():
     host = FakeStorageServer(SET_UP)
-    outcomes = report.Report()
+    outcomes = step_report.Report()
     set_up(host, outcomes)
     assert len(host.commands) == 1
     assert not any(outcome.changed for outcome in outcomes.outcomes)
@@ -193,8 +194,8 @@ def test_export_directories_are_created_then_chowned():
     host.run = lambda argv, **kwargs: (
         host.commands.append(argv) or
         facts.CommandResult(0, listing.encode(), b''))
-    outcomes = report.Report()
-    storage.ensure_export_dirs(
+    outcomes = step_report.Report()
+    server_steps.ensure_export_dirs(
         host, ['/volume1/nfs/pv1', '/volume2/nfs/pv2', '/volume2/nfs/pv3'],
         VOLUMES, {'/volume1/nfs/pv1': ['252:16', 'nobody:nogroup'],
                   '/volume2/nfs/pv2': ['252:32', 'root:root']}, outcomes)
@@ -212,6 +213,6 @@ def test_export_directory_outside_every_volume_is_refused_untouched():
     with pytest.raises(exceptions.StorageSetupError,
                        match='export_dir /home/ubuntu is not inside any '
                              'mount_to'):
-        storage.ensure_export_dirs(host, ['/home/ubuntu'], VOLUMES, {},
-                                   report.Report())
+        server_steps.ensure_export_dirs(host, ['/home/ubuntu'], VOLUMES, {},
+                                        step_report.Report())
     assert host.commands == []

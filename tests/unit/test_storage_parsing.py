@@ -1,7 +1,7 @@
 import pytest
 
-from kubernetes_mgmt_pv import params
-from kubernetes_mgmt_pv import storage
+from kubernetes_mgmt_pv.request import param_model
+from kubernetes_mgmt_pv.storage import server_steps
 
 
 def test_exportfs_output_one_line_and_wrapped():
@@ -11,7 +11,7 @@ def test_exportfs_output_one_line_and_wrapped():
         '/volume/nfs/a-rather-long-directory-name\n'
         '\t\t10.10.0.0/24(rw,wdelay,insecure,root_squash,all_squash)\n'
         '\t\tfd00::/64(rw,wdelay)\n')
-    assert storage.parse_exportfs(output) == {
+    assert server_steps.parse_exportfs(output) == {
         ('/volume', '10.88.0.0/24'),
         ('/volume/nfs/a-rather-long-directory-name', '10.10.0.0/24'),
         ('/volume/nfs/a-rather-long-directory-name', 'fd00::/64'),
@@ -19,15 +19,15 @@ def test_exportfs_output_one_line_and_wrapped():
 
 
 def test_exportfs_output_empty():
-    assert storage.parse_exportfs('') == set()
+    assert server_steps.parse_exportfs('') == set()
 
 
 def test_export_lines_group_clients_per_directory():
-    exports = [params.NfsExport('/v/a', '10.0.0.0/24'),
-               params.NfsExport('/v/b', '10.0.0.0/24'),
-               params.NfsExport('/v/a', 'fd00::/64')]
-    options = storage.EXPORT_OPTIONS
-    assert storage.export_lines(exports) == [
+    exports = [param_model.NfsExport('/v/a', '10.0.0.0/24'),
+               param_model.NfsExport('/v/b', '10.0.0.0/24'),
+               param_model.NfsExport('/v/a', 'fd00::/64')]
+    options = server_steps.EXPORT_OPTIONS
+    assert server_steps.export_lines(exports) == [
         '/v/a 10.0.0.0/24(%s) fd00::/64(%s)' % (options, options),
         '/v/b 10.0.0.0/24(%s)' % options]
 
@@ -48,15 +48,15 @@ EXPORTFS_V = (
     ('worker1.example', True),
 ])
 def test_export_host_names_compare_case_insensitively(export_to, missing):
-    exports = [params.NfsExport('/volume1/nfs/pv1', export_to),
-               params.NfsExport('/volume1/nfs/pv2', '10.10.0.0/24')]
+    exports = [param_model.NfsExport('/volume1/nfs/pv1', export_to),
+               param_model.NfsExport('/volume1/nfs/pv2', '10.10.0.0/24')]
     expected = [('/volume1/nfs/pv1', export_to)] if missing else []
-    assert storage.missing_exports(exports, EXPORTFS_V) == expected
+    assert server_steps.missing_exports(exports, EXPORTFS_V) == expected
 
 
 def test_exports_of_another_directory_do_not_count():
-    exports = [params.NfsExport('/volume1/nfs/PV2', '10.10.0.0/24')]
-    assert storage.missing_exports(exports, EXPORTFS_V) == [
+    exports = [param_model.NfsExport('/volume1/nfs/PV2', '10.10.0.0/24')]
+    assert server_steps.missing_exports(exports, EXPORTFS_V) == [
         ('/volume1/nfs/PV2', '10.10.0.0/24')]
 
 
@@ -70,4 +70,4 @@ def test_exports_of_another_directory_do_not_count():
 def test_export_directory_belongs_to_the_mount_that_contains_it(directory,
                                                                 volume):
     mounts = {'/volume1': '7:0', '/volume1/data': '7:1', '/volume2': '7:2'}
-    assert storage.volume_of(directory, mounts) == volume
+    assert server_steps.volume_of(directory, mounts) == volume

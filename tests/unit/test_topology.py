@@ -9,12 +9,12 @@ import types
 import pytest
 
 from kubernetes_mgmt_pv import exceptions
-from kubernetes_mgmt_pv import heat
-from kubernetes_mgmt_pv import lcm_requests
 from kubernetes_mgmt_pv import mgmt_driver
-from kubernetes_mgmt_pv import params
-from kubernetes_mgmt_pv import storage_feature
-from kubernetes_mgmt_pv import topology
+from kubernetes_mgmt_pv.openstack import heat
+from kubernetes_mgmt_pv.openstack import vnf_topology
+from kubernetes_mgmt_pv.request import lcm_requests
+from kubernetes_mgmt_pv.request import param_model
+from kubernetes_mgmt_pv.storage import storage_feature
 from testbed import openstack_api
 from tests.unit.test_params import sample
 
@@ -27,7 +27,7 @@ WORKER_SERVERS = ['5a0b6c1d-0000-4000-8000-00000000000c',
 def without_pvs():
     """The sample parameters without PV manifests to read."""
     value = sample()
-    del value[params.ROOT]['pv_registration_params']
+    del value[param_model.ROOT]['pv_registration_params']
     return value
 
 
@@ -72,13 +72,13 @@ def vnf():
 
 
 def resolve(vnf, overrides=None):
-    return topology.Topology.resolve(vnf.heat(), params.parse(sample()),
-                                     overrides)
+    return vnf_topology.Topology.resolve(
+        vnf.heat(), param_model.parse(sample()), overrides)
 
 
 def test_every_node_is_resolved_with_its_role_address_and_credentials(vnf):
-    parsed = params.parse(sample())
-    nodes = topology.Topology.resolve(vnf.heat(), parsed).nodes
+    parsed = param_model.parse(sample())
+    nodes = vnf_topology.Topology.resolve(vnf.heat(), parsed).nodes
     assert [(n.role, n.name, n.address, n.fixed_ip, n.stack_id)
             for n in nodes] == [
         ('storage', 'storage_server_CP', '10.10.0.4', '10.10.0.4', None),
@@ -113,9 +113,9 @@ def test_nova_server_id_is_looked_up_only_when_asked(vnf):
 
 def test_nodes_outside_a_scaling_group_are_in_the_top_stack(vnf):
     value = sample()
-    del value[params.ROOT]['master_node']['aspect_id']
+    del value[param_model.ROOT]['master_node']['aspect_id']
     vnf.cloud.add_port(vnf.stack_id, 'masterNode_CP1', ['10.10.0.9'])
-    found = topology.Topology.resolve(vnf.heat(), params.parse(value))
+    found = vnf_topology.Topology.resolve(vnf.heat(), param_model.parse(value))
     master, = found.masters
     assert (master.name, master.address, master.stack_id) == (
         'masterNode_CP1', '10.10.0.9', None)
@@ -155,17 +155,17 @@ def heal(*vnfc_ids, **additional_params):
 def test_heal_request_is_classified_by_cp_descriptor(
         vnfc_ids, storage, entire, servers):
     targets = lcm_requests.heal_targets(
-        instance(), heal(*vnfc_ids), params.parse(sample()))
+        instance(), heal(*vnfc_ids), param_model.parse(sample()))
     assert (targets.storage_server, targets.entire_cluster) == (storage,
                                                                 entire)
     assert targets.recreates_storage == (storage or entire)
     assert targets.servers == tuple(
-        topology.HealedServer(*s) for s in servers)
+        vnf_topology.HealedServer(*s) for s in servers)
 
 
 @pytest.mark.parametrize('healed, address', [
-    (topology.HealedServer('master', MASTER_SERVER), '10.10.0.5'),
-    (topology.HealedServer('worker', WORKER_SERVERS[1]), '10.10.0.22'),
+    (vnf_topology.HealedServer('master', MASTER_SERVER), '10.10.0.5'),
+    (vnf_topology.HealedServer('worker', WORKER_SERVERS[1]), '10.10.0.22'),
 ])
 def test_healed_nodes_are_found_by_their_server(vnf, healed, address):
     node, = resolve(vnf).healed([healed])
@@ -175,12 +175,13 @@ def test_healed_nodes_are_found_by_their_server(vnf, healed, address):
 def test_healed_server_that_no_stack_holds_is_reported(vnf):
     with pytest.raises(exceptions.HeatLookupError,
                        match='no Heat stack holds the healed server x-1'):
-        resolve(vnf).healed([topology.HealedServer('worker', 'x-1')])
+        resolve(vnf).healed([vnf_topology.HealedServer('worker', 'x-1')])
 
 
 def test_healed_server_of_another_role_is_not_taken_for_this_one(vnf):
     with pytest.raises(exceptions.HeatLookupError):
-        resolve(vnf).healed([topology.HealedServer('worker', MASTER_SERVER)])
+        resolve(vnf).healed(
+            [vnf_topology.HealedServer('worker', MASTER_SERVER)])
 
 
 # -- scale-out --------------------------------------------------------------
@@ -211,8 +212,8 @@ def test_rollback_naming_a_member_unknown_to_heat_removes_nothing(vnf):
         topology=resolve(vnf),
         remove=lambda nodes, scale_in=False: removed.append(nodes))
     value = sample()
-    del value[params.ROOT]['storage_server']
-    del value[params.ROOT]['pv_registration_params']
+    del value[param_model.ROOT]['storage_server']
+    del value[param_model.ROOT]['pv_registration_params']
     with pytest.raises(exceptions.UnknownTargetError) as refused:
         driver.scale_start(
             None, instance(value), types.SimpleNamespace(
@@ -225,7 +226,7 @@ def test_rollback_naming_a_member_unknown_to_heat_removes_nothing(vnf):
 
 
 def test_scaled_aspect_is_a_master_or_worker_aspect():
-    parsed = params.parse(sample())
+    parsed = param_model.parse(sample())
     assert lcm_requests.scaled_node_access(parsed, types.SimpleNamespace(
         aspect_id='worker_instance')) == parsed.worker
     assert lcm_requests.scaled_node_access(parsed, types.SimpleNamespace(
@@ -235,7 +236,7 @@ def test_scaled_aspect_is_a_master_or_worker_aspect():
 # -- credential overrides of scale and heal requests ------------------------
 
 def test_overrides_apply_to_the_requests_nodes_only(vnf):
-    found = resolve(vnf, topology.credential_overrides(
+    found = resolve(vnf, vnf_topology.credential_overrides(
         {'worker_node_username': 'admin', 'worker_node_password': 'rotated',
          'unrelated': 1}))
     assert {(n.role, n.access.username, n.access.password)
@@ -255,8 +256,8 @@ def test_overrides_apply_to_the_requests_nodes_only(vnf):
                                    '\ud800'])
 def test_hostile_override_is_refused_without_echoing_it(value):
     with pytest.raises(exceptions.ParameterErrors) as caught:
-        topology.credential_overrides({'master_node_password': value,
-                                       'worker_node_username': 'ok'})
+        vnf_topology.credential_overrides({'master_node_password': value,
+                                           'worker_node_username': 'ok'})
     assert [error.path for error in caught.value.errors] == [
         'additionalParams.master_node_password']
     if isinstance(value, str) and value:
@@ -264,10 +265,10 @@ def test_hostile_override_is_refused_without_echoing_it(value):
 
 
 def test_request_without_overrides_changes_nothing():
-    assert topology.credential_overrides(None) == {}
-    assert topology.credential_overrides([]) == {}
+    assert vnf_topology.credential_overrides(None) == {}
+    assert vnf_topology.credential_overrides([]) == {}
     with pytest.raises(exceptions.ParameterErrors):
-        topology.credential_overrides(['master_node_password'])
+        vnf_topology.credential_overrides(['master_node_password'])
 
 
 class Driver(object):

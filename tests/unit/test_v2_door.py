@@ -5,13 +5,13 @@ import types
 
 import pytest
 
+from kubernetes_mgmt_pv.doors import tacker_compat
 from kubernetes_mgmt_pv.doors import tacker_v2
 from kubernetes_mgmt_pv.doors import v2_hook
 from kubernetes_mgmt_pv.doors import v2_mapping
 from kubernetes_mgmt_pv import exceptions
 from kubernetes_mgmt_pv import mgmt_driver
-from kubernetes_mgmt_pv import params as params_mod
-from kubernetes_mgmt_pv import tacker_compat
+from kubernetes_mgmt_pv.request import param_model
 from tests.unit import v2_dicts as v2
 
 MASTER, WORKER1, WORKER2, STORAGE = (vnfc[0] for vnfc in v2.VNFCS)
@@ -85,7 +85,7 @@ def test_instantiate_end_saves_the_state_without_secrets():
     assert progress == {'done': ['instantiate_end']}
     hook, inst, request, kwargs = Recorder.last.calls[0]
     assert inst.instantiated_vnf_info.instance_id == v2.STACK_ID
-    assert request.additional_params[params_mod.ROOT] == v2.install_params()
+    assert request.additional_params[param_model.ROOT] == v2.install_params()
 
 
 def test_the_rest_of_the_instance_is_handed_back_unchanged():
@@ -134,7 +134,7 @@ def test_scale_in_hands_the_victims_member_stacks():
     hook, inst, request, kwargs = Recorder.last.calls[0]
     assert kwargs == {'scale_out_id_list': [v2.VNFCS[2][3]]}
     assert request.type == 'SCALE_IN'
-    params = params_mod.parse(inst.instantiated_vnf_info.additional_params)
+    params = param_model.parse(inst.instantiated_vnf_info.additional_params)
     assert params.worker.password == v2.PASSWORD
 
 

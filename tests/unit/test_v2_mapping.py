@@ -4,8 +4,8 @@ import pytest
 
 from kubernetes_mgmt_pv.doors import v2_mapping
 from kubernetes_mgmt_pv import exceptions
-from kubernetes_mgmt_pv import lcm_requests
-from kubernetes_mgmt_pv import params as params_mod
+from kubernetes_mgmt_pv.request import lcm_requests
+from kubernetes_mgmt_pv.request import param_model
 from tests.unit import v2_dicts as v2
 
 MASTER, WORKER1, WORKER2, STORAGE = (vnfc[0] for vnfc in v2.VNFCS)
@@ -37,13 +37,13 @@ def test_saved_params_keep_a_proxy_without_user_info():
 def test_instantiate_runs_with_the_request_parameters():
     root = v2.install_params()
     assert v2_mapping.params_in_effect(
-        'instantiate_end', {params_mod.ROOT: root}, {}) == root
+        'instantiate_end', {param_model.ROOT: root}, {}) == root
 
 
 def test_later_hooks_complete_the_saved_parameters_with_the_logins():
     merged = v2_mapping.params_in_effect('scale_end', dict(
         v2.logins(), **{}), saved_state())
-    params = params_mod.parse({params_mod.ROOT: merged})
+    params = param_model.parse({param_model.ROOT: merged})
     assert params.master.password == v2.PASSWORD
     assert params.storage.password == v2.STORAGE_PASSWORD
     assert params.script_path == 'Scripts/install_k8s_cluster.sh'
@@ -51,7 +51,7 @@ def test_later_hooks_complete_the_saved_parameters_with_the_logins():
 
 def test_v1_style_login_keys_count_too():
     request = v2.logins()
-    del request[params_mod.ROOT]['worker_node']
+    del request[param_model.ROOT]['worker_node']
     request['worker_node_password'] = 'flat-Secret'
     merged = v2_mapping.params_in_effect('heal_end', request, saved_state())
     assert merged['worker_node']['password'] == 'flat-Secret'
@@ -60,7 +60,7 @@ def test_v1_style_login_keys_count_too():
 def test_a_resent_whole_parameter_set_is_accepted():
     """Upstream's v2 sample resends everything: equal keys pass."""
     merged = v2_mapping.params_in_effect(
-        'heal_start', {params_mod.ROOT: v2.install_params()}, saved_state())
+        'heal_start', {param_model.ROOT: v2.install_params()}, saved_state())
     assert merged == v2.install_params()
 
 
@@ -68,7 +68,7 @@ def test_a_resent_whole_parameter_set_is_accepted():
                                        'heal_start', 'heal_end'])
 def test_missing_passwords_are_named_by_path(operation):
     request = v2.logins()
-    del request[params_mod.ROOT]['storage_server']
+    del request[param_model.ROOT]['storage_server']
     with pytest.raises(exceptions.ParameterErrors) as caught:
         v2_mapping.params_in_effect(operation, request, saved_state())
     paths = [error.path for error in caught.value.errors]
@@ -79,14 +79,14 @@ def test_missing_passwords_are_named_by_path(operation):
 @pytest.mark.parametrize('operation', v2_mapping.NO_LOGIN_HOOKS)
 def test_terminate_needs_no_password(operation):
     merged = v2_mapping.params_in_effect(operation, {}, saved_state())
-    params = params_mod.parse({params_mod.ROOT: merged})
+    params = param_model.parse({param_model.ROOT: merged})
     assert params.storage.password not in (v2.STORAGE_PASSWORD, '')
 
 
 def test_changed_parameters_are_refused():
     request = v2.logins()
-    request[params_mod.ROOT]['master_node']['ssh_cp_name'] = 'other_CP'
-    request[params_mod.ROOT]['vim_name'] = 'other'
+    request[param_model.ROOT]['master_node']['ssh_cp_name'] = 'other_CP'
+    request[param_model.ROOT]['vim_name'] = 'other'
     with pytest.raises(exceptions.ParameterErrors) as caught:
         v2_mapping.params_in_effect('scale_end', request, saved_state())
     assert sorted(error.path for error in caught.value.errors) == [
@@ -110,7 +110,7 @@ def test_instance_model():
     assert inst.id == v2.INSTANCE_ID
     info = inst.instantiated_vnf_info
     assert info.instance_id == v2.STACK_ID
-    assert info.additional_params == {params_mod.ROOT: v2.install_params()}
+    assert info.additional_params == {param_model.ROOT: v2.install_params()}
     assert [vnfc.id for vnfc in info.vnfc_resource_info] == [
         v2.vnfc_info_id(vnfc[0]) for vnfc in v2.VNFCS]
     assert info.vnfc_resource_info[1].compute_resource.resource_id == \
@@ -139,7 +139,7 @@ def test_heal_request_model(request_dict, heal_ids, entire):
 
 
 def test_heal_targets_through_the_shared_engine():
-    params = params_mod.parse({params_mod.ROOT: v2.install_params()})
+    params = param_model.parse({param_model.ROOT: v2.install_params()})
     inst = v2_mapping.instance(v2.vnf_instance(), v2.install_params())
     request = v2_mapping.request('heal_start', {'vnfcInstanceId': [
         v2.vnfc_info_id(WORKER2), v2.vnfc_info_id(STORAGE)]}, None)
@@ -163,7 +163,7 @@ def test_instantiate_request_model_carries_the_parameters():
     request = v2_mapping.request('instantiate_end',
                                  v2.instantiate_request(root), root)
     assert lcm_requests.additional_params(None, request)[
-        params_mod.ROOT] == root
+        param_model.ROOT] == root
     assert request.flavour_id == 'simple'
 
 

@@ -3,7 +3,7 @@ no Tacker (tests/tacker_integration runs the update in Tacker)."""
 
 import pytest
 
-from kubernetes_mgmt_pv import tacker_compat
+from kubernetes_mgmt_pv.doors import tacker_compat
 
 TOKEN, CA = 'token-of-the-cluster', '-----BEGIN CERTIFICATE-----\nnew\n'
 

@@ -13,14 +13,14 @@ import json
 
 from oslo_log import log as logging
 
-from kubernetes_mgmt_pv import cluster
-from kubernetes_mgmt_pv import cluster_sequence
-from kubernetes_mgmt_pv import etcd
+from kubernetes_mgmt_pv.cluster import cluster
+from kubernetes_mgmt_pv.cluster import cluster_sequence
+from kubernetes_mgmt_pv.cluster import etcd
+from kubernetes_mgmt_pv.cluster import ha
 from kubernetes_mgmt_pv import exceptions
 from kubernetes_mgmt_pv import flow
-from kubernetes_mgmt_pv import ha
-from kubernetes_mgmt_pv import packages
-from kubernetes_mgmt_pv import report as report_mod
+from kubernetes_mgmt_pv.remote import dpkg
+from kubernetes_mgmt_pv import step_report
 
 LOG = logging.getLogger(__name__)
 
@@ -94,7 +94,7 @@ class ClusterWorkflow(flow.Flow):
         if not joined:
             return {}
         executor = self.session(sessions, joined[0])
-        with report_mod.step(executor.host, 'Node list'):
+        with step_report.step(executor.host, 'Node list'):
             result = self._kubectl(executor, ['get', 'nodes', '-o', 'json'])
         return cluster.parse_api_nodes(result.stdout)
 
@@ -110,13 +110,13 @@ class ClusterWorkflow(flow.Flow):
         executor = self.session(sessions, prepared.node)
         self._write_hosts(executor, prepared, report)
         if prepared.host_name:  # after /etc/hosts: sudo resolves it
-            with report_mod.step(executor.host, 'host name'):
+            with step_report.step(executor.host, 'host name'):
                 executor.run(['sh', '-c', cluster.HOST_NAME_SCRIPT, 'sh',
                               prepared.host_name], sudo=True)
             report.record(executor.host, 'host name %s' % prepared.host_name,
                           True, 'was %s' % prepared.was_named)
         if prepared.upload_script:
-            with report_mod.step(executor.host, 'install script upload'):
+            with step_report.step(executor.host, 'install script upload'):
                 executor.run(['install', '-d', '-m', '0755',
                               cluster.SCRIPT_PATH.rpartition('/')[0]],
                              sudo=True)
@@ -125,7 +125,7 @@ class ClusterWorkflow(flow.Flow):
                 for path, data in self.node_files:
                     executor.install_file(data, path, mode='0644')
         if prepared.reset:
-            with report_mod.step(executor.host, 'kubeadm reset'):
+            with step_report.step(executor.host, 'kubeadm reset'):
                 executor.run(['kubeadm', 'reset', '-f'], sudo=True)
                 report.record(executor.host, 'kubeadm reset', True,
                               prepared.reset)
@@ -153,7 +153,7 @@ class ClusterWorkflow(flow.Flow):
         secrets travel on its standard input."""
         argv, stdin = call
         executor = self.session(sessions, node)
-        with report_mod.step(executor.host, 'Kubernetes install script'):
+        with step_report.step(executor.host, 'Kubernetes install script'):
             result = executor.run(
                 argv, sudo=True, env=env or None, stdin=stdin,
                 timeout=self.conf.cluster_install_timeout,
@@ -174,7 +174,7 @@ class ClusterWorkflow(flow.Flow):
         """Until every Node is Ready: one listing, then kubectl wait (a
         watch) on those that are not yet."""
         timeout = self.conf.node_ready_timeout
-        with report_mod.step(executor.host, 'Node readiness'):
+        with step_report.step(executor.host, 'Node readiness'):
             waiting = cluster.not_ready(self._kubectl(
                 executor, ['get', 'nodes', '-o', 'json']).stdout, names)
             if waiting:
@@ -189,7 +189,7 @@ class ClusterWorkflow(flow.Flow):
         timeout = self.conf.vim_token_timeout
         secret = ['-n', cluster.VIM_NAMESPACE,
                   'secret/%s' % cluster.VIM_TOKEN_SECRET]
-        with report_mod.step(executor.host, 'VIM credentials'):
+        with step_report.step(executor.host, 'VIM credentials'):
             applied = self._kubectl(
                 executor, ['apply', '-f', '-'],
                 stdin=json.dumps(cluster.credentials_manifest()).encode())
@@ -260,7 +260,7 @@ class ClusterWorkflow(flow.Flow):
 
         Returns (ClusterAccess, Report).
         """
-        report = report_mod.Report()
+        report = step_report.Report()
         endpoint, vip, fip = self._addresses()
         with self.sessions() as sessions:
             sequence = self.plan_install(sessions, vip, report)
@@ -300,7 +300,7 @@ class ClusterWorkflow(flow.Flow):
         """Nodes of the cluster with the name or address of a VM that
         joins: kubeadm join would refuse the name."""
         if names:
-            with report_mod.step(leader.host, 'stale Node removal'):
+            with step_report.step(leader.host, 'stale Node removal'):
                 self._kubectl(leader, ['delete', 'node',
                                        '--ignore-not-found'] + list(names))
 
@@ -355,8 +355,8 @@ class ClusterWorkflow(flow.Flow):
 
     def _etcd_session(self, executor, report):
         """The Master's session, with etcdctl installed."""
-        packages.ensure_installed(executor, [etcd.PACKAGE], self.params.proxy,
-                                  self.conf.package_install_timeout, report)
+        dpkg.ensure_installed(executor, [etcd.PACKAGE], self.params.proxy,
+                              self.conf.package_install_timeout, report)
         return executor
 
     def _has_etcdctl(self, executor, report, install):
@@ -366,8 +366,8 @@ class ClusterWorkflow(flow.Flow):
         if install:
             self._etcd_session(executor, report)
             return True
-        missing = packages.missing_packages(
-            [etcd.PACKAGE], {etcd.PACKAGE: packages.query_status(
+        missing = dpkg.missing_packages(
+            [etcd.PACKAGE], {etcd.PACKAGE: dpkg.query_status(
                 executor, etcd.PACKAGE)})
         if missing:
             report.record(executor.host, 'packages %s' % etcd.PACKAGE, True,
@@ -390,14 +390,14 @@ class ClusterWorkflow(flow.Flow):
         return None
 
     def _ask_etcd(self, executor, report, install_etcdctl):
-        with report_mod.step(executor.host, 'etcd member list'):
+        with step_report.step(executor.host, 'etcd member list'):
             if self._has_etcdctl(executor, report, install_etcdctl):
                 return etcd.members(executor)
             return None
 
     def _remove_stale_members(self, leader, joining, report):
         """Members left over from earlier VMs of the joining Masters."""
-        with report_mod.step(leader.host, 'etcd stale members'):
+        with step_report.step(leader.host, 'etcd stale members'):
             self._etcd_session(leader, report)
             stale = etcd.stale_members(etcd.members(leader),
                                        [node.fixed_ip for node in joining])
@@ -411,7 +411,7 @@ class ClusterWorkflow(flow.Flow):
         check when empty: one Master)."""
         if not expected:
             return
-        with report_mod.step(leader.host, 'etcd check'):
+        with step_report.step(leader.host, 'etcd check'):
             self._etcd_session(leader, report)
             etcd.check_members(etcd.members(leader), expected)
             etcd.check_health(leader)
@@ -428,7 +428,7 @@ class ClusterWorkflow(flow.Flow):
         steps (keepalived stop, kubeadm reset). A step already done is
         skipped, so a re-run after a failure converges.
         """
-        report = report_mod.Report()
+        report = step_report.Report()
         split = cluster_sequence.split_leaving(
             self.topology.masters, self.topology.cluster_nodes, leaving)
         _, vip, _ = self._addresses()
@@ -437,7 +437,7 @@ class ClusterWorkflow(flow.Flow):
             facts = self._gather(sessions, split.staying)
             leader = self.session(sessions, cluster_sequence.removal_leader(
                 split.staying_masters, facts))
-            with report_mod.step(leader.host, 'Node list'):
+            with step_report.step(leader.host, 'Node list'):
                 listing = self._kubectl(leader, ['get', 'nodes', '-o',
                                                  'json']).stdout
                 removal = cluster_sequence.plan_removals(
@@ -483,13 +483,13 @@ class ClusterWorkflow(flow.Flow):
             self._remove_master(sessions, leader, removal, staying_masters,
                                 facts, vip, report)
         if name is not None:
-            with report_mod.step(leader.host, 'Node deletion'):
+            with step_report.step(leader.host, 'Node deletion'):
                 self._kubectl(leader, ['delete', 'node', '--ignore-not-found',
                                        name])
             report.record(leader.host, 'Node %s' % name, True, 'deleted')
 
     def _drain(self, leader, name, report):
-        with report_mod.step(leader.host, 'drain of %s' % name):
+        with step_report.step(leader.host, 'drain of %s' % name):
             timeout = self.conf.drain_timeout
             result = self._kubectl(
                 leader, cluster.drain_argv(name, timeout,
@@ -524,7 +524,7 @@ class ClusterWorkflow(flow.Flow):
                                cluster_sequence.ha_members(staying_masters,
                                                            facts),
                                vip, report)
-        with report_mod.step(leader.host, 'etcd member removal'):
+        with step_report.step(leader.host, 'etcd member removal'):
             self._etcd_session(leader, report)
             member = cluster_sequence.leaving_member(etcd.members(leader),
                                                      removal)
@@ -552,7 +552,7 @@ class ClusterWorkflow(flow.Flow):
 
     def _write_hosts(self, executor, prepared, report):
         """The /etc/hosts block of a ``cluster_sequence.Preparation``."""
-        with report_mod.step(executor.host, 'hosts file'):
+        with step_report.step(executor.host, 'hosts file'):
             content = prepared.hosts_file
             if content is not None:
                 executor.install_file(content, HOSTS_FILE)

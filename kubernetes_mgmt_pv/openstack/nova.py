@@ -11,7 +11,7 @@ from keystoneauth1 import adapter
 from keystoneauth1 import exceptions as keystone_exc
 
 from kubernetes_mgmt_pv import exceptions
-from kubernetes_mgmt_pv import heat
+from kubernetes_mgmt_pv.openstack import heat
 from kubernetes_mgmt_pv import redaction
 
 # Answers after which asking again later may succeed: the server is still

@@ -33,12 +33,12 @@ import time
 from oslo_log import log as logging
 import paramiko
 
-from kubernetes_mgmt_pv import capacity
 from kubernetes_mgmt_pv import config
 from kubernetes_mgmt_pv import exceptions
-from kubernetes_mgmt_pv import facts
-from kubernetes_mgmt_pv import host_keys
 from kubernetes_mgmt_pv import redaction
+from kubernetes_mgmt_pv.remote import capacity
+from kubernetes_mgmt_pv.remote import facts
+from kubernetes_mgmt_pv.remote import host_keys
 
 LOG = logging.getLogger(__name__)
 

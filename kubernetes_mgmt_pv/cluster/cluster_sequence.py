@@ -10,11 +10,11 @@ them. Nothing here touches a host.
 
 import dataclasses
 
-from kubernetes_mgmt_pv import cluster
-from kubernetes_mgmt_pv import etcd
+from kubernetes_mgmt_pv.cluster import cluster
+from kubernetes_mgmt_pv.cluster import etcd
 from kubernetes_mgmt_pv import exceptions
-from kubernetes_mgmt_pv import managed_block
-from kubernetes_mgmt_pv import topology
+from kubernetes_mgmt_pv.openstack import vnf_topology
+from kubernetes_mgmt_pv.remote import managed_block
 
 HOSTS_FILE = '/etc/hosts'
 
@@ -22,7 +22,7 @@ HOSTS_FILE = '/etc/hosts'
 @dataclasses.dataclass(frozen=True)
 class Preparation(object):
     """What one VM needs before the install script runs on it."""
-    node: object  # topology.Node
+    node: object  # vnf_topology.Node
     host_name: str = None  # the name to set; None: it has it already
     was_named: str = ''  # its host name before
     hosts_lines: tuple = ()  # its /etc/hosts block
@@ -58,7 +58,7 @@ class InstallSequence(object):
 @dataclasses.dataclass(frozen=True)
 class NodeRemoval(object):
     """What taking one node out of the cluster does, on the leader."""
-    node: object  # topology.Node
+    node: object  # vnf_topology.Node
     name: str = None  # its Node's name; None: the Node is gone already
     undrainable: str = None  # why it is not drained (its VM is down)
     master: bool = False  # leaves haproxy and etcd too
@@ -196,7 +196,7 @@ def plan_removals(split, leaving, api_nodes, undrainable):
         name = cluster.name_at(api_nodes, node.fixed_ip)
         removals.append(NodeRemoval(
             node, name, undrainable.get(name) if name else None,
-            node.role == topology.MASTER))
+            node.role == vnf_topology.MASTER))
     return dataclasses.replace(split, removals=tuple(removals))
 
 

@@ -18,8 +18,8 @@ string of the model can be sent to a host as it is.
 import dataclasses
 
 from kubernetes_mgmt_pv import exceptions
-from kubernetes_mgmt_pv import offline as offline_mod
-from kubernetes_mgmt_pv import param_checks
+from kubernetes_mgmt_pv.request import offline_params
+from kubernetes_mgmt_pv.request import param_checks
 
 ROOT = 'k8s_cluster_installation_param'
 # JSON paths of the mappings that occur once; validate names findings by
@@ -127,7 +127,7 @@ class ClusterParams(object):
     # Name of the Kubernetes VIM; None lets the cluster half choose one.
     vim_name: str = None
     network: ClusterNetwork = ClusterNetwork()
-    offline: offline_mod.OfflineSources = offline_mod.OfflineSources()
+    offline: offline_params.OfflineSources = offline_params.OfflineSources()
     warnings: tuple = dataclasses.field(default=(), compare=False)
 
     @property
@@ -215,7 +215,7 @@ def _parse_root(check, root):
                                        required=False),
         vim_name=check.name(root, 'vim_name', ROOT),
         network=network,
-        offline=offline_mod.parse(check, root.get('offline')))
+        offline=offline_params.parse(check, root.get('offline')))
 
 
 _NODE_KEYS = ('aspect_id', 'ssh_cp_name', 'nic_cp_name', 'username',

@@ -1,4 +1,4 @@
-"""The checks behind ``params``: each value of additionalParams tested
+"""The checks behind ``param_model``: each value of additionalParams tested
 and every problem recorded under its JSON path, never raised one by one;
 strings accepted only when any host can be sent them as they are."""
 
@@ -9,7 +9,7 @@ import posixpath
 import re
 
 from kubernetes_mgmt_pv import exceptions
-from kubernetes_mgmt_pv import offline
+from kubernetes_mgmt_pv.request import offline_params
 
 # Conservative on purpose: these strings end up in /etc/exports, /etc/fstab
 # and command lines; anything outside this set is refused, not escaped.
@@ -239,13 +239,13 @@ class Checker(object):
         if value is None:
             return None
         where = '%s.%s' % (path, key)
-        if not offline.is_http_url(value):
+        if not offline_params.is_http_url(value):
             # Not echoed: a malformed URL may still contain a password.
             self.fail(where, 'must be an http:// or https:// URL with a host '
                              'and an optional port from 1 to 65535, its '
                              'special characters percent-encoded')
             return None
-        port = offline.url_port(value)
+        port = offline_params.url_port(value)
         if port and not port.isdigit():
             # The user guide's own sample has "host1:port1": accepted so
             # that it parses, but apt cannot use it.

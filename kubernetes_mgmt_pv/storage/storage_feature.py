@@ -3,19 +3,20 @@ server, the NFS clients and the PersistentVolumes.
 
 The entry-point class only delegates here. Whether the feature is on is
 decided here; what a heal or scale request targets is read by
-``lcm_requests``, the nodes and their credentials come from ``topology``,
-and the steps are ``workflows``. Tacker hashes none of them, so fixing one
-never forces operators to rebuild their VNF packages.
+``lcm_requests``, the nodes and their credentials come from
+``vnf_topology``, and the steps are ``storage_workflow``. Tacker hashes none
+of them, so fixing one never forces operators to rebuild their VNF
+packages.
 """
 
 from oslo_log import log as logging
 
-from kubernetes_mgmt_pv import heat
-from kubernetes_mgmt_pv import lcm_requests
-from kubernetes_mgmt_pv import manifests
-from kubernetes_mgmt_pv import params as params_mod
-from kubernetes_mgmt_pv import topology
-from kubernetes_mgmt_pv import workflows
+from kubernetes_mgmt_pv.openstack import heat
+from kubernetes_mgmt_pv.openstack import vnf_topology
+from kubernetes_mgmt_pv.request import lcm_requests
+from kubernetes_mgmt_pv.request import param_model
+from kubernetes_mgmt_pv.storage import manifests
+from kubernetes_mgmt_pv.storage import storage_workflow
 
 LOG = logging.getLogger(__name__)
 
@@ -96,12 +97,12 @@ class StorageFeature(object):
         may override the nodes' credentials. Parameters, overrides and
         manifests are validated here, before Heat or any VM is contacted.
         """
-        params = params_mod.parse(lcm_requests.additional_params(
+        params = param_model.parse(lcm_requests.additional_params(
             vnf_instance, instantiate_request))
         if not params.pv_enabled:
             LOG.debug('No storage_server parameter: persistent volumes off')
             return None
-        overrides = topology.credential_overrides(
+        overrides = vnf_topology.credential_overrides(
             getattr(lcm_request, 'additional_params', None))
         loaded = manifests.load(
             self._driver.vnf_package_dir(context, vnf_instance),
@@ -109,10 +110,10 @@ class StorageFeature(object):
         stack_id = vnf_instance.instantiated_vnf_info.instance_id
         client = heat.build_heat_client(
             self._driver.vim_access_info(context, vnf_instance))
-        return workflows.PvWorkflow(params, loaded,
-                                    heat.HeatStack(client, stack_id),
-                                    credential_overrides=overrides,
-                                    sessions=self._driver.hook_sessions())
+        return storage_workflow.PvWorkflow(
+            params, loaded, heat.HeatStack(client, stack_id),
+            credential_overrides=overrides,
+            sessions=self._driver.hook_sessions())
 
     def _heal_plan(self, context, vnf_instance, heal_vnf_request):
         workflow = self.workflow(context, vnf_instance,

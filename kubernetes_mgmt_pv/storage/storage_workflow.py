@@ -11,14 +11,14 @@ import functools
 from oslo_log import log as logging
 
 from kubernetes_mgmt_pv import exceptions
-from kubernetes_mgmt_pv import export_access
 from kubernetes_mgmt_pv import flow
-from kubernetes_mgmt_pv import lcm_requests
-from kubernetes_mgmt_pv import nfs_client
-from kubernetes_mgmt_pv import packages
-from kubernetes_mgmt_pv import pv
-from kubernetes_mgmt_pv import report as report_mod
-from kubernetes_mgmt_pv import storage_setup
+from kubernetes_mgmt_pv.remote import dpkg
+from kubernetes_mgmt_pv.request import lcm_requests
+from kubernetes_mgmt_pv import step_report
+from kubernetes_mgmt_pv.storage import export_access
+from kubernetes_mgmt_pv.storage import nfs_client
+from kubernetes_mgmt_pv.storage import pv
+from kubernetes_mgmt_pv.storage import storage_setup
 
 LOG = logging.getLogger(__name__)
 
@@ -89,8 +89,8 @@ class PvWorkflow(flow.Flow):
             executor = self.session(sessions, node)
             found = nfs_client.gather_facts(executor, server_addresses)
             if not reachable_only:
-                packages.check_os_release(executor.host, found.os_release,
-                                          self.conf.supported_os)
+                dpkg.check_os_release(executor.host, found.os_release,
+                                      self.conf.supported_os)
             facts[node.address] = found
 
         tasks = {node.address: functools.partial(client, node)
@@ -102,8 +102,8 @@ class PvWorkflow(flow.Flow):
         return facts
 
     def _check_os(self, sessions, node):
-        packages.check_supported_os(self.session(sessions, node),
-                                    self.conf.supported_os)
+        dpkg.check_supported_os(self.session(sessions, node),
+                                self.conf.supported_os)
 
     def _clients(self, nodes, facts, server_addresses):
         """export_access.Client of each address a node mounts from."""
@@ -136,7 +136,7 @@ class PvWorkflow(flow.Flow):
         resolution = export_access.Resolution()
         if wanted:
             storage = self.topology.storage
-            with report_mod.step(storage.address, 'export_to resolution'):
+            with step_report.step(storage.address, 'export_to resolution'):
                 resolution = export_access.resolve(
                     self.session(sessions, storage), wanted)
         findings = export_access.check(exports, clients, resolution)
@@ -170,13 +170,13 @@ class PvWorkflow(flow.Flow):
 
     def _register(self, kubectl, servers, report):
         if kubectl is not None:
-            with report_mod.step(kubectl.host, REGISTRATION):
+            with step_report.step(kubectl.host, REGISTRATION):
                 pv.register_volumes(kubectl, self.manifests, servers,
                                     self.conf.pv_available_timeout, report)
 
     def deploy(self):
         """instantiate_end and entire-cluster heal: storage, clients, PVs."""
-        report = report_mod.Report()
+        report = step_report.Report()
         storage, nodes = self.topology.storage, self.topology.cluster_nodes
         attachments, servers = self._volume_attachments(), self._nfs_servers()
         addresses = self._server_addresses(servers)
@@ -212,7 +212,7 @@ class PvWorkflow(flow.Flow):
         kubectl = self._registrar(sessions)
         if kubectl is None:
             return DeployCheck(facts, storage.address, server)
-        with report_mod.step(kubectl.host, REGISTRATION):
+        with step_report.step(kubectl.host, REGISTRATION):
             live = pv.live_volumes(kubectl, [manifest.name
                                              for manifest in self.manifests])
             return DeployCheck(facts, storage.address, server, kubectl.host,
@@ -228,7 +228,7 @@ class PvWorkflow(flow.Flow):
         it), ``skip_if_unreachable`` (the request's SKIP_PV_CHECK) lets the
         heal go on without them; otherwise it is refused.
         """
-        report = report_mod.Report()
+        report = step_report.Report()
         names = [manifest.name for manifest in self.manifests]
         if not names:
             return self.finish('release_storage', report)
@@ -237,7 +237,7 @@ class PvWorkflow(flow.Flow):
             step = 'PersistentVolume check'
             try:
                 kubectl = self.kubectl_session(sessions, masters, step)
-                with report_mod.step(kubectl.host, step):
+                with step_report.step(kubectl.host, step):
                     live = pv.live_volumes(kubectl, names)
             except (exceptions.RemoteConnectError,
                     exceptions.StepError) as error:
@@ -249,14 +249,14 @@ class PvWorkflow(flow.Flow):
                             lcm_requests.SKIP_PV_CHECK, reason)
                 return self.finish('release_storage', report)
             pv.refuse_if_bound(live)
-            with report_mod.step(kubectl.host, 'PersistentVolume deletion'):
+            with step_report.step(kubectl.host, 'PersistentVolume deletion'):
                 pv.delete_volumes(kubectl, names,
                                   self.conf.pv_delete_timeout, report)
         return self.finish('release_storage', report)
 
     def rebuild_storage(self):
         """heal_end of the storage server: set up the new VM, PVs again."""
-        report = report_mod.Report()
+        report = step_report.Report()
         storage, nodes = self.topology.storage, self.topology.cluster_nodes
         attachments, servers = self._volume_attachments(), self._nfs_servers()
         addresses = self._server_addresses(servers)
@@ -272,7 +272,7 @@ class PvWorkflow(flow.Flow):
 
     def install_clients(self, nodes):
         """NFS client on new or healed nodes (topology.Node)."""
-        report = report_mod.Report()
+        report = step_report.Report()
         addresses = self._server_addresses(self._nfs_servers())
         with self.sessions() as sessions:
             facts = self._client_preflight(sessions, nodes, addresses)

@@ -16,10 +16,10 @@ import ipaddress
 import stat
 
 from kubernetes_mgmt_pv import exceptions
-from kubernetes_mgmt_pv import facts
-from kubernetes_mgmt_pv import managed_block
-from kubernetes_mgmt_pv import packages
-from kubernetes_mgmt_pv import report as report_mod
+from kubernetes_mgmt_pv.remote import dpkg
+from kubernetes_mgmt_pv.remote import facts
+from kubernetes_mgmt_pv.remote import managed_block
+from kubernetes_mgmt_pv import step_report
 
 EXPORTS_FILE = '/etc/exports'
 FSTAB_FILE = '/etc/fstab'
@@ -561,11 +561,11 @@ class ServerPlan(object):
 def plan_volume(host, point, listing, probe, regions):
     """The ``VolumePlan`` of a volume, refusing what ``check_mount_point``
     and ``plan_filesystem`` refuse (named by the step they refuse)."""
-    with report_mod.step(host, 'mount %s' % point.mount_to):
+    with step_report.step(host, 'mount %s' % point.mount_to):
         if needs_listing(point):
             listing.get()
         check_mount_point(point)
-    with report_mod.step(host, 'format %s' % point.device):
+    with step_report.step(host, 'format %s' % point.device):
         probe = probe.get()
         mkfs = plan_filesystem(point.device, probe, regions)
         identity = None if mkfs else filesystem_identity(point.device, probe)
@@ -596,19 +596,19 @@ def plan_server(host, storage, found):
     devices = {v.point.mount_to: v.point.device_id for v in volumes}
     fresh = any(v.mkfs for v in volumes)
     restat = any(v.mount for v in volumes)
-    with report_mod.step(host, '%s update' % FSTAB_FILE):
+    with step_report.step(host, '%s update' % FSTAB_FILE):
         fstab = None if fresh else managed_block.planned_content(
             FSTAB_FILE, found.fstab.get(), fstab_lines(
                 [(v.identity[1], v.point.mount_to, v.identity[0])
                  for v in volumes]))
-    with report_mod.step(host, 'NFS server installation'):
-        install = tuple(packages.missing_packages(SERVER_PACKAGES,
-                                                  found.statuses.get()))
-    with report_mod.step(host, 'export directories'):
+    with step_report.step(host, 'NFS server installation'):
+        install = tuple(dpkg.missing_packages(SERVER_PACKAGES,
+                                              found.statuses.get()))
+    with step_report.step(host, 'export directories'):
         export_homes(directories, devices)
         create, chown = ((), ()) if restat else plan_export_dirs(
             directories, devices, found.directories.get())
-    with report_mod.step(host, 'NFS exports'):
+    with step_report.step(host, 'NFS exports'):
         exports, reexport = (None, True) if install else plan_exports(
             storage.exports, found.exports.get(), found.exportfs.get())
     return ServerPlan(

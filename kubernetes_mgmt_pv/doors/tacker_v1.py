@@ -13,13 +13,13 @@ import threading
 
 from oslo_log import log as logging
 
-from kubernetes_mgmt_pv import capacity
-from kubernetes_mgmt_pv import cluster_feature
+from kubernetes_mgmt_pv.cluster import cluster_feature
 from kubernetes_mgmt_pv import config
+from kubernetes_mgmt_pv.doors import tacker_compat
 from kubernetes_mgmt_pv import exceptions
 from kubernetes_mgmt_pv import redaction
-from kubernetes_mgmt_pv import remote
-from kubernetes_mgmt_pv import tacker_compat
+from kubernetes_mgmt_pv.remote import capacity
+from kubernetes_mgmt_pv.remote import remote
 
 LOG = logging.getLogger(__name__)
 

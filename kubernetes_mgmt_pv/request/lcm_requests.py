@@ -6,8 +6,8 @@ cluster and the persistent-volume features.
 import dataclasses
 
 from kubernetes_mgmt_pv import exceptions
-from kubernetes_mgmt_pv import params as params_mod
-from kubernetes_mgmt_pv import topology
+from kubernetes_mgmt_pv.openstack import vnf_topology
+from kubernetes_mgmt_pv.request import param_model
 
 
 @dataclasses.dataclass(frozen=True)
@@ -16,7 +16,7 @@ class HealTargets(object):
     Master and Worker servers."""
     entire_cluster: bool = False
     storage_server: bool = False
-    servers: tuple = ()  # topology.HealedServer: Masters and Workers
+    servers: tuple = ()  # vnf_topology.HealedServer: Masters and Workers
 
     @property
     def recreates_storage(self):
@@ -31,7 +31,7 @@ def additional_params(vnf_instance, request=None):
     Tacker stored in the instance's InstantiatedVnfInfo.
     """
     from_request = getattr(request, 'additional_params', None)
-    if from_request and params_mod.ROOT in from_request:
+    if from_request and param_model.ROOT in from_request:
         return from_request
     info = getattr(vnf_instance, 'instantiated_vnf_info', None)
     return getattr(info, 'additional_params', None) or {}
@@ -63,10 +63,10 @@ def heal_targets(vnf_instance, heal_vnf_request, params):
         server_id = vnfc.compute_resource.resource_id
         if params.storage is not None and params.storage.nic_cp_name in cpds:
             storage_server = True
-        for role, access in ((topology.MASTER, params.master),
-                             (topology.WORKER, params.worker)):
+        for role, access in ((vnf_topology.MASTER, params.master),
+                             (vnf_topology.WORKER, params.worker)):
             if access is not None and access.nic_cp_name in cpds:
-                servers.append(topology.HealedServer(role, server_id))
+                servers.append(vnf_topology.HealedServer(role, server_id))
     return HealTargets(entire_cluster=heals_entire_vnf(heal_vnf_request),
                        storage_server=storage_server, servers=tuple(servers))
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 import dataclasses
 
 from kubernetes_mgmt_pv import exceptions
-from kubernetes_mgmt_pv import param_checks
+from kubernetes_mgmt_pv.request import param_checks
 
 MASTER = 'master'
 WORKER = 'worker'

@@ -39,7 +39,7 @@ import paramiko
 
 from kubernetes_mgmt_pv import config
 from kubernetes_mgmt_pv import exceptions
-from kubernetes_mgmt_pv import nova
+from kubernetes_mgmt_pv.openstack import nova
 
 LOG = logging.getLogger(__name__)
 

@@ -41,9 +41,9 @@ import ipaddress
 import re
 
 from kubernetes_mgmt_pv import exceptions
-from kubernetes_mgmt_pv import facts
-from kubernetes_mgmt_pv import packages
-from kubernetes_mgmt_pv import report as report_mod
+from kubernetes_mgmt_pv.remote import dpkg
+from kubernetes_mgmt_pv.remote import facts
+from kubernetes_mgmt_pv import step_report
 
 HAPROXY_CONFIG = '/etc/haproxy/haproxy.cfg'
 KEEPALIVED_CONFIG = '/etc/keepalived/keepalived.conf'
@@ -373,8 +373,8 @@ def parse_facts(executor, sections):
         files=files,
         running={name: parse_running(sections.get('running %s' % name))
                  for name in SERVICES},
-        packages=packages.gathered_statuses(executor, sections,
-                                            HA_PACKAGES),
+        packages=dpkg.gathered_statuses(executor, sections,
+                                        HA_PACKAGES),
         systemd='systemd' in sections,
         pending=frozenset(name for name in SERVICES
                           if 'pending %s' % name in sections))
@@ -451,7 +451,7 @@ def plan(gathered, haproxy_cfg, keepalived_conf):
     configuration files: packages first (the daemons are planned from the
     facts gathered after their installation), else each daemon's file
     and action, haproxy first."""
-    missing = packages.missing_packages(HA_PACKAGES, gathered.packages)
+    missing = dpkg.missing_packages(HA_PACKAGES, gathered.packages)
     if missing:
         return Plan(install=tuple(missing))
     wanted = {'haproxy': haproxy_cfg, 'keepalived': keepalived_conf}
@@ -520,7 +520,7 @@ def _apply(executor, service_plan, gathered, report):
     host = executor.host
     service = service_plan.service
     pending = service in gathered.pending
-    with report_mod.step(host, '%s configuration' % service):
+    with step_report.step(host, '%s configuration' % service):
         if service_plan.content is not None:
             if service == 'haproxy':
                 check_haproxy_config(executor, service_plan.content)
@@ -533,7 +533,7 @@ def _apply(executor, service_plan, gathered, report):
             executor.install_file(service_plan.content, service_plan.path)
         report.record(host, service_plan.path,
                       service_plan.content is not None)
-    with report_mod.step(host, '%s service' % service):
+    with step_report.step(host, '%s service' % service):
         if service_plan.action is not None:
             for argv in action_commands(service, service_plan.action,
                                         gathered.systemd,
@@ -581,14 +581,14 @@ def configure(executor, node_address, masters, vip, proxy, conf, report,
     Returns the ``Plan`` that was carried out.
     """
     host = executor.host
-    with report_mod.step(host, 'HA control plane facts'):
+    with step_report.step(host, 'HA control plane facts'):
         gathered = gather_facts(executor)
-    with report_mod.step(host, 'HA control plane configuration'):
+    with step_report.step(host, 'HA control plane configuration'):
         haproxy_cfg, keepalived_conf = wanted_configs(
             gathered.addresses, node_address, masters, vip, backends)
         changes = plan(gathered, haproxy_cfg, keepalived_conf)
-    with report_mod.step(host, 'HA control plane packages'):
-        installed = packages.ensure_installed(
+    with step_report.step(host, 'HA control plane packages'):
+        installed = dpkg.ensure_installed(
             executor, HA_PACKAGES, proxy, conf.package_install_timeout,
             report, gathered.packages)
         if installed:  # the packages' own files and, with systemd, daemons

@@ -13,9 +13,9 @@ import ipaddress
 import json
 import re
 
-from kubernetes_mgmt_pv import etcd
+from kubernetes_mgmt_pv.cluster import etcd
+from kubernetes_mgmt_pv.cluster import ha
 from kubernetes_mgmt_pv import exceptions
-from kubernetes_mgmt_pv import ha
 
 # Root-owned, outside the world-writable /tmp: the script runs as root.
 SCRIPT_PATH = '/usr/local/lib/kubernetes-mgmt-pv/install_k8s_cluster.sh'

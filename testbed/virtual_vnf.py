@@ -22,7 +22,7 @@ import uuid
 
 from kubernetes_mgmt_pv import config
 from kubernetes_mgmt_pv import mgmt_driver
-from kubernetes_mgmt_pv import params
+from kubernetes_mgmt_pv.request import param_model
 from testbed import cloud_init
 from testbed import fresh_nodes
 from testbed import hosts
@@ -345,7 +345,7 @@ class VirtualCluster(object):
             cluster_keys['offline'] = self.offline
         if self.proxy:
             cluster_keys['proxy'] = self.proxy
-        return {params.ROOT: dict(cluster_keys, **{
+        return {param_model.ROOT: dict(cluster_keys, **{
             'master_node': dict(login, aspect_id=MASTER_ASPECT,
                                 ssh_cp_name=MASTER_CP,
                                 nic_cp_name=self._nic_cp('master'),

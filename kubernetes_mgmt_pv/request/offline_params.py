@@ -5,7 +5,7 @@ An internal apt repository (a mirror of pkgs.k8s.io) with its signing key
 shipped in the VNF package, the CNI manifest shipped in the package, a
 container registry mirror for containerd and the pause (sandbox) image.
 Every key is optional and an absent one keeps the online default, so a
-request without ``offline`` installs exactly as before. ``params`` parses
+request without ``offline`` installs exactly as before. ``param_model`` parses
 this mapping with its checker; the URL rules live here because the proxy
 URLs follow them too.
 """
@@ -107,7 +107,7 @@ def url_port(url):
 
 def parse(check, value):
     """OfflineSources of the ``offline`` mapping (None: all defaults);
-    ``check`` is the parameter checker of ``params``, which records the
+    ``check`` is the parameter checker of ``param_model``, which records the
     findings."""
     offline = check.mapping(value, PATH, required=False)
     if offline is None:

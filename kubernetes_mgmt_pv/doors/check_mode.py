@@ -11,19 +11,19 @@ VIM registration (Tacker's side) is not checked.
 
 import dataclasses
 
-from kubernetes_mgmt_pv import cluster_feature
-from kubernetes_mgmt_pv import cluster_workflow
+from kubernetes_mgmt_pv.cluster import cluster_feature
+from kubernetes_mgmt_pv.cluster import cluster_workflow
 from kubernetes_mgmt_pv import config
 from kubernetes_mgmt_pv import exceptions
-from kubernetes_mgmt_pv import heat as heat_mod
-from kubernetes_mgmt_pv import manifests as manifests_mod
-from kubernetes_mgmt_pv import nfs_client
-from kubernetes_mgmt_pv import packages
-from kubernetes_mgmt_pv import params as params_mod
-from kubernetes_mgmt_pv import remote
-from kubernetes_mgmt_pv import report as report_mod
-from kubernetes_mgmt_pv import storage
-from kubernetes_mgmt_pv import workflows
+from kubernetes_mgmt_pv.openstack import heat
+from kubernetes_mgmt_pv.remote import dpkg
+from kubernetes_mgmt_pv.remote import remote
+from kubernetes_mgmt_pv.request import param_model
+from kubernetes_mgmt_pv import step_report
+from kubernetes_mgmt_pv.storage import manifests
+from kubernetes_mgmt_pv.storage import nfs_client
+from kubernetes_mgmt_pv.storage import server_steps
+from kubernetes_mgmt_pv.storage import storage_workflow
 
 
 @dataclasses.dataclass(frozen=True)
@@ -100,7 +100,7 @@ def volume_changes(volume):
     found = []
     if volume.mkfs:
         found.append('format %s (%s)' % (volume.point.device,
-                                         storage.NEW_FILESYSTEM))
+                                         server_steps.NEW_FILESYSTEM))
     if volume.mount:
         found.append('mount %s on %s' % (volume.point.device,
                                          volume.point.mount_to))
@@ -108,25 +108,25 @@ def volume_changes(volume):
 
 
 def server_changes(host, plan):
-    """The Changes of a ``storage.ServerPlan`` on the storage server (a
+    """The Changes of a ``server_steps.ServerPlan`` on the storage server (a
     step decided after another change is named as following it)."""
     found = [text for volume in plan.volumes
              for text in volume_changes(volume)]
     found += [text for pending, text in (
         (plan.fstab_after_format,
-         'update %s with the new filesystems' % storage.FSTAB_FILE),
-        (plan.fstab is not None, 'update %s' % storage.FSTAB_FILE),
+         'update %s with the new filesystems' % server_steps.FSTAB_FILE),
+        (plan.fstab is not None, 'update %s' % server_steps.FSTAB_FILE),
         (plan.install, 'install %s' % ' '.join(plan.install)),
         (plan.restat_directories, 'create and chown the export '
                                   'directories missing on the new mounts'),
     ) if pending]
     found += ['create %s' % directory for directory in plan.create]
-    found += ['chown %s %s' % (storage.EXPORT_OWNER, directory)
+    found += ['chown %s %s' % (server_steps.EXPORT_OWNER, directory)
               for directory in plan.chown]
     found += [text for pending, text in (
         (plan.reread_exports, 'update %s and export after the '
-                              'installation' % storage.EXPORTS_FILE),
-        (plan.exports is not None, 'update %s' % storage.EXPORTS_FILE),
+                              'installation' % server_steps.EXPORTS_FILE),
+        (plan.exports is not None, 'update %s' % server_steps.EXPORTS_FILE),
         (plan.reexport and not plan.reread_exports, 'exportfs -ra'),
     ) if pending]
     return [Change(host, text) for text in found]
@@ -134,8 +134,8 @@ def server_changes(host, plan):
 
 def client_changes(host, client_facts):
     """The NFS client packages a Master or Worker lacks."""
-    missing = packages.missing_packages(nfs_client.CLIENT_PACKAGES,
-                                        client_facts.statuses)
+    missing = dpkg.missing_packages(nfs_client.CLIENT_PACKAGES,
+                                    client_facts.statuses)
     return [Change(host, 'install %s' % ' '.join(missing))] if missing \
         else []
 
@@ -151,7 +151,7 @@ def registration_changes(host, plan):
 
 
 def deploy_changes(check):
-    """The Changes of a ``workflows.DeployCheck``."""
+    """The Changes of a ``storage_workflow.DeployCheck``."""
     changes = [change for address, found in check.clients.items()
                for change in client_changes(address, found)]
     changes += server_changes(check.storage, check.server)
@@ -187,10 +187,10 @@ def check(params, manifests, script, heat, conf=None):
     None without the cluster feature) are given, its stack read through
     ``heat`` (heat.HeatStack)."""
     conf = conf or config.options()
-    report = report_mod.Report()
+    report = step_report.Report()
     changes = []
     with remote.SessionPool(conf=conf) as pool:
-        pool.hide(*heat_mod.vim_secrets(heat.client))
+        pool.hide(*heat.vim_secrets(heat.client))
         nodes = None
         if params.script_path is not None:
             flow = cluster_workflow.ClusterWorkflow(params, heat, script,
@@ -202,8 +202,8 @@ def check(params, manifests, script, heat, conf=None):
             changes += [change for host, plan in ha_plans.items()
                         for change in ha_changes(host, plan)]
         if params.pv_enabled:
-            flow = workflows.PvWorkflow(params, manifests, heat, conf=conf,
-                                        sessions=pool)
+            flow = storage_workflow.PvWorkflow(
+                params, manifests, heat, conf=conf, sessions=pool)
             nodes = nodes or flow.topology.nodes
             with flow.sessions() as sessions:
                 changes += deploy_changes(flow.check_deploy(sessions,
@@ -224,18 +224,18 @@ def load(package_dir, request, access_info, stack_id):
         if not isinstance(value, dict):
             raise exceptions.ParameterErrors([exceptions.ParameterError(
                 name, 'must be a JSON object')])
-    params = params_mod.parse(request.get('additionalParams') or {})
+    params = param_model.parse(request.get('additionalParams') or {})
     if params.script_path is None and not params.pv_enabled:
         raise exceptions.ParameterErrors([
             exceptions.ParameterError(
-                'additionalParams.' + params_mod.ROOT,
+                'additionalParams.' + param_model.ROOT,
                 'has neither script_path nor storage_server: the driver '
                 'changes nothing on this VNF')])
     script = None
     if params.script_path is not None:
         script = cluster_feature.read_package_file(
-            package_dir, params.script_path, params_mod.ROOT + '.script_path')
-    loaded = manifests_mod.load(package_dir, params.pv_registrations) \
+            package_dir, params.script_path, param_model.ROOT + '.script_path')
+    loaded = manifests.load(package_dir, params.pv_registrations) \
         if params.pv_enabled else []
-    client = heat_mod.build_heat_client(access_info)
-    return params, loaded, script, heat_mod.HeatStack(client, stack_id)
+    client = heat.build_heat_client(access_info)
+    return params, loaded, script, heat.HeatStack(client, stack_id)

@@ -3,10 +3,10 @@
 import dataclasses
 import ipaddress
 
-from kubernetes_mgmt_pv import export_access
-from kubernetes_mgmt_pv import facts
-from kubernetes_mgmt_pv import packages
-from kubernetes_mgmt_pv import report as report_mod
+from kubernetes_mgmt_pv.remote import dpkg
+from kubernetes_mgmt_pv.remote import facts
+from kubernetes_mgmt_pv import step_report
+from kubernetes_mgmt_pv.storage import export_access
 
 CLIENT_PACKAGES = ('nfs-common',)
 OS_RELEASE = '/etc/os-release'
@@ -30,8 +30,8 @@ def gather_facts(executor, server_addresses):
         executor, _GATHER, [len(CLIENT_PACKAGES)] + list(CLIENT_PACKAGES) +
         servers, 'cat %s, dpkg-query, ip -o route get' % OS_RELEASE)
     os_release = sections['os-release']
-    statuses = packages.gathered_statuses(executor, sections,
-                                          CLIENT_PACKAGES)
+    statuses = dpkg.gathered_statuses(executor, sections,
+                                      CLIENT_PACKAGES)
     routes = {server: sections.get('route %s' % server) for server in servers}
     return ClientFacts(
         os_release.stdout if os_release.ok else '', statuses,
@@ -45,7 +45,7 @@ def install_nfs_client(executor, proxy, conf, report, statuses=None):
 
     ``statuses``: the packages' dpkg statuses if gathered already.
     """
-    with report_mod.step(executor.host, 'NFS client installation'):
-        packages.ensure_installed(executor, CLIENT_PACKAGES, proxy,
-                                  conf.package_install_timeout, report,
-                                  statuses)
+    with step_report.step(executor.host, 'NFS client installation'):
+        dpkg.ensure_installed(executor, CLIENT_PACKAGES, proxy,
+                              conf.package_install_timeout, report,
+                              statuses)

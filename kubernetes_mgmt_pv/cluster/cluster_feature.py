@@ -11,13 +11,13 @@ import os
 
 from oslo_log import log as logging
 
-from kubernetes_mgmt_pv import cluster_workflow
+from kubernetes_mgmt_pv.cluster import cluster_workflow
 from kubernetes_mgmt_pv import exceptions
-from kubernetes_mgmt_pv import heat
-from kubernetes_mgmt_pv import lcm_requests
-from kubernetes_mgmt_pv import params as params_mod
+from kubernetes_mgmt_pv.openstack import heat
+from kubernetes_mgmt_pv.openstack import vnf_topology
+from kubernetes_mgmt_pv.request import lcm_requests
+from kubernetes_mgmt_pv.request import param_model
 from kubernetes_mgmt_pv import safe_yaml
-from kubernetes_mgmt_pv import topology
 
 LOG = logging.getLogger(__name__)
 
@@ -140,7 +140,7 @@ class ClusterFeature(object):
     @staticmethod
     def _params(vnf_instance, instantiate_request=None):
         """The parameters, or None if the cluster feature is off."""
-        params = params_mod.parse(lcm_requests.additional_params(
+        params = param_model.parse(lcm_requests.additional_params(
             vnf_instance, instantiate_request))
         if params.script_path is None:
             LOG.debug('No script_path parameter: the cluster is not '
@@ -186,12 +186,12 @@ class ClusterFeature(object):
         VM is contacted."""
         package_dir = self._driver.vnf_package_dir(context, vnf_instance)
         script = read_package_file(package_dir, params.script_path,
-                                   params_mod.ROOT + '.script_path')
+                                   param_model.ROOT + '.script_path')
         node_files = [(node_path, read_package_file(package_dir, relative,
                                                     json_path))
                       for json_path, relative, node_path in
                       params.offline.package_files()]
-        overrides = topology.credential_overrides(
+        overrides = vnf_topology.credential_overrides(
             getattr(lcm_request, 'additional_params', None))
         client = heat.build_heat_client(
             self._driver.vim_access_info(context, vnf_instance))

@@ -5,7 +5,7 @@ hashes), at the first LCM hook (Tacker's driver hash check, a VNFD that
 does not route a hook to the driver) or in the middle of instantiate_end
 (a CP or volume name the BaseHOT does not define, a manifest that is not
 an NFS PersistentVolume, an install script the package lacks). The request
-is read by ``params`` alone; these checks only cross its model with the
+is read by ``param_model`` alone; these checks only cross its model with the
 package. Each problem becomes a ``Finding`` naming where it is: a JSON
 path of the request, or a file of the package.
 """
@@ -14,14 +14,14 @@ import dataclasses
 import os
 import posixpath
 
-from kubernetes_mgmt_pv import base_driver
-from kubernetes_mgmt_pv import csar
+from kubernetes_mgmt_pv.doors import tacker_v1
 from kubernetes_mgmt_pv import exceptions
-from kubernetes_mgmt_pv import hooks as hooks_mod
-from kubernetes_mgmt_pv import manifests
-from kubernetes_mgmt_pv import param_checks
-from kubernetes_mgmt_pv import params
+from kubernetes_mgmt_pv import feature_hooks
+from kubernetes_mgmt_pv.request import param_checks
+from kubernetes_mgmt_pv.request import param_model
 from kubernetes_mgmt_pv import safe_yaml
+from kubernetes_mgmt_pv.storage import manifests
+from kubernetes_mgmt_pv.vnf_package import csar
 
 ERROR, WARNING = 'error', 'warning'
 _CP_TYPES = ('OS::Neutron::Port', 'OS::Neutron::FloatingIP')
@@ -85,7 +85,7 @@ def check(package_dir, request, found):
                     'flavourId must be letters, digits and _ . -, got %r'
                     % flavour[:80])
         return
-    parsed = params.parse_partially(request.get('additionalParams'))
+    parsed = param_model.parse_partially(request.get('additionalParams'))
     for error in parsed.errors:
         found.error('param-invalid', error.path, error.reason)
     for warning in parsed.params.warnings:
@@ -194,7 +194,7 @@ def _check_artifact_hash(package_dir, block, found):
 # -- the install script, PersistentVolume manifests and NFS exports ----------
 
 def _check_script(package_dir, model, invalid_paths, found):
-    where = params.ROOT + '.script_path'
+    where = param_model.ROOT + '.script_path'
     if model.script_path is None:
         if where not in invalid_paths:
             found.warning('script-absent', where,
@@ -231,7 +231,8 @@ def _check_manifests(package_dir, model, found):
     exports = [(export.json_path + '.export_dir', export.export_dir)
                for export in (model.storage.exports if model.storage else ())
                if export.export_dir]
-    # An export outside every mount_to is a parameter error (params.parse).
+    # An export outside every mount_to is a parameter error
+    # (param_model.parse).
     for where, directory in exports:
         if not any(_within(pv.nfs_path, directory) for pv in loaded):
             found.warning('export-unused', where,
@@ -318,7 +319,7 @@ def _check_heat(package_dir, flavour, model, invalid_paths, found):
         return
     storage = model.storage
     if storage is not None:
-        for where, name in _cp_names(params.STORAGE_PATH, storage):
+        for where, name in _cp_names(param_model.STORAGE_PATH, storage):
             _top_resource(hot, found, where, name, _CP_TYPES)
         for volume in storage.volumes:
             _top_resource(hot, found, volume.json_path + '.volume_resource_id',
@@ -326,8 +327,8 @@ def _check_heat(package_dir, flavour, model, invalid_paths, found):
     for registration in model.pv_registrations:
         _top_resource(hot, found, registration.json_path + '.nfs_server_cp',
                       registration.nfs_server_cp, _CP_TYPES)
-    for path, access in ((params.MASTER_PATH, model.master),
-                         (params.WORKER_PATH, model.worker)):
+    for path, access in ((param_model.MASTER_PATH, model.master),
+                         (param_model.WORKER_PATH, model.worker)):
         # Without its (invalid) aspect_id a node's CPs would be looked up
         # on the top-level stack, where they are not.
         if access is not None and path + '.aspect_id' not in invalid_paths:
@@ -344,7 +345,7 @@ def _check_cluster_addresses(hot, found, model):
     name that no template of the BaseHOT defines is a typo all the same."""
     network = model.network
     masters = _initial_masters(hot, model.master.aspect_id)
-    where = params.MASTER_PATH + '.cluster_cp_name'
+    where = param_model.MASTER_PATH + '.cluster_cp_name'
     if network.cluster_cp_name and masters > 1:
         _top_resource(hot, found, where, network.cluster_cp_name,
                       _CP_TYPES[:1])
@@ -352,11 +353,13 @@ def _check_cluster_addresses(hot, found, model):
         _any_resource(hot, found, where, network.cluster_cp_name,
                       _CP_TYPES[:1])
     if network.cluster_fip_name:
-        _top_resource(hot, found, params.MASTER_PATH + '.cluster_fip_name',
+        _top_resource(hot, found,
+                      param_model.MASTER_PATH + '.cluster_fip_name',
                       network.cluster_fip_name, _CP_TYPES[1:])
     if (model.script_path is not None and masters > 1
             and not network.cluster_cp_name):
-        found.error('vip-missing', params.MASTER_PATH + '.cluster_cp_name',
+        found.error('vip-missing',
+                    param_model.MASTER_PATH + '.cluster_cp_name',
                     'is required: scaling group %s of %s/%s starts with %d '
                     'Masters, which share the virtual IP of that port'
                     % (model.master.aspect_id, hot.directory, hot.top_name,
@@ -503,10 +506,10 @@ def _check_vnfd(package_dir, flavour, model, found):
         'node_templates')).get('VNF'))
     where = '%s: VNF' % relative
     hooks = _mapping(_mapping(vnf.get('interfaces')).get('Vnflcm'))
-    wanted = [(hook, 'cluster') for hook in hooks_mod.CLUSTER
+    wanted = [(hook, 'cluster') for hook in feature_hooks.CLUSTER
               if model.script_path is not None]
     wanted += [(hook, 'persistent-volume')
-               for hook in hooks_mod.PERSISTENT_VOLUME
+               for hook in feature_hooks.PERSISTENT_VOLUME
                if model.pv_enabled and hook not in dict(wanted)]
     for hook, feature in wanted:
         if hook not in hooks:
@@ -522,16 +525,16 @@ def _check_vnfd(package_dir, flavour, model, found):
         implementation = _mapping(operation).get('implementation')
         if isinstance(implementation, dict):
             implementation = implementation.get('primary')
-        if implementation == base_driver.DRIVER_NAME:
+        if implementation == tacker_v1.DRIVER_NAME:
             driver_used = True
         else:
             found.error('interface-not-driver',
                         '%s.interfaces.Vnflcm.%s' % (where, hook),
                         'implementation is %r, not %s' % (
-                            implementation, base_driver.DRIVER_NAME))
+                            implementation, tacker_v1.DRIVER_NAME))
     if driver_used:
         return _check_driver_artifact(package_dir, where, _mapping(
-            _mapping(vnf.get('artifacts')).get(base_driver.DRIVER_NAME)),
+            _mapping(vnf.get('artifacts')).get(tacker_v1.DRIVER_NAME)),
             found)
     return None
 
@@ -568,11 +571,11 @@ def _check_master_aspect(relative, template, model, found):
 def _check_driver_artifact(package_dir, where, artifact, found):
     """The package's API, by what its driver artifact is: the hashed
     driver file (v1) or another Python file, a script Tacker v2 runs."""
-    where = '%s.artifacts.%s' % (where, base_driver.DRIVER_NAME)
+    where = '%s.artifacts.%s' % (where, tacker_v1.DRIVER_NAME)
     if not artifact:
         found.error('artifact-missing', where,
                     'the Vnflcm interfaces name artifact %s, which the VNF '
-                    'node does not define' % base_driver.DRIVER_NAME)
+                    'node does not define' % tacker_v1.DRIVER_NAME)
         return None
     relative = artifact.get('file')
     if not isinstance(relative, str):

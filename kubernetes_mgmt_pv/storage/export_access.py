@@ -18,7 +18,7 @@ import dataclasses
 import fnmatch
 import ipaddress
 
-from kubernetes_mgmt_pv import facts
+from kubernetes_mgmt_pv.remote import facts
 
 EVERYONE = '*'
 WILDCARD_CHARACTERS = frozenset('*?[')

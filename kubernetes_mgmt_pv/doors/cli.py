@@ -15,11 +15,11 @@ import json
 import re
 import sys
 
-from kubernetes_mgmt_pv import check_mode
-from kubernetes_mgmt_pv import csar
+from kubernetes_mgmt_pv.doors import check_mode
 from kubernetes_mgmt_pv import exceptions
-from kubernetes_mgmt_pv import package_check
 from kubernetes_mgmt_pv import safe_yaml
+from kubernetes_mgmt_pv.vnf_package import csar
+from kubernetes_mgmt_pv.vnf_package import package_check
 
 # plan's exit status when a change is pending (0: none, 1: failure).
 CHANGES_PENDING = 2

@@ -16,8 +16,8 @@ import threading
 
 from oslo_log import log as logging
 
-from kubernetes_mgmt_pv import capacity
 from kubernetes_mgmt_pv import exceptions
+from kubernetes_mgmt_pv.remote import capacity
 
 LOG = logging.getLogger(__name__)
 

@@ -1,0 +1,1 @@
+"""The Kubernetes cluster feature: its hooks, steps and decisions."""

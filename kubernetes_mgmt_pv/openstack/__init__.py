@@ -1,0 +1,1 @@
+"""OpenStack lookups: Heat, Nova and the VNF's nodes."""

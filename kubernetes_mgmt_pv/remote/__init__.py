@@ -1,0 +1,2 @@
+"""Remote execution: SSH sessions, host keys, facts, concurrency caps,
+idempotent file and package steps."""

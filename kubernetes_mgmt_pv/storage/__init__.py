@@ -1,0 +1,2 @@
+"""The persistent-volume feature: Storage server, NFS clients,
+PersistentVolumes."""

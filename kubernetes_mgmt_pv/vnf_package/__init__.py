@@ -1,0 +1,1 @@
+"""The VNF package (CSAR): format, build and offline checks."""
