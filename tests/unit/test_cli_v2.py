@@ -10,10 +10,10 @@ import yaml
 
 from kubernetes_mgmt_pv.doors import cli
 from kubernetes_mgmt_pv.vnf_package import csar
-from tests.unit import test_cli
+from tests.unit import cli_support
 
-REQUESTS_V2 = os.path.join(test_cli.ROOT, 'samples', 'requests-v2')
-ARTIFACT = test_cli.VNF_WHERE + '.artifacts.mgmt-drivers-kubernetes'
+REQUESTS_V2 = os.path.join(cli_support.ROOT, 'samples', 'requests-v2')
+ARTIFACT = cli_support.VNF_WHERE + '.artifacts.mgmt-drivers-kubernetes'
 
 
 def v2_request(name='instantiate_simple.json'):
@@ -23,13 +23,13 @@ def v2_request(name='instantiate_simple.json'):
 
 @pytest.fixture
 def validate(capsys, tmp_path):
-    return test_cli.Validator(capsys, tmp_path)
+    return cli_support.Validator(capsys, tmp_path)
 
 
 @pytest.fixture(scope='module')
 def v2_zip(tmp_path_factory):
     path = tmp_path_factory.mktemp('csar') / 'package-v2.zip'
-    assert cli.main(['package', '--api', 'v2', '--source', test_cli.SAMPLE,
+    assert cli.main(['package', '--api', 'v2', '--source', cli_support.SAMPLE,
                      '--output', str(path)]) == 0
     return path
 
@@ -69,7 +69,7 @@ def test_the_v2_package_carries_the_script_not_the_driver(v2_zip):
 
 def test_a_v1_package_leaves_the_v2_files_out(tmp_path):
     output = tmp_path / 'v1.zip'
-    assert cli.main(['package', '--source', test_cli.SAMPLE,
+    assert cli.main(['package', '--source', cli_support.SAMPLE,
                      '--output', str(output)]) == 0
     files = names(output)
     assert csar.DRIVER_PATH in files
@@ -79,7 +79,7 @@ def test_a_v1_package_leaves_the_v2_files_out(tmp_path):
 
 def test_the_build_is_reproducible(v2_zip, tmp_path):
     again = tmp_path / 'again.zip'
-    csar.build(test_cli.SAMPLE, str(again), api='v2')
+    csar.build(cli_support.SAMPLE, str(again), api='v2')
     assert again.read_bytes() == v2_zip.read_bytes()
 
 
@@ -93,14 +93,14 @@ def test_v2_package_and_request_validate_clean(v2_zip, validate,
 
 
 def test_the_same_parameter_findings_as_v1(v2_zip, validate):
-    v1 = test_cli.sample_request()
+    v1 = cli_support.sample_request()
     v2 = v2_request()
     for body in (v1, v2):
-        test_cli.cluster_params(body)['storage_server'][
+        cli_support.cluster_params(body)['storage_server'][
             'ssh_cp_name'] = 'no_such_CP'
-    v1_findings = validate(test_cli.SAMPLE, v1)[1]
+    v1_findings = validate(cli_support.SAMPLE, v1)[1]
     v2_findings = validate(v2_zip, v2)[1]
-    where = test_cli.STORAGE + '.ssh_cp_name'
+    where = cli_support.STORAGE + '.ssh_cp_name'
     assert {f for f in v2_findings if f[1] == where} == \
         {f for f in v1_findings if f[1] == where} != set()
 
@@ -116,7 +116,7 @@ def test_a_v1_request_for_a_v2_package_is_refused(v2_zip, validate):
 
 def test_a_v2_request_for_a_v1_package_is_refused(validate):
     body = v2_request()
-    code, findings = validate(test_cli.SAMPLE, body)
+    code, findings = validate(cli_support.SAMPLE, body)
     assert ('request-api-mismatch', 'vimConnectionInfo') in findings
 
 
@@ -152,7 +152,7 @@ def test_a_script_that_is_not_the_door(v2_package, validate):
 
 def test_a_source_without_the_v2_script_cannot_build_v2(tmp_path, capsys):
     source = tmp_path / 'source'
-    shutil.copytree(test_cli.SAMPLE, source)
+    shutil.copytree(cli_support.SAMPLE, source)
     os.unlink(source / 'v2' / csar.V2_SCRIPT_PATH)
     assert cli.main(['package', '--api', 'v2', '--source', str(source),
                      '--output', str(tmp_path / 'x.zip')]) == 1

@@ -8,11 +8,7 @@ from kubernetes_mgmt_pv.cluster import cluster
 from kubernetes_mgmt_pv import exceptions
 from kubernetes_mgmt_pv.request import offline_params
 from kubernetes_mgmt_pv.request import param_model
-from tests.unit import test_cli
-from tests.unit.test_cli import body  # noqa: F401 (fixtures)
-from tests.unit.test_cli import built_zip  # noqa: F401
-from tests.unit.test_cli import package  # noqa: F401
-from tests.unit.test_cli import validate  # noqa: F401
+from tests.unit import cli_support
 from tests.unit import test_cluster
 
 PATH = offline_params.PATH
@@ -166,7 +162,7 @@ def test_validate_reports_offline_files_missing_from_the_package(
         package, validate, body):  # noqa: F811 (the fixtures above)
     (package / 'Files' / 'keys').mkdir()
     (package / 'Files' / 'keys' / 'k8s.asc').write_text('key\n')
-    test_cli.cluster_params(body)['offline'] = {
+    cli_support.cluster_params(body)['offline'] = {
         'apt_repository_url': 'http://mirror.example/k8s/',
         'apt_key_file': 'Files/keys/k8s.asc',
         'cni_manifest_file': 'Files/cni/missing.yaml'}

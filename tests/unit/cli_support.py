@@ -1,0 +1,65 @@
+"""What the CLI tests share: the sample package and requests, and a
+runner of `validate` that keeps each finding's code and place."""
+
+import json
+import os
+
+import yaml
+
+from kubernetes_mgmt_pv.doors import cli
+from kubernetes_mgmt_pv.request import param_model
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(
+    os.path.abspath(__file__))))
+SAMPLE = os.path.join(ROOT, 'samples', 'kubernetes_pv_vnf')
+REQUESTS = os.path.join(ROOT, 'samples', 'requests')
+META = 'TOSCA-Metadata/TOSCA.meta'
+DF_SIMPLE = 'Definitions/sample_kubernetes_df_simple.yaml'
+VNF_WHERE = DF_SIMPLE + ': VNF'
+STORAGE = param_model.ROOT + '.storage_server'
+
+
+def sample_request(name='instantiate_simple.json'):
+    with open(os.path.join(REQUESTS, name)) as stream:
+        return json.load(stream)
+
+
+def cluster_params(body):
+    return body['additionalParams'][param_model.ROOT]
+
+
+class Validator(object):
+    """Runs `validate --format json` and keeps (code, where) of findings."""
+
+    def __init__(self, capsys, tmp_path):
+        self.capsys = capsys
+        self.tmp_path = tmp_path
+
+    def __call__(self, package, body):
+        request = self.tmp_path / 'request.json'
+        request.write_text(json.dumps(body))
+        self.capsys.readouterr()
+        code = cli.main(['validate', '--package', str(package),
+                         '--request', str(request), '--format', 'json'])
+        self.findings = json.loads(self.capsys.readouterr().out)
+        return code, {(f['code'], f['where']) for f in self.findings}
+
+    def rebuilt(self, package, body):
+        """Validate the CSAR built from a changed package directory, so
+        only the change itself is reported (the hashes are recomputed)."""
+        output = self.tmp_path / 'rebuilt.zip'
+        assert cli.main(['package', '--source', str(package),
+                         '--output', str(output)]) == 0
+        return self(output, body)
+
+
+def edit_yaml(path, change):
+    with open(path) as stream:
+        document = yaml.safe_load(stream)
+    change(document)
+    with open(path, 'w') as stream:
+        yaml.safe_dump(document, stream)
+
+
+def vnf_node(document):
+    return document['topology_template']['node_templates']['VNF']
