@@ -1,6 +1,9 @@
-"""Fixtures of the CLI tests: the sample package built once per module,
-an extracted copy to break, the sample request, the `validate` runner."""
+"""Fixtures shared by unit test modules: the CLI tests' sample package
+(built once per module, an extracted copy to break), request and
+`validate` runner; the install script tests' CA and fake node."""
 
+import hashlib
+import subprocess
 import zipfile
 
 import pytest
@@ -10,6 +13,7 @@ from tests.unit.cli_support import cluster_params
 from tests.unit.cli_support import SAMPLE
 from tests.unit.cli_support import sample_request
 from tests.unit.cli_support import Validator
+from tests.unit.install_script_harness import Node
 
 
 @pytest.fixture(scope='module')
@@ -41,3 +45,27 @@ def body():
 @pytest.fixture
 def validate(capsys, tmp_path):
     return Validator(capsys, tmp_path)
+
+
+@pytest.fixture(scope='module')
+def ca_cert(tmp_path_factory):
+    """A real CA certificate and the sha256 of its DER public key."""
+    serialization = pytest.importorskip(
+        'cryptography.hazmat.primitives.serialization')
+    x509 = pytest.importorskip('cryptography.x509')
+    directory = tmp_path_factory.mktemp('ca')
+    cert, key = directory / 'ca.crt', directory / 'ca.key'
+    subprocess.run(
+        ['openssl', 'req', '-x509', '-newkey', 'ec', '-pkeyopt',
+         'ec_paramgen_curve:prime256v1', '-nodes', '-subj', '/CN=kubernetes',
+         '-days', '1', '-keyout', str(key), '-out', str(cert)],
+        check=True, capture_output=True)
+    public = x509.load_pem_x509_certificate(cert.read_bytes()).public_key()
+    der = public.public_bytes(serialization.Encoding.DER,
+                              serialization.PublicFormat.SubjectPublicKeyInfo)
+    return str(cert), hashlib.sha256(der).hexdigest()
+
+
+@pytest.fixture
+def node(tmp_path, ca_cert):
+    return Node(tmp_path, ca_cert)

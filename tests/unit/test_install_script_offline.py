@@ -7,8 +7,7 @@ tests (test_node_preparation)."""
 
 import pytest
 
-from tests.unit import test_install_script as base
-from tests.unit.test_install_script import ca_cert  # noqa: F401 (fixture)
+from tests.unit import install_script_harness as base
 
 VIP = base.VIP
 THIS_IP = base.THIS_IP
