@@ -181,19 +181,19 @@ def _recorded(report):
             for outcome in report.outcomes if outcome.changed]
 
 
-def check(params, manifests, script, heat, conf=None):
+def check(params, pv_manifests, script, stack, conf=None):
     """The CheckResult of instantiate_end for a VNF whose ``params``
-    (params.Parameters), PV ``manifests`` and install ``script`` (bytes,
-    None without the cluster feature) are given, its stack read through
-    ``heat`` (heat.HeatStack)."""
+    (param_model.ClusterParams), ``pv_manifests`` and install ``script``
+    (bytes, None without the cluster feature) are given, its Heat stack
+    read through ``stack`` (heat.HeatStack)."""
     conf = conf or config.options()
     report = step_report.Report()
     changes = []
     with remote.SessionPool(conf=conf) as pool:
-        pool.hide(*heat.vim_secrets(heat.client))
+        pool.hide(*heat.vim_secrets(stack.client))
         nodes = None
         if params.script_path is not None:
-            flow = cluster_workflow.ClusterWorkflow(params, heat, script,
+            flow = cluster_workflow.ClusterWorkflow(params, stack, script,
                                                     conf=conf, sessions=pool)
             nodes = flow.topology.nodes
             with flow.sessions() as sessions:
@@ -203,7 +203,7 @@ def check(params, manifests, script, heat, conf=None):
                         for change in ha_changes(host, plan)]
         if params.pv_enabled:
             flow = storage_workflow.PvWorkflow(
-                params, manifests, heat, conf=conf, sessions=pool)
+                params, pv_manifests, stack, conf=conf, sessions=pool)
             nodes = nodes or flow.topology.nodes
             with flow.sessions() as sessions:
                 changes += deploy_changes(flow.check_deploy(sessions,
@@ -216,7 +216,7 @@ def check(params, manifests, script, heat, conf=None):
 
 
 def load(package_dir, request, access_info, stack_id):
-    """(params, manifests, script, heat) of a VNF from its package
+    """(params, pv_manifests, script, stack) of a VNF from its package
     directory, the Instantiate request body (a dict), the OpenStack VIM's
     access_info and the Heat stack id (the instance's instanceId),
     checked as the hooks check them."""
