@@ -30,7 +30,7 @@ import tempfile
 import threading
 
 from testbed import hosts
-from testbed import kubeapi
+from testbed.kubeapi import kubectl
 from testbed import standins
 
 # Debian's packages the install script installs besides the stand-ins.
@@ -81,7 +81,7 @@ class SigningKey(object):
 def kubectl_for(minor):
     """The real kubectl binary of a minor version ('v1.31'), from the Cloud
     SDK's versioned ones."""
-    path = os.path.join(kubeapi.GCLOUD_KUBECTL_DIR,
+    path = os.path.join(kubectl.GCLOUD_KUBECTL_DIR,
                         'kubectl.' + minor.lstrip('v'))
     if not os.access(path, os.X_OK):
         raise RuntimeError(f'no kubectl {minor} at {path}')

@@ -13,7 +13,7 @@ import socket
 import subprocess
 import tempfile
 
-from testbed import hosts
+from testbed import polling
 
 BINARY = '/usr/bin/tinyproxy'
 USER = 'tinyproxy'
@@ -66,7 +66,7 @@ class TinyProxy(object):
             self._process = subprocess.Popen(
                 [BINARY, '-d', '-c', config], stdin=subprocess.DEVNULL,
                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-            hosts.wait_for(self._listening, 'tinyproxy to listen')
+            polling.wait_until(self._listening, 'tinyproxy to listen')
         except BaseException:
             self.stop()
             raise

@@ -31,7 +31,8 @@ if mode == 'eventlet':
     import eventlet
     eventlet.monkey_patch()
 from eventlet import patcher
-from kubernetes_mgmt_pv import config, parallel, remote
+from kubernetes_mgmt_pv import config
+from kubernetes_mgmt_pv.remote import parallel, remote
 from kubernetes_mgmt_pv import mgmt_driver  # the whole driver is imported
 # No Nova here: host keys are the subject of test_host_keys.py.
 config.CONF.set_override('host_key_policy', 'warn', config.GROUP_NAME)
