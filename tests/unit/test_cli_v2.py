@@ -21,11 +21,6 @@ def v2_request(name='instantiate_simple.json'):
         return json.load(stream)
 
 
-@pytest.fixture
-def validate(capsys, tmp_path):
-    return cli_support.Validator(capsys, tmp_path)
-
-
 @pytest.fixture(scope='module')
 def v2_zip(tmp_path_factory):
     path = tmp_path_factory.mktemp('csar') / 'package-v2.zip'
