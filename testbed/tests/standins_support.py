@@ -113,23 +113,28 @@ def etcd_processes(host):
             if argv[0] == standins.ETCD}
 
 
+def run_as_root(host, command, ssh, timeout):
+    """``command`` as root on a host, or over SSH with sudo as the driver
+    runs it: returncode, stdout and stderr."""
+    if not ssh:
+        return host.run(command, check=False)
+    client = host.ssh_client()
+    try:
+        _, stdout, stderr = client.exec_command('sudo ' + command,
+                                                timeout=timeout)
+        out, err = stdout.read().decode(), stderr.read().decode()
+        return types.SimpleNamespace(
+            returncode=stdout.channel.recv_exit_status(),
+            stdout=out, stderr=err)
+    finally:
+        client.close()
+
+
 def etcdctl(host, *args, ssh=False, check=True):
     """The driver's etcdctl route on a Master: as root, or over SSH as
     the driver runs it, with sudo."""
     command = f'{ETCDCTL} {" ".join(args)}'
-    if ssh:
-        client = host.ssh_client()
-        try:
-            _, stdout, stderr = client.exec_command('sudo ' + command,
-                                                    timeout=60)
-            out, err = stdout.read().decode(), stderr.read().decode()
-            result = types.SimpleNamespace(
-                returncode=stdout.channel.recv_exit_status(),
-                stdout=out, stderr=err)
-        finally:
-            client.close()
-    else:
-        result = host.run(command, check=False)
+    result = run_as_root(host, command, ssh, timeout=60)
     if check:
         assert result.returncode == 0, (command, result.stderr)
     return result
@@ -253,19 +258,7 @@ class Cluster(types.SimpleNamespace):
         driver does) and remember the call for the call-log test."""
         self.calls.setdefault(host.name, []).append(['kubeadm', *args])
         command = 'kubeadm ' + ' '.join(args)
-        if ssh:
-            client = host.ssh_client()
-            try:
-                _, stdout, stderr = client.exec_command('sudo ' + command,
-                                                        timeout=90)
-                out, err = stdout.read().decode(), stderr.read().decode()
-                result = types.SimpleNamespace(
-                    returncode=stdout.channel.recv_exit_status(),
-                    stdout=out, stderr=err)
-            finally:
-                client.close()
-        else:
-            result = host.run(command, check=False)
+        result = run_as_root(host, command, ssh, timeout=90)
         if check:
             assert result.returncode == 0, result.stderr
         return result
