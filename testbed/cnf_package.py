@@ -19,6 +19,7 @@ import yaml
 DEPLOYMENT = 'web'
 DEF_FILE = 'Files/kubernetes/deployment.yaml'
 FLAVOUR = 'simple'
+LEVEL = 'instantiation_level_1'
 _TYPES = ('etsi_nfv_sol001_common_types.yaml',
           'etsi_nfv_sol001_vnfd_types.yaml')
 
@@ -87,11 +88,24 @@ def _flavour():
                             'description': 'the web Deployment',
                             'vdu_profile': {'min_number_of_instances': 1,
                                             'max_number_of_instances': 2}}}},
-                'policies': [{'web_initial_delta': {
-                    'type': 'tosca.policies.nfv.VduInitialDelta',
-                    'properties': {'initial_delta': {
-                        'number_of_instances': 1}},
-                    'targets': [DEPLOYMENT]}}]}}
+                # Tacker v2 grants a VDU only through an instantiation
+                # level: without these the grant names no resource.
+                'policies': [
+                    {'web_initial_delta': {
+                        'type': 'tosca.policies.nfv.VduInitialDelta',
+                        'properties': {'initial_delta': {
+                            'number_of_instances': 1}},
+                        'targets': [DEPLOYMENT]}},
+                    {'instantiation_levels': {
+                        'type': 'tosca.policies.nfv.InstantiationLevels',
+                        'properties': {
+                            'levels': {LEVEL: {'description': 'one web'}},
+                            'default_level': LEVEL}}},
+                    {'web_instantiation_levels': {
+                        'type': 'tosca.policies.nfv.VduInstantiationLevels',
+                        'properties': {'levels': {
+                            LEVEL: {'number_of_instances': 1}}},
+                        'targets': [DEPLOYMENT]}}]}}
 
 
 def _deployment():

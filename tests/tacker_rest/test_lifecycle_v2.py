@@ -221,9 +221,6 @@ def test_heal_entire_vnf(lab, v2, s):
     s.done.add('heal_entire')
 
 
-@pytest.mark.skip(reason='not done yet: Tacker v2 fails this CNF package '
-                  'before any Kubernetes call ("Cannot load addResources": '
-                  'its grant request gets no VDU of the package)')
 def test_cnf_instantiate_reaches_the_cluster(lab, v2, s, tmp_path):
     """A v2 CNF on the Kubernetes VIM the door registered: Tacker's
     Kubernetes infra driver talks to the cluster's API server (the test
