@@ -14,8 +14,9 @@ does (pickle on stdin, result on stdout) for hooks that reach no host:
 
 For each it reports the median and the worst wall time from spawn to exit
 and the peak RSS of one hook process, with the machine load beside them
-(busy share of all cores during the runs, and the 1-minute load average):
-start-up competes with whatever else the machine does. Targets:
+(busy share of all cores taken by everything but the hook processes during
+the runs, and the 1-minute load average): start-up competes with whatever
+else the machine does. Targets:
 
 * median start-up of a hook with the engine <= 3 s on an idle machine
   (load < 50%), else only reported
@@ -32,6 +33,7 @@ Exit status 0 when every target holds, 1 otherwise.
 import argparse
 import os
 import pickle
+import resource
 import statistics
 import subprocess
 import sys
@@ -98,14 +100,24 @@ def run_once(python, operation, env, package_dir):
     return wall, peak_kb / 1024
 
 
+def _children_cpu_seconds():
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
 def measure(python, operation, runs, env, package_dir):
+    """Wall times and RSS of ``runs`` hook processes, with the load of
+    everything else on the machine: the hook processes themselves (one
+    core busy) are taken out, so "idle" means no other work competed."""
     busy = bench_common._busy_cpu_seconds()
+    hooks = _children_cpu_seconds()
     started = time.monotonic()
     results = [run_once(python, operation, env, package_dir)
                for _ in range(runs)]
     elapsed = time.monotonic() - started
-    load = (bench_common._busy_cpu_seconds() - busy) / (
-        elapsed * os.cpu_count())
+    others = (bench_common._busy_cpu_seconds() - busy
+              - (_children_cpu_seconds() - hooks))
+    load = max(0.0, others) / (elapsed * os.cpu_count())
     walls = [wall for wall, _ in results]
     return {'median': statistics.median(walls), 'worst': max(walls),
             'rss_mb': max(rss for _, rss in results), 'load': load,
@@ -131,7 +143,7 @@ def main():
         env = dict(os.environ, PYTHONPATH=ROOT,
                    KUBERNETES_MGMT_PV_TACKER_CONF=conf)
         print('%-26s %9s %9s %9s %7s %8s' % (
-            'hook process', 'median s', 'worst s', 'RSS MB', 'load',
+            'hook process', 'median s', 'worst s', 'RSS MB', 'others',
             'loadavg'))
         ok = True
         for operation in ('modify_information_start', 'instantiate_end'):
@@ -143,6 +155,9 @@ def main():
             ok &= result['rss_mb'] <= RSS_TARGET_MB
             if operation == 'instantiate_end' and result['load'] < IDLE_LOAD:
                 ok &= result['median'] <= START_TARGET_SECONDS
+            if operation == 'instantiate_end' and result['load'] >= IDLE_LOAD:
+                print('start-up not judged: other work took %.0f%% of the '
+                      'cores' % (100 * result['load']))
     print('targets: start-up <= %.1f s when idle, RSS <= %.0f MB: %s' % (
         START_TARGET_SECONDS, RSS_TARGET_MB, 'ok' if ok else 'MISSED'))
     return 0 if ok else 1

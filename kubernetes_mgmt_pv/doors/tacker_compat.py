@@ -57,10 +57,34 @@ def load_tacker_config(args):
     from oslo_config import cfg
     if TACKER_AVAILABLE:
         from tacker.common import config as tacker_config  # noqa: F401
-        # The conductor's own options, [keystone_authtoken] among them:
-        # registering a VIM reads them (NoSuchOptError otherwise).
-        from tacker.conductor import conductor_server  # noqa: F401
+        _register_conductor_service_credentials(cfg)
     cfg.CONF(args=list(args), project='tacker', default_config_files=[])
+
+
+# tacker-conductor registers these [keystone_authtoken] options itself (it
+# runs without the auth middleware); registering a VIM reads them. Importing
+# tacker.conductor.conductor_server for them would cost every v2 hook
+# process seconds (it loads the whole conductor, v2's Kubernetes client
+# included), so they are declared here as the conductor declares them:
+# oslo.config accepts an identical declaration twice, and
+# tests/tacker_integration checks that they still are identical.
+_CONDUCTOR_SERVICE_CREDENTIALS = (
+    ('user_domain_id', 'default', 'User Domain Id'),
+    ('project_domain_id', 'default', 'Project Domain Id'),
+    ('password', 'default', 'User Password'),
+    ('username', 'default', 'User Name'),
+    ('user_domain_name', 'Default', 'Use Domain Name'),
+    ('project_name', 'default', 'Project Name'),
+    ('project_domain_name', 'Default', 'Project Domain Name'),
+    ('auth_url', 'http://localhost/identity/v3', 'Keystone endpoint'),
+)
+
+
+def _register_conductor_service_credentials(cfg):
+    cfg.CONF.register_opts(
+        [cfg.StrOpt(name, default=default, help=text)
+         for name, default, text in _CONDUCTOR_SERVICE_CREDENTIALS],
+        'keystone_authtoken')
 
 
 def v2_heat_cert_verify():
