@@ -253,11 +253,10 @@ class TackerService(object):
         env['PATH'] = os.path.join(self.venv, 'bin') + os.pathsep + env.get(
             'PATH', '')
         env.pop('PYTHONHOME', None)
-        # The driver's Tacker v2 package script runs in a process of its
-        # own and reads tacker.conf from here: Tacker 16's conductor
-        # workers (cotyledon) retitle themselves, so the script cannot
-        # find --config-file in its parent's command line.
-        env['KUBERNETES_MGMT_PV_TACKER_CONF'] = self.conf_path
+        # No KUBERNETES_MGMT_PV_TACKER_CONF: the driver's Tacker v2 script
+        # finds tacker.conf in the conductor master's command line, as it
+        # does on an operator's host.
+        env.pop('KUBERNETES_MGMT_PV_TACKER_CONF', None)
         return env
 
     def _db_upgrade(self):

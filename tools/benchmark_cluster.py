@@ -73,7 +73,7 @@ SCRIPT = 'install_k8s_cluster.sh on '  # the driver's description of a run
 
 class _Trace(object):
     """What the driver did during one hook, seen from outside: the wall
-    time of its steps (``report.step`` blocks, per-host steps run at once
+    time of its steps (``step_report.step`` blocks, per-host steps run at once
     by ``parallel.run_on_nodes`` and the cluster and storage halves of the
     hook) and the CPU seconds of its own threads (the hook's thread, the
     per-node task threads and the SSH transport threads)."""

@@ -11,8 +11,9 @@ script's stderr as the error. So ``main``:
   warning or child process can write to Tacker's pipes;
 * reads Tacker's configuration, which the script process has not: the
   files named by KUBERNETES_MGMT_PV_TACKER_CONF (``:``-separated), else
-  the ``--config-file``/``--config-dir`` of the conductor that started it,
-  else /etc/tacker/tacker.conf;
+  the ``--config-file``/``--config-dir`` of the conductor that started it
+  (its master process's, as its workers hide theirs), else
+  /etc/tacker/tacker.conf;
 * stops at ``v2_hook_deadline`` (Tacker sets no limit while it holds the
   VNF's lock);
 * writes only the final pickle to stdout and, on failure, exits 1 with one
@@ -34,33 +35,59 @@ LOG = logging.getLogger(__name__)
 CONFIG_ENV = 'KUBERNETES_MGMT_PV_TACKER_CONF'
 DEFAULT_CONFIG = '/etc/tacker/tacker.conf'
 _CONFIG_OPTIONS = ('--config-file', '--config-dir')
+_MASTER_TITLE = re.compile(r'^[^\[]*: master process \[(.*)\]$')
 _STEP_LINE = re.compile(r'[^:]+ failed on \S+: ')
 
 
-def config_args(environ, parent_argv, default_exists):
-    """The oslo.config arguments naming Tacker's configuration."""
+def config_args(environ, ancestor_argvs, default_exists):
+    """The oslo.config arguments naming Tacker's configuration: from the
+    environment, else from the nearest ancestor (parent first) whose
+    command line names any, else the default file if it exists."""
     if environ.get(CONFIG_ENV):
         return [arg for path in environ[CONFIG_ENV].split(os.pathsep)
                 if path for arg in ('--config-file', path)]
+    for argv in ancestor_argvs:
+        args = _config_options(_untitled(argv))
+        if args:
+            return args
+    return ['--config-file', DEFAULT_CONFIG] if default_exists else []
+
+
+def _config_options(argv):
     args = []
-    for index, arg in enumerate(parent_argv):
+    for index, arg in enumerate(argv):
         for option in _CONFIG_OPTIONS:
-            if arg == option and index + 1 < len(parent_argv):
-                args += [option, parent_argv[index + 1]]
+            if arg == option and index + 1 < len(argv):
+                args += [option, argv[index + 1]]
             elif arg.startswith(option + '='):
                 args += [option, arg.split('=', 1)[1]]
-    if not args and default_exists:
-        args = ['--config-file', DEFAULT_CONFIG]
     return args
 
 
-def _parent_argv():
-    try:
-        with open('/proc/%d/cmdline' % os.getppid(), 'rb') as stream:
-            return [arg.decode('utf-8', 'replace')
-                    for arg in stream.read().split(b'\0') if arg]
-    except OSError:
-        return []
+def _untitled(argv):
+    """The command line of a process that retitled itself: Tacker 16's
+    conductor master keeps its own, space-joined, in brackets (its
+    workers, the script's parents, keep none)."""
+    match = len(argv) == 1 and _MASTER_TITLE.match(argv[0])
+    return match.group(1).split() if match else argv
+
+
+def _ancestor_argvs(depth=4):
+    """Command lines of the script's parent and its ancestors."""
+    argvs, pid = [], os.getppid()
+    while pid > 1 and len(argvs) < depth:
+        try:
+            with open('/proc/%d/cmdline' % pid, 'rb') as stream:
+                cmdline = stream.read()
+            with open('/proc/%d/stat' % pid) as stream:
+                stat = stream.read()
+        except OSError:
+            break
+        argvs.append([arg.decode('utf-8', 'replace')
+                      for arg in cmdline.split(b'\0') if arg])
+        # "pid (comm) state ppid ...": comm may hold spaces and parentheses.
+        pid = int(stat.rsplit(')', 1)[1].split()[1])
+    return argvs
 
 
 def error_line(operation, error, host, secrets=()):
@@ -176,7 +203,7 @@ def main(stdin=None):
         from kubernetes_mgmt_pv import config
         from kubernetes_mgmt_pv.doors import tacker_compat
         tacker_compat.load_tacker_config(config_args(
-            os.environ, _parent_argv(), os.path.exists(DEFAULT_CONFIG)))
+            os.environ, _ancestor_argvs(), os.path.exists(DEFAULT_CONFIG)))
         options = config.options()
         _log_to(options.v2_log_file, secrets)
         _start_deadline(options.v2_hook_deadline, operation, err_fd)

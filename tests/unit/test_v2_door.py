@@ -1,6 +1,10 @@
 """The Tacker v2 door: one hook per run, the state it saves, what it
 hands back to Tacker, and its seams."""
 
+import json
+import os
+import subprocess
+import sys
 import types
 
 import pytest
@@ -271,19 +275,52 @@ def test_an_openstack_vim_without_id_cannot_register():
 
 # -- the process shell -------------------------------------------------------
 
-@pytest.mark.parametrize('environ, argv, default, expected', [
-    ({tacker_v2.CONFIG_ENV: '/a.conf:/b.conf'}, ['--config-file', '/c'],
+CONDUCTOR = ['/usr/bin/python3', '/usr/bin/tacker-conductor',
+             '--config-file', '/etc/tacker/t.conf',
+             '--config-dir=/etc/tacker/conf.d', '--log-file', '/var/log/x']
+# Tacker 16: the script's parent is a retitled worker; the master process
+# keeps the command line in its title.
+WORKER = ['tacker-conductor: ServiceWrapper worker(0)']
+MASTER = ['tacker-conductor: master process [/usr/bin/tacker-conductor '
+          '--config-file /etc/t16.conf --log-file /var/log/c.log]']
+
+
+@pytest.mark.parametrize('environ, ancestors, default, expected', [
+    ({tacker_v2.CONFIG_ENV: '/a.conf:/b.conf'}, [CONDUCTOR],
      True, ['--config-file', '/a.conf', '--config-file', '/b.conf']),
-    ({}, ['/usr/bin/python3', '/usr/bin/tacker-conductor', '--config-file',
-          '/etc/tacker/t.conf', '--config-dir=/etc/tacker/conf.d',
-          '--log-file', '/var/log/x'], True,
+    ({}, [CONDUCTOR], True,
      ['--config-file', '/etc/tacker/t.conf',
       '--config-dir', '/etc/tacker/conf.d']),
-    ({}, ['pytest'], True, ['--config-file', tacker_v2.DEFAULT_CONFIG]),
-    ({}, ['pytest'], False, []),
+    ({}, [WORKER, MASTER, ['/sbin/init']], True,
+     ['--config-file', '/etc/t16.conf']),
+    ({}, [WORKER, ['/usr/bin/bash'], CONDUCTOR], False,
+     ['--config-file', '/etc/tacker/t.conf',
+      '--config-dir', '/etc/tacker/conf.d']),
+    ({}, [['pytest']], True, ['--config-file', tacker_v2.DEFAULT_CONFIG]),
+    ({}, [WORKER, ['pytest']], False, []),
+    ({}, [], False, []),
 ])
-def test_config_args(environ, argv, default, expected):
-    assert tacker_v2.config_args(environ, argv, default) == expected
+def test_config_args(environ, ancestors, default, expected):
+    assert tacker_v2.config_args(environ, ancestors, default) == expected
+
+
+def _cmdline(pid):
+    with open('/proc/%d/cmdline' % pid, 'rb') as stream:
+        return [arg.decode() for arg in stream.read().split(b'\0') if arg]
+
+
+def test_ancestor_argvs_reads_the_real_process_tree():
+    """A child's ancestors as /proc shows them: its parent (this test's
+    interpreter) first, then the parent's parent."""
+    probe = ('import json, sys\n'
+             'from kubernetes_mgmt_pv.doors import tacker_v2\n'
+             'json.dump(tacker_v2._ancestor_argvs(depth=2), sys.stdout)')
+    done = subprocess.run([sys.executable, '-c', probe],
+                          capture_output=True, text=True, check=True)
+    expected = [_cmdline(os.getpid())]
+    if os.getppid() > 1:
+        expected.append(_cmdline(os.getppid()))
+    assert json.loads(done.stdout) == expected
 
 
 @pytest.mark.parametrize('error, expected', [
