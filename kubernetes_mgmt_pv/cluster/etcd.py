@@ -8,9 +8,12 @@ runtime and no running etcd pod name, and only speaks etcd's v3 API, which
 etcd 3.3 to 3.5 clients and servers share.
 
 Members are matched exactly, by name and peer URL together, never by a
-substring: removing master1 leaves master10 alone.
+substring: removing master1 leaves master10 alone. A learner (a
+non-voting member kubeadm's join adds and then promotes) is no Master's
+member until promoted: its join did not finish.
 """
 
+import collections
 import json
 import time
 
@@ -19,6 +22,10 @@ from kubernetes_mgmt_pv import exceptions
 PACKAGE = 'etcd-client'
 PKI = '/etc/kubernetes/pki/etcd'
 PEER_PORT = 2380
+
+# id: hex, as etcdctl's commands take it; name: '' until the member starts.
+Member = collections.namedtuple('Member', 'id name peer_urls learner',
+                                defaults=(False,))
 
 
 def peer_url(address):
@@ -37,12 +44,13 @@ def etcdctl(*args):
 
 
 def parse_members(output):
-    """[(member id as hex, name, peer URLs)] from ``member list -w json``
-    (etcdctl prints the ids as decimal integers; commands take hex)."""
+    """[Member] from ``member list -w json`` (etcdctl prints the ids as
+    decimal integers; commands take hex)."""
     try:
         members = json.loads(output)['members']
-        return [('%x' % int(member['ID']), member.get('name', ''),
-                 tuple(member.get('peerURLs') or ())) for member in members]
+        return [Member('%x' % int(member['ID']), member.get('name', ''),
+                       tuple(member.get('peerURLs') or ()),
+                       bool(member.get('isLearner'))) for member in members]
     except (ValueError, KeyError, TypeError):
         raise exceptions.ClusterInstallError(
             'etcdctl member list did not print the members as JSON')
@@ -56,25 +64,25 @@ def member_of(members, name, address):
     someone else's or half-registered: refused rather than guessed.
     """
     url = peer_url(address)
-    for member_id, member_name, urls in members:
-        if member_name == name and url in urls:
-            return member_id
-        if member_name == name or url in urls:
+    for member in members:
+        if member.name == name and url in member.peer_urls:
+            return member.id
+        if member.name == name or url in member.peer_urls:
             raise exceptions.ClusterInstallError(
                 'etcd member %s (%s, %s) matches Master %s at %s only in '
                 'part: not removed; check the etcd cluster by hand'
-                % (member_id, member_name or 'unnamed', ', '.join(urls),
-                   name, url))
+                % (member.id, member.name or 'unnamed',
+                   ', '.join(member.peer_urls), name, url))
     return None
 
 
 def is_member(members, name, address):
-    """Whether the Master ``name`` at ``address`` is a started member: one
-    member with its name and its peer URL (a member added but never
-    started has no name)."""
+    """Whether the Master ``name`` at ``address`` is a started voting
+    member: one member with its name and its peer URL (a member added but
+    never started has no name), not a learner."""
     url = peer_url(address)
-    return any(member_name == name and url in urls
-               for _, member_name, urls in members)
+    return any(member.name == name and url in member.peer_urls and
+               not member.learner for member in members)
 
 
 def stale_members(members, joining):
@@ -82,20 +90,26 @@ def stale_members(members, joining):
     (``joining``: addresses): left over from its previous VM, they would
     make kubeadm's member add fail."""
     urls = {peer_url(address) for address in joining}
-    return [member_id for member_id, _, member_urls in members
-            if urls.intersection(member_urls)]
+    return [member.id for member in members
+            if urls.intersection(member.peer_urls)]
 
 
 def check_members(members, expected):
     """Fail unless the members are exactly the Masters ``expected``
-    ({name: address})."""
-    found = {name: urls for _, name, urls in members}
+    ({name: address}), every one a voter."""
+    found = {member.name: member.peer_urls for member in members}
     wanted = {name: (peer_url(address),) for name, address in
               expected.items()}
     if found != wanted:
         raise exceptions.ClusterInstallError(
             'etcd has members %s; expected one per Master: %s' % (
                 _listed(found), _listed(wanted)))
+    learners = [member for member in members if member.learner]
+    if learners:
+        raise exceptions.ClusterInstallError(
+            'etcd members %s are still learners: their kubeadm join did '
+            'not finish (the next run resets and joins them again)' % (
+                _listed({m.name: m.peer_urls for m in learners})))
 
 
 def _listed(members):

@@ -67,7 +67,7 @@ def test_ha_masters_on_the_cluster_network(logins):
         listing = masters[0].run(' '.join(
             shlex.quote(a) for a in etcd.etcdctl('member', 'list', '-w',
                                                  'json'))).stdout
-        peers = sorted(urls for _, _, urls in etcd.parse_members(listing))
+        peers = sorted(m.peer_urls for m in etcd.parse_members(listing))
         assert peers == sorted(('https://%s:2380' % h.cluster_ip,)
                                for h in masters)
         for host in masters:

@@ -42,7 +42,7 @@ def owner(kind, name):
 def etcd_members(master):
     result = master.run(' '.join(etcd.etcdctl('member', 'list', '-w',
                                               'json')))
-    return sorted(name for _, name, _ in etcd.parse_members(result.stdout))
+    return sorted(m.name for m in etcd.parse_members(result.stdout))
 
 
 def haproxy_backends(master):

@@ -589,7 +589,7 @@ def ha_cluster():
 def etcd_member_names(master):
     result = master.run(' '.join(etcd.etcdctl('member', 'list', '-w',
                                               'json')))
-    return sorted(name for _, name, _ in etcd.parse_members(result.stdout))
+    return sorted(m.name for m in etcd.parse_members(result.stdout))
 
 
 @pytest.mark.parametrize('joining, skip', [('master2', 0), ('master3', 1)])

@@ -77,8 +77,8 @@ def etcd_members(master):
     """[(member id, peer URLs)] as etcdctl on a Master lists them."""
     output = master.run(' '.join(etcd.etcdctl('member', 'list', '-w',
                                               'json'))).stdout
-    return sorted((member_id, urls)
-                  for member_id, _, urls in etcd.parse_members(output))
+    return sorted((member.id, member.peer_urls)
+                  for member in etcd.parse_members(output))
 
 
 def vip_holders(masters, vip):

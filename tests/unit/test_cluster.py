@@ -8,6 +8,7 @@ import pytest
 
 from kubernetes_mgmt_pv.cluster import cluster
 from kubernetes_mgmt_pv.cluster import cluster_feature
+from kubernetes_mgmt_pv.cluster import etcd
 from kubernetes_mgmt_pv import exceptions
 from kubernetes_mgmt_pv.openstack import vnf_topology
 from kubernetes_mgmt_pv.request import param_model
@@ -174,8 +175,9 @@ def plan(joined=(), api=None, masters=(M1, M2, M3), workers=(W1, W2),
                                 api or {}, etcd_members)
 
 
-def etcd_member(name, address, member_id='1'):
-    return (member_id, name, ('https://%s:2380' % address,))
+def etcd_member(name, address, member_id='1', learner=False):
+    return etcd.Member(member_id, name, ('https://%s:2380' % address,),
+                       learner)
 
 
 @pytest.mark.parametrize('case, joined, api, expected', [
@@ -231,6 +233,8 @@ M1_ETCD, M3_ETCD = etcd_member('m1', '10.0.0.11'), etcd_member(
     ([etcd_member('', '10.0.0.12', '2')], (M2,)),    # added, never started
     ([etcd_member('m2', '10.0.0.99', '2')], (M2,)),  # its name, another URL
     ([etcd_member('m9', '10.0.0.12', '2')], (M2,)),  # its URL, another name
+    # Started, never promoted: kubeadm join stopped before the promotion.
+    ([etcd_member('m2', '10.0.0.12', '2', learner=True)], (M2,)),
 ])
 def test_a_master_with_its_node_but_no_etcd_member_is_half_joined(
         m2_etcd, half_joined):

@@ -6,6 +6,7 @@ import pytest
 
 from kubernetes_mgmt_pv.cluster import cluster
 from kubernetes_mgmt_pv.cluster import cluster_sequence as sequence
+from kubernetes_mgmt_pv.cluster import etcd
 from kubernetes_mgmt_pv import exceptions
 from kubernetes_mgmt_pv.openstack import vnf_topology
 from kubernetes_mgmt_pv.remote import managed_block
@@ -33,8 +34,8 @@ def hosts_file(nodes):
 
 
 def member(n, member_id=None):
-    return (member_id or NAMES[n], NAMES[n],
-            ('https://%s:2380' % n.fixed_ip,))
+    return etcd.Member(member_id or NAMES[n], NAMES[n],
+                       ('https://%s:2380' % n.fixed_ip,))
 
 
 def install(joined=(), api=None, masters=(M1, M2, M3), workers=(W1, W2),
@@ -221,9 +222,9 @@ def test_node_removals(leaving, api, undrainable, expected):
     assert result.staying == split.staying
 
 
-ETCD = [('a1', 'm1', ('https://10.0.0.11:2380',)),
-        ('a2', 'm2', ('https://10.0.0.12:2380',)),
-        ('a3', '', ('https://10.0.0.13:2380',))]
+ETCD = [etcd.Member('a1', 'm1', ('https://10.0.0.11:2380',)),
+        etcd.Member('a2', 'm2', ('https://10.0.0.12:2380',)),
+        etcd.Member('a3', '', ('https://10.0.0.13:2380',))]
 
 
 @pytest.mark.parametrize('removal, member_id', [

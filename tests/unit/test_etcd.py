@@ -8,9 +8,11 @@ import pytest
 from kubernetes_mgmt_pv.cluster import etcd
 from kubernetes_mgmt_pv import exceptions
 
-MEMBERS = [('8e9e05c52164694d', 'master1', ('https://10.0.0.1:2380',)),
-           ('91bc3c398fb3c146', 'master10', ('https://10.0.0.10:2380',)),
-           ('fd422379fda50e48', 'master2', ('https://10.0.0.2:2380',))]
+MEMBERS = [
+    etcd.Member('8e9e05c52164694d', 'master1', ('https://10.0.0.1:2380',)),
+    etcd.Member('91bc3c398fb3c146', 'master10', ('https://10.0.0.10:2380',)),
+    etcd.Member('fd422379fda50e48', 'master2', ('https://10.0.0.2:2380',))]
+LEARNER = etcd.Member('a1', 'master3', ('https://10.0.0.3:2380',), True)
 
 
 def test_members_are_read_from_json_with_hex_ids():
@@ -18,10 +20,10 @@ def test_members_are_read_from_json_with_hex_ids():
         {'ID': 10276657743932975437, 'name': 'master1',
          'peerURLs': ['https://10.0.0.1:2380'],
          'clientURLs': ['https://10.0.0.1:2379']},
-        {'ID': 1, 'peerURLs': ['https://10.0.0.3:2380']}]})
+        {'ID': 1, 'peerURLs': ['https://10.0.0.3:2380'], 'isLearner': True}]})
     assert etcd.parse_members(output) == [
-        ('8e9e05c52164694d', 'master1', ('https://10.0.0.1:2380',)),
-        ('1', '', ('https://10.0.0.3:2380',))]
+        ('8e9e05c52164694d', 'master1', ('https://10.0.0.1:2380',), False),
+        ('1', '', ('https://10.0.0.3:2380',), True)]
 
 
 @pytest.mark.parametrize('output', ['', '{"members": [{"name": "x"}]}',
@@ -60,8 +62,14 @@ def test_a_member_has_the_name_and_the_peer_url(name, address, expected):
 
 
 def test_a_member_added_but_never_started_is_not_one():
-    unstarted = [('1', '', ('https://10.0.0.3:2380',))]
+    unstarted = [etcd.Member('1', '', ('https://10.0.0.3:2380',))]
     assert not etcd.is_member(unstarted, 'master3', '10.0.0.3')
+
+
+def test_a_learner_is_not_a_member_yet_but_can_be_removed():
+    assert not etcd.is_member(MEMBERS + [LEARNER], 'master3', '10.0.0.3')
+    assert etcd.member_of(MEMBERS + [LEARNER], 'master3', '10.0.0.3') == 'a1'
+    assert etcd.stale_members([LEARNER], ['10.0.0.3']) == ['a1']
 
 
 def test_stale_members_hold_a_joining_peer_url():
@@ -83,6 +91,15 @@ def test_the_members_must_be_exactly_the_masters():
                              r'per Master: master1 .*master2'):
         etcd.check_members(MEMBERS, {'master1': '10.0.0.1',
                                      'master2': '10.0.0.2'})
+
+
+def test_a_learner_left_by_a_join_fails_the_check():
+    expected = {'master1': '10.0.0.1', 'master10': '10.0.0.10',
+                'master2': '10.0.0.2', 'master3': '10.0.0.3'}
+    with pytest.raises(exceptions.ClusterInstallError,
+                       match=r'etcd members master3 \(https://10.0.0.3:2380'
+                             r'\) are still learners'):
+        etcd.check_members(MEMBERS + [LEARNER], expected)
 
 
 def test_etcdctl_uses_the_local_member_and_kubeadms_client_certificate():
