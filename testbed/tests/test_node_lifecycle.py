@@ -25,12 +25,6 @@ def node(name, address):
 
 
 @pytest.fixture
-def server():
-    with kubeapi.KubeApiServer() as api:
-        yield api
-
-
-@pytest.fixture
 def kubectl(server, tmp_path):
     config = tmp_path / 'kubeconfig'
     config.write_text(server.kubeconfig())
