@@ -153,9 +153,11 @@ def main():
                 operation, result['median'], result['worst'],
                 result['rss_mb'], 100 * result['load'], result['loadavg']))
             ok &= result['rss_mb'] <= RSS_TARGET_MB
-            if operation == 'instantiate_end' and result['load'] < IDLE_LOAD:
+            if operation != 'instantiate_end':
+                continue
+            if result['load'] < IDLE_LOAD:
                 ok &= result['median'] <= START_TARGET_SECONDS
-            if operation == 'instantiate_end' and result['load'] >= IDLE_LOAD:
+            else:
                 print('start-up not judged: other work took %.0f%% of the '
                       'cores' % (100 * result['load']))
     print('targets: start-up <= %.1f s when idle, RSS <= %.0f MB: %s' % (
