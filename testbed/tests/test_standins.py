@@ -421,9 +421,9 @@ def test_control_plane_join_needs_the_last_uploaded_key(cluster):
     for name in ('ca.crt', 'ca.key'):
         assert joiner.read_file(f'{ETCD_PKI}/{name}') == \
             master.read_file(f'{ETCD_PKI}/{name}')
-    assert joiner.run(f'openssl x509 -noout -subject -in '
-                      f'{ETCD_PKI}/server.crt').stdout == \
-        'subject=CN = master2\n'
+    assert joiner.run(f'openssl x509 -noout -subject -nameopt RFC2253 '
+                      f'-in {ETCD_PKI}/server.crt').stdout == \
+        'subject=CN=master2\n'
     assert 'Announced new etcd member joining' in result.stdout
     assert len(etcd_processes(joiner)) == 1
     assert member_summary(etcd_members(master)) == started(master, joiner)
@@ -524,10 +524,7 @@ def test_losing_the_leader_and_removing_its_member_leaves_two(cluster):
 
     assert wait_for_health(master1, health_of(master1, master2,
                                               sick=[master3])) != 0
-    removed = etcdctl(master1, 'member', 'remove', f'{ids["master3"]:x}',
-                      ssh=True)
-    assert f'Member {ids["master3"]:x} removed from cluster' in \
-        removed.stdout
+    etcdctl(master1, 'member', 'remove', f'{ids["master3"]:x}', ssh=True)
     assert member_summary(etcd_members(master2, ssh=True)) == \
         started(master1, master2)
     assert wait_for_health(master2, health_of(master1, master2)) == 0
