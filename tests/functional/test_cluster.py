@@ -136,6 +136,36 @@ def test_a_rerun_after_a_failed_worker_join_converges(simple):
     assert 'kubernetes_vim_test' in simple.vims
 
 
+def calico_config(master):
+    """The network add-on's object (the testbed's Calico stand-in
+    manifest holds one ConfigMap) as `kubectl get -o name` names it, with
+    the admin kubeconfig: the login user gets its copy only at the end."""
+    return master.run('kubectl --kubeconfig /etc/kubernetes/admin.conf get '
+                      'configmap -n kube-system calico-config '
+                      '--ignore-not-found -o name').stdout.strip()
+
+
+def test_a_rerun_applies_the_network_addon_an_init_left_out(simple):
+    master = simple.host('master1')
+    with faults.Faults() as injected:
+        fault = injected.command(master, 'kubectl', match='calico')
+        with pytest.raises(exceptions.MgmtDriverError) as caught:
+            simple.instantiate_end()
+        assert len(fault.hits) == 1
+    message = str(caught.value)
+    assert master.ip in message and 'install script' in message
+    assert calico_config(master) == ''
+    assert master.run('test -e /usr/local/lib/kubernetes-mgmt-pv/'
+                      'network-add-on-pending', check=False).returncode == 0
+
+    simple.instantiate_end()
+    assert calico_config(master) == 'configmap/calico-config'
+    assert verb(simple.kubeadm_calls('master1')).count('init') == 1
+    assert virtual_vnf.node_readiness(master) == {
+        'master1': 'True', 'worker1': 'True', 'worker2': 'True'}
+    assert 'kubernetes_vim_test' in simple.vims
+
+
 def test_terminate_deletes_the_vim(simple):
     simple.instantiate_end()
     assert 'kubernetes_vim_test' in simple.vims

@@ -94,7 +94,10 @@ if sys.argv[2] != 'ubuntu':
 print('ubuntu:x:%d:%d:Ubuntu:%s:/bin/bash'
       % (os.getuid(), os.getgid(), os.environ['FAKE_HOME']))
 ''',
-    'kubectl': '',
+    'kubectl': '''
+if os.environ.get('FAKE_KUBECTL_STATUS'):
+    sys.exit(int(os.environ['FAKE_KUBECTL_STATUS']))
+''',
     'containerd': '',
     'systemctl': '',
     'curl': '''
@@ -170,6 +173,7 @@ class Node(object):
         self.home = tmp_path / 'home' / 'ubuntu'
         self.log = tmp_path / 'fake.log'
         self.manifest = self.lib / ('calico-%s.yaml' % CALICO_VERSION)
+        self.addon_pending = self.lib / 'network-add-on-pending'
         for directory in (self.defaults.parent, self.lib, self.home,
                           self.run_dir):
             directory.mkdir(parents=True)

@@ -272,6 +272,7 @@ def test_first_master_inits_and_prints_the_cluster_info(node, ca_cert):
         ['--kubeconfig', str(node.kube / 'admin.conf'), 'apply', '-f',
          str(node.manifest)]]
     assert node.argvs('curl') == []     # the manifest was already there
+    assert not node.addon_pending.exists()
 
     info = cluster_info(result.stdout)
     with open(ca_cert[0], 'rb') as stream:
@@ -441,6 +442,41 @@ def test_a_member_master_is_not_initialised_again(node, masters):
         ['init', 'phase', 'upload-certs', '--upload-certs']]
     assert node.argvs('kubectl') == []
     assert cluster_info(result.stdout)['token'] == TOKEN
+
+
+def test_a_network_addon_cut_short_is_applied_by_the_next_run(node):
+    apply = ['--kubeconfig', str(node.kube / 'admin.conf'), 'apply', '-f',
+             str(node.manifest)]
+    result = node.run_main('-m', THIS_IP, '-i', VIP, FAKE_KUBECTL_STATUS='1')
+    assert result.returncode == 1
+    assert last_stderr_line(result) == (
+        '%s: FAILED: kubectl apply -f %s (exit 1)' % (NAME, node.manifest))
+    assert node.addon_pending.exists()
+
+    for run in range(2):  # the next run applies it, the one after does not
+        again = node.run_main('-m', THIS_IP, '-i', VIP)
+        assert again.returncode == 0, again.stderr
+        assert ('the network add-on was not applied' in again.stdout) == \
+            (run == 0)
+        assert not node.addon_pending.exists()
+        assert node.argvs('kubectl') == [apply, apply]
+    assert [argv for argv in node.argvs('kubeadm')
+            if argv[0] == 'init' and argv[1] != 'phase'] == [
+        ['init', '--control-plane-endpoint', VIP,
+         '--apiserver-advertise-address', THIS_IP, '--upload-certs']]
+
+
+def test_a_joining_master_drops_a_pending_network_addon(node):
+    node.addon_pending.write_text('')  # an init here, then kubeadm reset
+    result = node.run_main('-m', '%s,%s' % (OTHER_IP, THIS_IP), '-i', VIP,
+                           '-s', JOIN_HASH, stdin='token=%s\ncertificate_key'
+                           '=%s\n' % (JOIN_TOKEN, JOIN_KEY))
+    assert result.returncode == 0, result.stderr
+    assert not node.addon_pending.exists()
+    assert node.argvs('kubectl') == []
+    assert node.run_main('-m', '%s,%s' % (OTHER_IP, THIS_IP),
+                         '-i', VIP).returncode == 0
+    assert node.argvs('kubectl') == []
 
 
 def test_a_member_worker_is_not_joined_again(node):

@@ -105,7 +105,8 @@
 #            --apiserver-advertise-address IP [--pod-network-cidr CIDR]
 #            [--service-cidr CIDR] [--apiserver-cert-extra-sans NAMES]
 #            --upload-certs
-#        (then the Calico manifest CALICO_VERSION is applied), or
+#        (then the network add-on is applied: -n's manifest, or Calico
+#        CALICO_VERSION's), or
 #        kubeadm join --config FILE
 #      where FILE is a JoinConfiguration (kubeadm.k8s.io/v1beta4) with
 #      discovery.bootstrapToken (apiServerEndpoint HOST:PORT, token,
@@ -115,6 +116,10 @@
 #      Without -n, the Calico manifest is downloaded before `kubeadm init`
 #      to /usr/local/lib/kubernetes-mgmt-pv/calico-CALICO_VERSION.yaml; a
 #      file already there (an offline image) is used as it is.
+#      /usr/local/lib/kubernetes-mgmt-pv/network-add-on-pending exists from
+#      just before `kubeadm init` until the add-on is applied: a Master
+#      that is a member and has it applies the add-on (a run stopped in
+#      between); a node that joins removes it.
 #   4. On a Master: copies /etc/kubernetes/admin.conf to ~/.kube/config of
 #      SUDO_USER (0600, owned by that user) and prints the block below.
 #
@@ -197,7 +202,7 @@ masters='' worker='' endpoint='' pod_cidr='' service_cidr='' extra_sans=''
 token='' ca_hash='' cert_key='' log_file='' debug='' join_config=''
 master_list=() node_ip='' role='' member=''
 k8s_repo="$K8S_REPO" apt_key='' cni_manifest='' registry_mirror=''
-mirrored_registries='' sandbox_image="$PAUSE_IMAGE"
+mirrored_registries='' sandbox_image="$PAUSE_IMAGE" addon_manifest=''
 
 readonly IP_RE='^[0-9A-Fa-f.:]+$'
 readonly CIDR_RE='^[0-9A-Fa-f.:/]+(,[0-9A-Fa-f.:/]+)?$'
@@ -590,6 +595,30 @@ fetch_calico_manifest() {
     mv "${manifest}.part" "$manifest"
 }
 
+# Exists from just before `kubeadm init` until the network add-on is
+# applied: a re-run on the member that init made finds it and applies the
+# add-on that an interrupted run left out.
+addon_pending_marker() {
+    echo "${LIB_DIR}/network-add-on-pending"
+}
+
+# The network add-on's manifest (-n's, or Calico's, downloaded when
+# missing) in addon_manifest: a variable, so that a failed download
+# reports its own FAILED line.
+find_addon_manifest() {
+    addon_manifest="$cni_manifest"
+    if [ -z "$addon_manifest" ]; then
+        fetch_calico_manifest
+        addon_manifest="$(calico_manifest)"
+    fi
+}
+
+apply_network_addon() {
+    kubectl --kubeconfig "$KUBE_DIR/admin.conf" apply -f "$addon_manifest" ||
+        fail "kubectl apply -f $addon_manifest" "$?"
+    rm -f -- "$(addon_pending_marker)"
+}
+
 create_cluster() {
     local args=(--control-plane-endpoint "$endpoint"
                 --apiserver-advertise-address "$node_ip")
@@ -597,14 +626,22 @@ create_cluster() {
     [ -z "$service_cidr" ] || args+=(--service-cidr "$service_cidr")
     [ -z "$extra_sans" ] || args+=(--apiserver-cert-extra-sans "$extra_sans")
     args+=(--upload-certs)
-    local manifest="$cni_manifest"
-    if [ -z "$manifest" ]; then
-        fetch_calico_manifest
-        manifest="$(calico_manifest)"
-    fi
+    find_addon_manifest
+    mkdir -p "$LIB_DIR"
+    : > "$(addon_pending_marker)"
     run_masked 'kubeadm init' kubeadm init "${args[@]}"
-    kubectl --kubeconfig "$KUBE_DIR/admin.conf" apply -f "$manifest" ||
-        fail "kubectl apply -f $manifest" "$?"
+    apply_network_addon
+}
+
+# A member whose own `kubeadm init` ran but whose network add-on was
+# never applied (the run stopped in between) gets it now.
+finish_network_addon() {
+    if [ "$role" != 'worker' ] && [ -e "$(addon_pending_marker)" ]; then
+        echo "kubeadm init ran here, but the network add-on was not" \
+            "applied: applying it now."
+        find_addon_manifest
+        apply_network_addon
+    fi
 }
 
 # The JoinConfiguration of this node, with the secrets: kubeadm takes them
@@ -630,6 +667,9 @@ remove_join_config() {
 trap remove_join_config EXIT  # a failure or a signal too
 
 join_cluster() {
+    # An add-on left pending by an init here belongs to a cluster that
+    # kubeadm reset has left.
+    rm -f -- "$(addon_pending_marker)"
     join_config="$(umask 077; mktemp "$RUN_DIR/kubeadm-join.XXXXXXXX")" ||
         fail "mktemp $RUN_DIR/kubeadm-join.XXXXXXXX" "$?"
     write_join_config > "$join_config"
@@ -708,6 +748,7 @@ main() {
     if [ -n "$member" ]; then
         echo "This node already belongs to a cluster ($KUBE_DIR/kubelet.conf" \
             "exists): not initialised or joined again."
+        finish_network_addon
     elif [ "$role" = 'first-master' ]; then
         create_cluster
     else
