@@ -45,6 +45,9 @@ KUBEADM_CONFIG = '/usr/lib/testbed/kubeadm_config.py'
 KUBEADM_NODE = '/usr/lib/testbed/kubeadm_node.py'
 # Its etcd certificates (kubeadm_pki.py).
 KUBEADM_PKI = '/usr/lib/testbed/kubeadm_pki.py'
+# While it exists on a host, a Master's join there leaves a started,
+# unpromoted etcd learner (kubeadm_etcd.STOP_BEFORE_PROMOTION).
+STOP_BEFORE_PROMOTION = '/etc/testbed/kubeadm-join-stops-before-promotion'
 ETCD = '/usr/bin/etcd'
 ETCD_LOG = '/var/log/etcd.log'
 DEFAULT_TIMEOUT = 60.0  # kubeadm's waits for API servers, in seconds

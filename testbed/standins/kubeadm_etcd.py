@@ -157,6 +157,10 @@ TUNING = ['--snapshot-count=1000', '--quota-backend-bytes=67108864',
           '--election-timeout=2500', '--pre-vote=true']
 ENVIRONMENT = {'PATH': '/usr/sbin:/usr/bin:/sbin:/bin', 'GOMAXPROCS': '1'}
 VERBOSITY = 0  # kubeadm's --v; from 5 on, retried etcd errors are logged
+# A test's switch: while it exists, a join stops after its etcd learner
+# started, before promoting it, as a join killed there would (the etcd
+# "static pod" runs on).
+STOP_BEFORE_PROMOTION = '/etc/testbed/kubeadm-join-stops-before-promotion'
 
 
 class EtcdError(Exception):
@@ -567,6 +571,10 @@ def join(name, address, seed_addresses, deadline):
             raise EtcdError(f'{prefix}member {member["ID"]:x} was removed '
                             f'from the cluster while joining')
         if current[0]['isLearner']:
+            if os.path.exists(STOP_BEFORE_PROMOTION):
+                raise EtcdError(f'{prefix}testbed: stopped before promoting '
+                                f'the learner {member["ID"]:x} '
+                                f'({STOP_BEFORE_PROMOTION} exists)')
             client.promote(member['ID'])
             print(f'[etcd] The learner was promoted as a voting member: '
                   f'{member["ID"]:x}')

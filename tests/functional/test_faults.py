@@ -38,6 +38,7 @@ from kubernetes_mgmt_pv.cluster import etcd
 from kubernetes_mgmt_pv import exceptions
 from testbed import faults
 from testbed import polling
+from testbed import standins
 from testbed import virtual_vnf
 from tests.functional.conftest import skip_without_testbed
 
@@ -626,3 +627,40 @@ def test_a_half_joined_master_is_reset_and_joined_again(ha_cluster, joining,
     assert 'kubernetes_vim_test' in cluster.vims
     cluster.instantiate_end()  # converged: a third run changes nothing
     assert cluster.kubeadm_calls(joining) == calls
+
+
+def etcd_learners(master):
+    result = master.run(' '.join(etcd.etcdctl('member', 'list', '-w',
+                                              'json')))
+    return sorted(m.name for m in etcd.parse_members(result.stdout)
+                  if m.learner)
+
+
+def test_a_master_left_as_a_started_learner_is_reset_and_joined_again(
+        ha_cluster):
+    """kubeadm join stopped after master3's etcd started as a learner,
+    before its promotion: etcd lists it by name, but it does not vote."""
+    cluster = ha_cluster
+    master1, master3 = cluster.host('master1'), cluster.host('master3')
+    master3.write_file(standins.STOP_BEFORE_PROMOTION, '')
+    try:
+        with pytest.raises(exceptions.MgmtDriverError) as caught:
+            cluster.instantiate_end()
+    finally:
+        master3.run('rm -f %s' % standins.STOP_BEFORE_PROMOTION)
+    message = str(caught.value)
+    assert master3.ip in message and 'install script' in message, message
+    # Started: once it has caught up, the learner publishes its name.
+    polling.wait_until(lambda: etcd_learners(master1) == ['master3'],
+                       'master3 to start as a learner', timeout=30)
+
+    cluster.instantiate_end()
+
+    masters = ['master1', 'master2', 'master3']
+    assert etcd_member_names(master1) == masters
+    assert etcd_learners(master1) == []
+    assert [argv[1] for argv in cluster.kubeadm_calls('master3')
+            if argv[1] in ('join', 'reset')] == ['join', 'reset', 'join']
+    assert virtual_vnf.node_readiness(master1) == dict.fromkeys(
+        masters + ['worker1'], 'True')
+    assert 'kubernetes_vim_test' in cluster.vims
