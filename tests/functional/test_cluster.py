@@ -114,15 +114,21 @@ def test_a_rerun_changes_nothing(simple):
     assert_pvs_available(simple)
 
 
-def test_a_rerun_after_a_failed_worker_join_converges(simple):
-    worker2 = simple.host('worker2')
+def assert_install_script_fails(virtual, host, command, match):
+    """instantiate_end fails once ``command`` (its arguments containing
+    ``match``) fails on ``host``, naming the host and the install script."""
     with faults.Faults() as injected:
-        fault = injected.command(worker2, 'kubeadm', match='join')
+        fault = injected.command(host, command, match=match)
         with pytest.raises(exceptions.MgmtDriverError) as caught:
-            simple.instantiate_end()
+            virtual.instantiate_end()
         assert len(fault.hits) == 1
     message = str(caught.value)
-    assert worker2.ip in message and 'install script' in message
+    assert host.ip in message and 'install script' in message, message
+
+
+def test_a_rerun_after_a_failed_worker_join_converges(simple):
+    assert_install_script_fails(simple, simple.host('worker2'), 'kubeadm',
+                                'join')
     # worker1 joined in the same run; nothing is registered yet.
     assert virtual_vnf.node_readiness(simple.host('master1')) == {
         'master1': 'True', 'worker1': 'True'}
@@ -147,13 +153,7 @@ def calico_config(master):
 
 def test_a_rerun_applies_the_network_addon_an_init_left_out(simple):
     master = simple.host('master1')
-    with faults.Faults() as injected:
-        fault = injected.command(master, 'kubectl', match='calico')
-        with pytest.raises(exceptions.MgmtDriverError) as caught:
-            simple.instantiate_end()
-        assert len(fault.hits) == 1
-    message = str(caught.value)
-    assert master.ip in message and 'install script' in message
+    assert_install_script_fails(simple, master, 'kubectl', 'calico')
     assert calico_config(master) == ''
     assert master.run('test -e /usr/local/lib/kubernetes-mgmt-pv/'
                       'network-add-on-pending', check=False).returncode == 0
