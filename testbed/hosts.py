@@ -159,13 +159,19 @@ def _used_networks():
     return networks
 
 
+# The test clusters' Service network (Kubernetes' default): the driver
+# refuses a node network that overlaps it, so no testbed network is in it.
+KUBERNETES_SERVICE_NETWORK = ipaddress.ip_network('10.96.0.0/12')
+
+
 def _free_subnet():
-    """Pick a random 10.x.y.0/24 that overlaps nothing on this machine.
+    """Pick a random 10.x.y.0/24 that overlaps nothing on this machine nor
+    the test clusters' Service network.
 
     secrets (not random) so that pytest plugins reseeding `random` cannot
     make parallel workers pick the same subnet.
     """
-    used = _used_networks()
+    used = _used_networks() + [KUBERNETES_SERVICE_NETWORK]
     for _ in range(100):
         net = ipaddress.ip_network(
             f'10.{1 + secrets.randbelow(254)}.{secrets.randbelow(256)}.0/24')

@@ -44,7 +44,8 @@ INSTALL_SCRIPT = os.path.join(
     os.path.dirname(os.path.dirname(os.path.abspath(__file__))), 'samples',
     'kubernetes_pv_vnf', 'Scripts', 'install_k8s_cluster.sh')
 SCRIPT_PATH = 'Scripts/install_k8s_cluster.sh'
-POD_CIDR, SERVICE_CIDR = '192.168.0.0/16', '10.96.0.0/12'
+POD_CIDR = '192.168.0.0/16'
+SERVICE_CIDR = str(hosts.KUBERNETES_SERVICE_NETWORK)
 
 # The user guide's guests: Ubuntu 22.04, login ubuntu/ubuntu, and a storage
 # password that occurs in the export paths (/volumeN/nfs/pvN), so a driver

@@ -12,12 +12,14 @@ import types
 import urllib.error
 import urllib.request
 
+from testbed import hosts
 from testbed import polling
 from testbed import processes
 from testbed import standins
 
 
-POD_CIDR, SERVICE_CIDR = '192.168.0.0/16', '10.96.0.0/12'
+POD_CIDR = '192.168.0.0/16'
+SERVICE_CIDR = str(hosts.KUBERNETES_SERVICE_NETWORK)
 
 
 # The driver's route to etcd on a Master, word for word (with sudo).

@@ -475,3 +475,12 @@ def test_the_bridge_keeps_its_mac_when_vms_come_and_go(tb):
         assert bridge('address') == before
     finally:
         tb.remove_host('mac-test')
+
+
+def test_no_subnet_falls_in_the_clusters_service_network(monkeypatch):
+    """The driver refuses a node network inside the Service network, so a
+    test run whose random subnet landed there would fail."""
+    monkeypatch.setattr(hosts, '_used_networks', lambda: [])
+    picked = [hosts._free_subnet() for _ in range(500)]
+    assert not [net for net in picked
+                if net.overlaps(hosts.KUBERNETES_SERVICE_NETWORK)]
