@@ -167,21 +167,41 @@ def _silence():
     os.close(fd)
 
 
-def _start_deadline(seconds, operation, err_fd):
-    """Past ``seconds``, fail the hook from a timer thread: the hook's
-    threads may be blocked in I/O, which no exception interrupts."""
-    def expire():
-        line = ('%s failed on %s: no result within v2_hook_deadline (%g s); '
-                'nothing more is done, the operation can be retried'
-                % (operation, socket.gethostname(), seconds))
-        LOG.error(line)
-        logging.shutdown()
-        os.write(err_fd, line.encode('utf-8') + b'\n')
-        os._exit(1)
-    timer = threading.Timer(seconds, expire)
-    timer.daemon = True
-    timer.start()
-    return timer
+class _Deadline(object):
+    """Past ``seconds``, fail the hook from a timer thread (the hook's
+    threads may be blocked in I/O, which no exception interrupts), unless
+    ``stop`` came first: the hook's own result is then the one handed
+    back, even when it came right at the deadline."""
+
+    def __init__(self, seconds, operation, err_fd):
+        self._seconds = seconds
+        self._operation = operation
+        self._err_fd = err_fd
+        self._lock = threading.Lock()
+        self._stopped = False
+        self._timer = threading.Timer(seconds, self._expire)
+        self._timer.daemon = True
+        self._timer.start()
+
+    def _expire(self):
+        with self._lock:
+            if self._stopped:
+                return
+            line = ('%s failed on %s: no result within v2_hook_deadline '
+                    '(%g s); nothing more is done, the operation can be '
+                    'retried' % (self._operation, socket.gethostname(),
+                                 self._seconds))
+            LOG.error(line)
+            logging.shutdown()
+            os.write(self._err_fd, line.encode('utf-8') + b'\n')
+            os._exit(1)
+
+    def stop(self):
+        """No expiry from now on (waits for one that has begun: it ends
+        the process)."""
+        with self._lock:
+            self._stopped = True
+        self._timer.cancel()
 
 
 def main(stdin=None):
@@ -190,7 +210,7 @@ def main(stdin=None):
     out_fd, err_fd = os.dup(1), os.dup(2)
     _silence()
     operation, secrets, progress = 'hook', [], {}
-    handback = {}
+    handback, deadline = {}, None
     try:
         script_dict = pickle.load(stdin)
         operation = str(script_dict.get('operation'))
@@ -206,7 +226,7 @@ def main(stdin=None):
             os.environ, _ancestor_argvs(), os.path.exists(DEFAULT_CONFIG)))
         options = config.options()
         _log_to(options.v2_log_file, secrets)
-        _start_deadline(options.v2_hook_deadline, operation, err_fd)
+        deadline = _Deadline(options.v2_hook_deadline, operation, err_fd)
         from kubernetes_mgmt_pv.doors import v2_hook
         progress = data[v2_mapping.STATE_KEY] = dict(
             data.get(v2_mapping.STATE_KEY) or {})
@@ -215,12 +235,16 @@ def main(stdin=None):
                  (script_dict.get('vnf_instance') or {}).get('id'))
         handback.update(v2_hook.run(script_dict, secrets, progress))
     except Exception as error:
+        if deadline is not None:
+            deadline.stop()
         line = error_line(operation, error, socket.gethostname(), secrets)
         LOG.error('%s', line, exc_info=True)
         logging.shutdown()
         os.write(out_fd, pickle.dumps(handback))
         os.write(err_fd, line.encode('utf-8') + b'\n')
         return 1
+    if deadline is not None:
+        deadline.stop()
     LOG.info('%s done', operation)
     logging.shutdown()
     os.write(out_fd, pickle.dumps(handback))

@@ -145,6 +145,26 @@ def test_the_deadline_fails_the_hook_cleanly(tmp_path, tacker_conf):
     assert out.stdout == b''
 
 
+def test_a_hook_done_at_the_deadline_is_not_reported_failed(tmp_path,
+                                                           tacker_conf):
+    """The hook returns just before the deadline and the hand-back takes
+    past it (pickling the result is slowed): its result stands."""
+    script = noisy_script(tmp_path, '''\
+        import pickle, time
+        dumps = pickle.dumps
+        def slow_dumps(*args, **kwargs):
+            time.sleep(2)
+            return dumps(*args, **kwargs)
+        pickle.dumps = slow_dumps
+        time.sleep(0.8)
+        return {'vnf_instance': {'id': 'done'}}
+        ''')
+    out = run_script(v2.script_dict('heal_end', {}),
+                     tacker_conf(v2_hook_deadline=1), script=script)
+    assert (out.returncode, out.stderr) == (0, b'')
+    assert pickle.loads(out.stdout)['vnf_instance'] == {'id': 'done'}
+
+
 def test_an_unreadable_configuration_is_one_line(tmp_path):
     out = run_script(v2.script_dict('heal_end', {}),
                      str(tmp_path / 'missing.conf'))
