@@ -10,3 +10,7 @@ CLUSTER = ('instantiate_end', 'terminate_start', 'terminate_end',
            'scale_start', 'scale_end', 'heal_start', 'heal_end')
 PERSISTENT_VOLUME = ('instantiate_end', 'heal_start', 'heal_end',
                      'scale_end')
+# Tacker v2 rolls an instantiate or a scale-out back without terminate or
+# scale_start, which Tacker v1 calls: the v2 door runs the cluster's
+# terminate_start and scale_start at these (v1 never calls them).
+CLUSTER_V2_ROLLBACK = ('instantiate_rollback_start', 'scale_rollback_start')

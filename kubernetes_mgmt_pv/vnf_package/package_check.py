@@ -532,11 +532,20 @@ def _check_vnfd(package_dir, flavour, model, found):
                         '%s.interfaces.Vnflcm.%s' % (where, hook),
                         'implementation is %r, not %s' % (
                             implementation, tacker_v1.DRIVER_NAME))
-    if driver_used:
-        return _check_driver_artifact(package_dir, where, _mapping(
-            _mapping(vnf.get('artifacts')).get(tacker_v1.DRIVER_NAME)),
-            found)
-    return None
+    if not driver_used:
+        return None
+    api = _check_driver_artifact(package_dir, where, _mapping(
+        _mapping(vnf.get('artifacts')).get(tacker_v1.DRIVER_NAME)), found)
+    if api == 'v2' and model.script_path is not None:
+        for hook in feature_hooks.CLUSTER_V2_ROLLBACK:
+            if hook not in hooks:
+                found.error('interface-missing',
+                            '%s.interfaces.Vnflcm.%s' % (where, hook),
+                            'Tacker v2 calls no terminate or scale_start '
+                            'when it rolls back: without %s the rollback '
+                            'leaves the cluster\'s VIM or Nodes behind'
+                            % hook)
+    return api
 
 
 def _check_master_aspect(relative, template, model, found):

@@ -501,3 +501,13 @@ def test_text_output_and_exit_status(package, tmp_path, capsys):
         "WARNING param-warning: %s.pod_cidr: '192.168.3.0/16' has host bits "
         'set; kubeadm uses 192.168.0.0/16' % param_model.MASTER_PATH,
         '1 error(s), 1 warning(s)']
+
+
+def test_a_v1_package_need_not_route_the_v2_rollback_hooks(package,
+                                                          validate, body):
+    def change(document):
+        hooks = vnf_node(document)['interfaces']['Vnflcm']
+        for hook in ('instantiate_rollback_start', 'scale_rollback_start'):
+            hooks.pop(hook)
+    edit_yaml(package / DF_SIMPLE, change)
+    assert validate.rebuilt(package, body) == (0, set())

@@ -152,3 +152,18 @@ def test_a_source_without_the_v2_script_cannot_build_v2(tmp_path, capsys):
     assert cli.main(['package', '--api', 'v2', '--source', str(source),
                      '--output', str(tmp_path / 'x.zip')]) == 1
     assert csar.V2_SCRIPT_PATH in capsys.readouterr().err
+
+
+@pytest.mark.parametrize('hook', ['instantiate_rollback_start',
+                                  'scale_rollback_start'])
+def test_a_v2_package_must_route_the_rollback_hooks(v2_package, validate,
+                                                    hook):
+    cli_support.edit_yaml(
+        v2_package / cli_support.DF_SIMPLE, lambda document:
+        cli_support.vnf_node(document)['interfaces']['Vnflcm'].pop(hook))
+    code, findings = validate.rebuilt(v2_package, v2_request())
+    assert code == 1
+    assert {finding for finding in findings
+            if finding[0] == 'interface-missing'} == {
+        ('interface-missing',
+         cli_support.VNF_WHERE + '.interfaces.Vnflcm.' + hook)}
