@@ -18,6 +18,7 @@ from kubernetes_mgmt_pv.doors import tacker_compat
 from kubernetes_mgmt_pv.doors import v2_mapping
 from kubernetes_mgmt_pv import exceptions
 from kubernetes_mgmt_pv import mgmt_driver
+from kubernetes_mgmt_pv.openstack import heat
 from kubernetes_mgmt_pv.request import param_model
 
 LOG = logging.getLogger(__name__)
@@ -81,6 +82,14 @@ class V2Driver(mgmt_driver.KubernetesPvMgmtDriver):
         return tacker_compat.kubernetes_vim_users(self._tacker_context(),
                                                   vnf_instance, name)
 
+    def group_members(self, aspect_id):
+        """(resource name, member stack id) of the members of the scaling
+        group ``aspect_id`` as Heat has them now."""
+        inst = self._script['vnf_instance']
+        return heat.HeatStack(
+            heat.build_heat_client(self.openstack_access_info(None, inst)),
+            v2_mapping.stack_id(inst)).group_members(aspect_id)
+
 
 def run(script_dict, secrets, progress, driver_factory=V2Driver):
     """Run the hook of ``script_dict``; the dict to hand back to Tacker.
@@ -88,7 +97,9 @@ def run(script_dict, secrets, progress, driver_factory=V2Driver):
     ``secrets`` gets every password of the request as soon as it is known
     (for the log's redaction); ``progress`` (this operation's entry in
     user_script_err_handling_data) records the hooks done, so a retry of a
-    failed operation skips a ``_start`` hook that already did its part.
+    failed operation skips a ``_start`` hook that already did its part,
+    and the VIM a failed hook registered (``registeredVim``): Tacker keeps
+    only user_script_err_handling_data of a failed hook.
     """
     operation = script_dict['operation']
     if not v2_mapping.runs(operation):
@@ -107,6 +118,10 @@ def run(script_dict, secrets, progress, driver_factory=V2Driver):
     if operation == 'terminate_end' and 'vim' not in state:
         LOG.info('terminate_end: terminate_start deleted the Kubernetes VIM')
         return {'vnf_instance': v2_mapping.with_state(inst, None)}
+    if operation in v2_mapping.ROLLBACK_HOOKS and (
+            root is None or not _rollback_needed(operation, req, root)):
+        LOG.info('%s: nothing of this driver to roll back', operation)
+        return {}
     aliases, kwargs = None, {}
     if operation == 'heal_start' and req.get('vnfcInstanceId'):
         progress['healing'] = v2_mapping.healed_vnfcs(inst, req)
@@ -120,18 +135,43 @@ def run(script_dict, secrets, progress, driver_factory=V2Driver):
         kwargs['scale_out_id_list'] = v2_mapping.aspect_member_stacks(
             inst, root, req.get('aspectId'))
     driver = driver_factory(script_dict, state)
-    getattr(driver, operation)(
-        None, v2_mapping.instance(inst, root, aliases),
-        v2_mapping.request(operation, req, root),
-        script_dict.get('grant_response'), script_dict.get('grant_request'),
-        **kwargs)
+    if operation == 'scale_rollback_start':
+        kwargs['scale_name_list'] = v2_mapping.rolled_back_members(
+            inst, driver.group_members(req['aspectId']))
+        if not kwargs['scale_name_list']:
+            LOG.info('%s: Heat has no member the scale-out added',
+                     operation)
+            return {}
+        LOG.info('%s: taking %s out of the cluster before Heat deletes '
+                 'them', operation, ', '.join(kwargs['scale_name_list']))
+    try:
+        getattr(driver, v2_mapping.ROLLBACK_HOOKS.get(operation, operation))(
+            None, v2_mapping.instance(inst, root, aliases),
+            v2_mapping.request(operation, req, root),
+            script_dict.get('grant_response'),
+            script_dict.get('grant_request'), **kwargs)
+    except Exception:
+        if driver.registered:
+            # What the failed hook did, for a rollback or the operator.
+            progress['registeredVim'] = driver.registered
+        raise
     progress.setdefault('done', []).append(operation)
     return {'vnf_instance': v2_mapping.with_state(
         inst, _next_state(operation, state, root, driver, inst))}
 
 
+def _rollback_needed(operation, req, root):
+    """Whether a rollback hook may have anything to undo: the VIM an
+    instantiate registered; the Workers a scale-out of their aspect
+    joined (Tacker rolls back no scale-in)."""
+    if operation == 'instantiate_rollback_start':
+        return True
+    return req.get('type') == 'SCALE_OUT' and \
+        v2_mapping.is_worker_aspect(root, req.get('aspectId'))
+
+
 def _next_state(operation, state, root, driver, inst):
-    if operation == 'terminate_end':
+    if operation in ('terminate_end', 'instantiate_rollback_start'):
         return None
     if operation == 'instantiate_end':
         if root is None:

@@ -22,7 +22,14 @@ from kubernetes_mgmt_pv.request import request_model as model
 STATE_KEY = 'kubernetesMgmtPv'
 # The hooks the door runs; every other operation v2 calls is a no-op.
 HOOKS = ('instantiate_end', 'terminate_start', 'terminate_end',
-         'scale_start', 'scale_end', 'heal_start', 'heal_end')
+         'scale_start', 'scale_end', 'heal_start', 'heal_end',
+         'instantiate_rollback_start', 'scale_rollback_start')
+# The driver hook each rollback hook runs: what Tacker v1 calls when it
+# rolls these operations back.
+ROLLBACK_HOOKS = {'instantiate_rollback_start': 'terminate_start',
+                  'scale_rollback_start': 'scale_start'}
+# Hooks with the instantiate request's parameters (nothing is saved yet).
+INSTANTIATE_HOOKS = ('instantiate_end', 'instantiate_rollback_start')
 # Hooks that never log in to a VM (terminate only deletes the VIM).
 NO_LOGIN_HOOKS = ('terminate_start', 'terminate_end')
 ROLES = ('master_node', 'worker_node', 'storage_server')
@@ -67,12 +74,13 @@ def _secret_paths(root):
 
 def params_in_effect(operation, request_params, state):
     """The k8s_cluster_installation_param a hook runs with: the instantiate
-    request's at instantiate_end; later, the saved one completed with the
+    request's at instantiate_end and at its rollback; later, the saved one
+    completed with the
     request's secrets (its other keys must equal the saved ones: they
     cannot change after instantiation). Raises ParameterErrors."""
     request_params = request_params or {}
     given = request_params.get(param_model.ROOT)
-    if operation == 'instantiate_end':
+    if operation in INSTANTIATE_HOOKS:
         return given
     saved = (state or {}).get('params')
     if saved is None:
@@ -229,6 +237,24 @@ def aspect_member_stacks(vnf_instance, root, aspect_id):
         if cps & {cp.get('cpdId') for cp in vnfc.get('vnfcCpInfo') or []}:
             stacks.append(_stack_of(vnfc))
     return list(dict.fromkeys(stacks))
+
+
+def is_worker_aspect(root, aspect_id):
+    """Whether ``aspect_id`` scales the Workers of ``root``."""
+    worker = root.get('worker_node')
+    return isinstance(worker, dict) and aspect_id is not None and \
+        worker.get('aspect_id') == aspect_id
+
+
+def rolled_back_members(vnf_instance, group_members):
+    """Resource names of the scaling-group members a scale-out rollback
+    deletes, of ``group_members`` ((name, member stack id) as Heat lists
+    them now): Tacker v2 marks unhealthy every server that is not a
+    vnfcResourceInfo of the instance as it was before the scale-out, and
+    puts desired_capacity back, so Heat deletes the members that hold
+    none of the instance's VNFCs."""
+    kept = {_stack_of(vnfc) for vnfc in _vnfcs(vnf_instance)}
+    return [name for name, stack in group_members if stack not in kept]
 
 
 def _vnfcs(vnf_instance):

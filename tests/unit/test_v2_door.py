@@ -38,6 +38,10 @@ class Recorder(object):
     def openstack_vim_id(self):
         return v2.OPENSTACK_VIM_ID
 
+    def group_members(self, aspect_id):
+        assert aspect_id == 'worker_instance'
+        return Recorder.members
+
     def __getattr__(self, hook):
         if hook not in v2_mapping.HOOKS:
             raise AttributeError(hook)
@@ -59,6 +63,7 @@ class Recorder(object):
 @pytest.fixture(autouse=True)
 def _no_recorder():
     Recorder.last = None
+    Recorder.members = [(vnfc[4], vnfc[3]) for vnfc in v2.VNFCS[1:3]]
 
 
 def run(operation, request, inst=None, progress=None, **kwargs):
@@ -215,10 +220,82 @@ def test_a_retry_of_a_failed_hook_converges():
 @pytest.mark.parametrize('operation', [
     'instantiate_start', 'modify_information_start',
     'modify_information_end', 'change_external_connectivity_start',
-    'change_current_package_end', 'scale_rollback_start',
+    'change_current_package_end', 'scale_rollback_end',
     'instantiate_rollback_end'])
 def test_undeclared_operations_are_no_ops(operation):
     assert run(operation, {}, inst=instantiated())[0] == {}
+    assert Recorder.last is None
+
+
+class RegistersThenFails(Recorder):
+    """instantiate_end whose cluster part registered the VIM and whose
+    persistent-volume part then failed."""
+
+    def instantiate_end(self, *args, **kwargs):
+        self.registered = dict(K8S_VIM)
+        raise exceptions.StepError('NFS client facts', '10.10.0.7',
+                                   OSError('dpkg-query failed'))
+
+
+def test_a_failed_hook_hands_back_the_vim_it_registered():
+    progress = {}
+    with pytest.raises(exceptions.StepError):
+        v2_hook.run(v2.script_dict('instantiate_end',
+                                   v2.instantiate_request()), [], progress,
+                    driver_factory=RegistersThenFails)
+    assert progress == {'registeredVim': K8S_VIM}
+
+
+def test_instantiate_rollback_deletes_the_vim_as_terminate_start():
+    result, secrets, progress = run(
+        'instantiate_rollback_start', v2.instantiate_request(),
+        inst=v2.vnf_instance(instantiated=False),
+        progress={'registeredVim': dict(K8S_VIM)})
+    (hook, instance, _, kwargs), = Recorder.last.calls
+    assert hook == 'terminate_start' and kwargs == {}
+    assert instance.instantiated_vnf_info.additional_params == {
+        param_model.ROOT: v2.install_params()}
+    assert v2.PASSWORD in secrets
+    assert v2_mapping.STATE_KEY not in result['vnf_instance']['metadata']
+    assert progress['done'] == ['instantiate_rollback_start']
+
+
+def test_instantiate_rollback_without_parameters_does_nothing():
+    assert run('instantiate_rollback_start', {'flavourId': 'simple'},
+               inst=v2.vnf_instance(instantiated=False))[0] == {}
+    assert Recorder.last is None
+
+
+def scale_out(**params):
+    return {'type': 'SCALE_OUT', 'aspectId': 'worker_instance',
+            'numberOfSteps': 1, 'additionalParams': dict(v2.logins(),
+                                                         **params)}
+
+
+def test_scale_out_rollback_takes_the_new_workers_out_as_scale_start():
+    Recorder.members.append(('n3wm3mb3', NEW_STACK))
+    run('scale_rollback_start', scale_out(), inst=instantiated())
+    (hook, instance, request, kwargs), = Recorder.last.calls
+    assert hook == 'scale_start'
+    assert (request.type, request.aspect_id) == ('SCALE_OUT',
+                                                 'worker_instance')
+    assert kwargs == {'scale_name_list': ['n3wm3mb3']}
+    assert instance.instantiated_vnf_info.additional_params[
+        param_model.ROOT]['worker_node']['password'] == v2.PASSWORD
+
+
+def test_scale_out_rollback_without_a_new_member_does_nothing():
+    assert run('scale_rollback_start', scale_out(),
+               inst=instantiated())[0] == {}
+    assert Recorder.last.calls == []
+
+
+@pytest.mark.parametrize('request_dict', [
+    dict(scale_out(), type='SCALE_IN'),
+    dict(scale_out(), aspectId='master_instance')])
+def test_rollbacks_of_other_scales_do_nothing(request_dict):
+    assert run('scale_rollback_start', request_dict,
+               inst=instantiated())[0] == {}
     assert Recorder.last is None
 
 

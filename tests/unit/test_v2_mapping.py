@@ -187,6 +187,51 @@ def test_scale_out_hands_every_member_of_the_aspect():
         v2.vnf_instance(), v2.install_params(), 'other_aspect') == []
 
 
+# Heat's members of worker_instance at the rollback: (resource name,
+# member stack id); the instance (v2.VNFCS) is the one before the scale-out.
+OLD_MEMBERS = [(v2.VNFCS[1][4], v2.VNFCS[1][3]),
+               (v2.VNFCS[2][4], v2.VNFCS[2][3])]
+
+
+@pytest.mark.parametrize('members, removed', [
+    # One Worker added: Heat deletes it.
+    (OLD_MEMBERS + [('n3wm3mb3', NEW_STACK)], ['n3wm3mb3']),
+    # Listed first, and two of them.
+    ([('n3w1', NEW_STACK)] + OLD_MEMBERS + [('n3w2', 'another-stack')],
+     ['n3w1', 'n3w2']),
+    # Heat failed before adding any member: nothing to remove.
+    (OLD_MEMBERS, []),
+    # A member the instance knows under another resource name still holds
+    # its VNFC: matched by stack, as Tacker matches by server.
+    ([('renamed', v2.VNFCS[1][3]), OLD_MEMBERS[1]], []),
+])
+def test_scale_out_rollback_removes_the_members_without_a_vnfc(members,
+                                                               removed):
+    assert v2_mapping.rolled_back_members(v2.vnf_instance(), members) == \
+        removed
+
+
+def test_scale_out_rollback_of_an_instance_without_vnfcs_removes_all():
+    assert v2_mapping.rolled_back_members(
+        v2.vnf_instance(vnfcs=()), OLD_MEMBERS) == [
+        name for name, _ in OLD_MEMBERS]
+
+
+@pytest.mark.parametrize('aspect, worker', [
+    ('worker_instance', True), ('master_instance', False),
+    ('other_aspect', False), (None, False)])
+def test_only_the_worker_aspect_is_rolled_back(aspect, worker):
+    assert v2_mapping.is_worker_aspect(v2.install_params(), aspect) is \
+        worker
+
+
+def test_the_instantiate_rollback_runs_with_the_request_parameters():
+    assert v2_mapping.params_in_effect(
+        'instantiate_rollback_start',
+        v2.instantiate_request()['additionalParams'], {}) == \
+        v2.install_params()
+
+
 def test_healed_vnfcs_are_found_again_after_the_heal():
     """heal_end sees new server ids (new VNFC ids) in the same stacks."""
     healed_id = v2.vnfc_info_id(WORKER1)
@@ -244,7 +289,8 @@ def test_with_state_sets_and_removes_the_one_key():
                                    False),
     ('modify_information_end', False), ('change_current_package_start',
                                         False),
-    ('scale_rollback_start', False), ('instantiate_rollback_end', False),
+    ('scale_rollback_start', True), ('instantiate_rollback_start', True),
+    ('scale_rollback_end', False), ('instantiate_rollback_end', False),
 ])
 def test_undeclared_operations_do_not_run(operation, runs):
     assert v2_mapping.runs(operation) is runs
