@@ -72,6 +72,9 @@ class HeatEngine(heat_servers.ServersMixin, heat_groups.GroupsMixin):
     own, started by ``start()`` and stopped by ``stop()``).
     ``prepare``: called as ``prepare(host, kube)`` on every booted host
     (default: ``cluster.prepare_guest(host, kube, install_cluster=True)``).
+    ``boot_hooks``: callables run as ``hook(host)`` on every server's host
+    once it is prepared, before the server is ACTIVE: a test arms faults
+    (testbed.faults) on the VMs an operation boots.
     """
 
     def __init__(self, testbed=None, purge_packages=('nfs-kernel-server',),
@@ -81,6 +84,7 @@ class HeatEngine(heat_servers.ServersMixin, heat_groups.GroupsMixin):
         self._purge = purge_packages
         self.volume_size_mb = volume_size_mb
         self._prepare = prepare
+        self.boot_hooks = []
         self.fake = None
         self.kubes = {}  # top-level stack id -> KubeApiServer
         self.hosts = {}  # Nova server id -> testbed host name

@@ -103,6 +103,8 @@ class ServersMixin(object):
             hostname=cloud_init.guest_host_name(display_name))
         self._check_address(host.ip)
         self._prepare_host(host, stack)
+        for hook in list(self.boot_hooks):
+            hook(host)
         self._bind_server(stack, server, host, volumes)
         self._complete(server)
         self._note('booted %s (%s, %s, host name %s) for %s/%s in %.1fs' % (
