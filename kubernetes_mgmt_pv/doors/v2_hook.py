@@ -97,9 +97,10 @@ def run(script_dict, secrets, progress, driver_factory=V2Driver):
     ``secrets`` gets every password of the request as soon as it is known
     (for the log's redaction); ``progress`` (this operation's entry in
     user_script_err_handling_data) records the hooks done, so a retry of a
-    failed operation skips a ``_start`` hook that already did its part,
-    and the VIM a failed hook registered (``registeredVim``): Tacker keeps
-    only user_script_err_handling_data of a failed hook.
+    failed operation skips a ``_start`` hook that already did its part;
+    the VIM a failed hook registered (``registeredVim``): Tacker keeps
+    only user_script_err_handling_data of a failed hook; and the hook that
+    refused the request's parameters before any step (``refused``).
     """
     operation = script_dict['operation']
     if not v2_mapping.runs(operation):
@@ -108,13 +109,23 @@ def run(script_dict, secrets, progress, driver_factory=V2Driver):
     if operation.endswith('_start') and operation in progress.get('done', ()):
         LOG.info('%s: done before this retry, skipped', operation)
         return {}
+    if operation in v2_mapping.ROLLBACK_HOOKS and progress.get('refused'):
+        # Its parameters would be refused again: the rollback could never
+        # end, with nothing of the driver's to undo.
+        LOG.info('%s: %s refused the parameters before any change, nothing '
+                 'to roll back', operation, progress['refused'])
+        return {}
     inst = script_dict['vnf_instance']
     req = script_dict.get('request') or {}
     state = dict(v2_mapping.state_of(inst))
     request_params = req.get('additionalParams') or {}
     secrets.extend(v2_mapping.secret_values(
         request_params.get(param_model.ROOT)))
-    root = v2_mapping.params_in_effect(operation, request_params, state)
+    try:
+        root = v2_mapping.params_in_effect(operation, request_params, state)
+    except exceptions.ParameterErrors:
+        progress['refused'] = operation
+        raise
     if operation == 'terminate_end' and 'vim' not in state:
         LOG.info('terminate_end: terminate_start deleted the Kubernetes VIM')
         return {'vnf_instance': v2_mapping.with_state(inst, None)}

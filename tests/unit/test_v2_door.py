@@ -300,9 +300,21 @@ def test_rollbacks_of_other_scales_do_nothing(request_dict):
 
 
 def test_missing_logins_fail_before_any_step():
+    progress = {}
     with pytest.raises(exceptions.ParameterErrors):
         run('scale_end', {'type': 'SCALE_OUT', 'aspectId': 'worker_instance'},
-            inst=instantiated())
+            inst=instantiated(), progress=progress)
+    assert Recorder.last is None
+    assert progress == {'refused': 'scale_end'}
+
+
+def test_the_rollback_of_a_refused_operation_does_nothing():
+    """Its request would be refused again: the rollback would never
+    end, though the driver changed nothing."""
+    Recorder.members.append(('n3wm3mb3', NEW_STACK))
+    request = {'type': 'SCALE_OUT', 'aspectId': 'worker_instance'}
+    assert run('scale_rollback_start', request, inst=instantiated(),
+               progress={'refused': 'scale_start'})[0] == {}
     assert Recorder.last is None
 
 
