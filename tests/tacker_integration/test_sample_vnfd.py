@@ -63,7 +63,9 @@ def test_vnflcm_hooks_point_at_the_driver_artifact(flavours, flavour):
              if i.type == 'Vnflcm'}
     assert hooks == dict.fromkeys(
         ['instantiate_end', 'terminate_start', 'terminate_end',
-         'scale_start', 'scale_end', 'heal_start', 'heal_end'],
+         'scale_start', 'scale_end', 'heal_start', 'heal_end',
+         # Tacker v2's rollbacks; their interface type derives SOL001's.
+         'instantiate_rollback_start', 'scale_rollback_start'],
         tacker_v1.DRIVER_NAME)
     assert vnf.entity_tpl['artifacts'][tacker_v1.DRIVER_NAME] == {
         'description': 'Management driver for Kubernetes clusters with '

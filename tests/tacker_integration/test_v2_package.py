@@ -37,11 +37,13 @@ def v2_vnfd(tmp_path_factory):
 
 @pytest.mark.parametrize('flavour', ['simple', 'ha'])
 def test_every_hook_runs_the_script(v2_vnfd, flavour):
-    hooks = set(feature_hooks.CLUSTER) | set(feature_hooks.PERSISTENT_VOLUME)
+    hooks = set(feature_hooks.CLUSTER) | set(
+        feature_hooks.PERSISTENT_VOLUME) | set(
+        feature_hooks.CLUSTER_V2_ROLLBACK)
     for hook in hooks:
         assert v2_vnfd.get_interface_script(flavour, hook) == \
             csar.V2_ARTIFACT_FILE
-    for undeclared in ('instantiate_start', 'scale_rollback_start',
+    for undeclared in ('instantiate_start', 'scale_rollback_end',
                        'modify_information_end'):
         assert v2_vnfd.get_interface_script(flavour, undeclared) is None
 

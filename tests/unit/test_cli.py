@@ -503,8 +503,8 @@ def test_text_output_and_exit_status(package, tmp_path, capsys):
         '1 error(s), 1 warning(s)']
 
 
-def test_a_v1_package_need_not_route_the_v2_rollback_hooks(package,
-                                                          validate, body):
+def test_a_v1_package_need_not_route_the_v2_rollback_hooks(
+        package, validate, body):
     def change(document):
         hooks = vnf_node(document)['interfaces']['Vnflcm']
         for hook in ('instantiate_rollback_start', 'scale_rollback_start'):

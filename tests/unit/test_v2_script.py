@@ -145,8 +145,8 @@ def test_the_deadline_fails_the_hook_cleanly(tmp_path, tacker_conf):
     assert out.stdout == b''
 
 
-def test_a_hook_done_at_the_deadline_is_not_reported_failed(tmp_path,
-                                                           tacker_conf):
+def test_a_hook_done_at_the_deadline_is_not_reported_failed(
+        tmp_path, tacker_conf):
     """The hook returns just before the deadline and the hand-back takes
     past it (pickling the result is slowed): its result stands."""
     script = noisy_script(tmp_path, '''\
