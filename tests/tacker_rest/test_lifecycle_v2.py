@@ -5,8 +5,10 @@ The same operator session as test_lifecycle.py, through ``/vnflcm/v2``
 --api v2`` (its VNFD runs the package script Scripts/kubernetes_mgmt_v2.py,
 the driver's v2 door), the requests of samples/requests-v2 (their
 vimConnectionInfo names the registered OpenStack VIM, the fake Keystone),
-then create, instantiate, scale out and
-in, heal of a Worker, a heal of the Storage server refused while a
+then create, an instantiate that fails
+after the cluster's VIM is registered and is rolled back, instantiate, a
+scale-out that fails after the new Worker joined and is rolled back, scale
+out and in, heal of a Worker, a heal of the Storage server refused while a
 PersistentVolume is Bound and done once the claim is gone, heal of the
 whole VNF, terminate and delete. After each, the checks of the user guide
 (tests/tacker_rest/lifecycle_checks.py) and the VIMs: the OpenStack one
@@ -24,6 +26,7 @@ import uuid
 import pytest
 
 from testbed import cnf_package
+from testbed import faults
 from testbed import pv_manifest
 from testbed import tacker_v2
 from tests.tacker_rest import lifecycle_checks as checks
@@ -75,6 +78,34 @@ def _check_vims(lab, v2, s):
     return registered[0]
 
 
+def _failing_new_workers(lab, injected):
+    """Every Worker VM Heat boots from now on fails the query of its NFS
+    client package: only the persistent-volume part asks, after the
+    cluster part has installed (or joined) it and registered the VIM.
+    Returns the boot hook, to remove."""
+    def arm(host):
+        if host.role == 'worker':
+            injected.command(host, 'dpkg-query', match='nfs-common',
+                             count=None)
+    lab.engine.boot_hooks.append(arm)
+    return arm
+
+
+def _fails_after_the_cluster_part(lab, v2, s, operation, body):
+    """Run ``operation`` with the new Workers failing; its occurrence,
+    FAILED_TEMP, and the hosts the fault hit (faults cleared again)."""
+    with faults.Faults() as injected:
+        hook = _failing_new_workers(lab, injected)
+        try:
+            occ = v2.lcm(s.instance_id, operation, body)
+        finally:
+            lab.engine.boot_hooks.remove(hook)
+        assert occ['operationState'] == 'FAILED_TEMP', occ
+        hit = [fault.host for fault in injected if fault.hits]
+    assert hit, 'no Worker failed the injected dpkg-query'
+    return occ, hit
+
+
 # -- the steps ------------------------------------------------------------
 
 def test_openstack_vim_and_package(lab, s, tmp_path_factory):
@@ -87,10 +118,35 @@ def test_openstack_vim_and_package(lab, s, tmp_path_factory):
     s.done.add('package')
 
 
+def test_failed_instantiate_is_rolled_back(lab, v2, s):
+    """instantiate_end fails after registering the VIM: the rollback
+    deletes the VIM before Heat deletes the stack."""
+    s.need('package')
+    s.instance_id = v2.create(s.vnfd_id, 'kubernetes-pv-v2')['id']
+    request = lab.instantiate_request(s.vim_id, api='v2')
+    occ, _ = _fails_after_the_cluster_part(lab, v2, s, 'instantiate',
+                                           request)
+    stack_id = lab.stack(s.instance_id).id
+    registered = checks.k8s_vims(lab)
+    assert [v['name'] for v in registered] == [checks.K8S_VIM]
+    # Tacker keeps only userScriptErrHandlingData of a failed hook.
+    handed = occ['error']['userScriptErrHandlingData'][STATE_KEY]
+    assert handed['registeredVim']['id'] == registered[0]['id']
+    occ = v2.op_action(occ['id'], 'rollback')
+    assert occ['operationState'] == 'ROLLED_BACK', occ.get('error')
+    assert checks.k8s_vims(lab) == []
+    assert lab.stack(s.instance_id) is None
+    assert lab.cloud.stack(stack_id).status == 'DELETE_COMPLETE'
+    assert v2.instance(s.instance_id)['instantiationState'] == \
+        'NOT_INSTANTIATED'
+    s.done.add('instantiate_rolled_back')
+
+
 def test_instantiate(lab, v2, s):
     s.need('package')
-    instance = v2.create(s.vnfd_id, 'kubernetes-pv-v2')
-    s.instance_id = instance['id']
+    if 'instantiate_rolled_back' not in s.done:
+        s.instance_id = v2.create(s.vnfd_id, 'kubernetes-pv-v2')['id']
+    # The same instance again, after the rollback: its VIM name is free.
     # samples/requests-v2: vimConnectionInfo names the registered VIM.
     request = lab.instantiate_request(s.vim_id, api='v2')
     assert list(request['vimConnectionInfo']) == [tacker_v2.VIM_KEY]
@@ -106,6 +162,25 @@ def test_instantiate(lab, v2, s):
     nodes = checks.record_nodes(lab, s, 'instantiate')
     assert len(nodes) == 3 and all(nodes.values()), nodes
     s.done.add('instantiate')
+
+
+def test_failed_scale_out_is_rolled_back(lab, v2, s):
+    """scale_end fails after the new Worker joined: the rollback drains
+    and deletes its Node before Heat deletes its VM."""
+    s.need('instantiate')
+    workers = {v['id'] for v in _vnfcs(v2, s, 'workerNode')}
+    nodes_before = checks.ready_nodes(lab)
+    occ, (new_host,) = _fails_after_the_cluster_part(
+        lab, v2, s, 'scale', lab.sample_request('scale_out_worker.json',
+                                                'v2'))
+    joined = checks.ready_nodes(lab)
+    assert joined.get(new_host.ip) is True and len(joined) == 4, joined
+    occ = v2.op_action(occ['id'], 'rollback')
+    assert occ['operationState'] == 'ROLLED_BACK', occ.get('error')
+    assert {v['id'] for v in _vnfcs(v2, s, 'workerNode')} == workers
+    assert new_host.name not in lab.engine.testbed.hosts
+    nodes = checks.record_nodes(lab, s, 'scale_out_rolled_back')
+    assert nodes == nodes_before and all(nodes.values()), nodes
 
 
 def test_scale_out_and_in(lab, v2, s):
