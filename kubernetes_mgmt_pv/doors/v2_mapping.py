@@ -75,9 +75,9 @@ def _secret_paths(root):
 def params_in_effect(operation, request_params, state):
     """The k8s_cluster_installation_param a hook runs with: the instantiate
     request's at instantiate_end and at its rollback; later, the saved one
-    completed with the
-    request's secrets (its other keys must equal the saved ones: they
-    cannot change after instantiation). Raises ParameterErrors."""
+    completed with the request's secrets (its other keys must equal the
+    saved ones: they cannot change after instantiation). Raises
+    ParameterErrors."""
     request_params = request_params or {}
     given = request_params.get(param_model.ROOT)
     if operation in INSTANTIATE_HOOKS:

@@ -539,12 +539,10 @@ def _check_vnfd(package_dir, flavour, model, found):
     if api == 'v2' and model.script_path is not None:
         for hook in feature_hooks.CLUSTER_V2_ROLLBACK:
             if hook not in hooks:
-                found.error('interface-missing',
-                            '%s.interfaces.Vnflcm.%s' % (where, hook),
-                            'Tacker v2 calls no terminate or scale_start '
-                            'when it rolls back: without %s the rollback '
-                            'leaves the cluster\'s VIM or Nodes behind'
-                            % hook)
+                found.error('interface-missing', '%s.interfaces.Vnflcm.%s' % (
+                    where, hook), 'Tacker v2 rolls back without terminate or '
+                    'scale_start: without %s its rollback leaves the '
+                    "cluster's VIM or Nodes behind" % hook)
     return api
 
 
