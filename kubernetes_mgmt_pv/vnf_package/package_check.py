@@ -14,7 +14,6 @@ import dataclasses
 import os
 import posixpath
 
-from kubernetes_mgmt_pv.doors import tacker_v1
 from kubernetes_mgmt_pv import exceptions
 from kubernetes_mgmt_pv import feature_hooks
 from kubernetes_mgmt_pv.request import param_checks
@@ -525,16 +524,16 @@ def _check_vnfd(package_dir, flavour, model, found):
         implementation = _mapping(operation).get('implementation')
         if isinstance(implementation, dict):
             implementation = implementation.get('primary')
-        if implementation == tacker_v1.DRIVER_NAME:
+        if implementation == feature_hooks.DRIVER_NAME:
             driver_used = True
         else:
             found.error('interface-not-driver',
                         '%s.interfaces.Vnflcm.%s' % (where, hook),
                         'implementation is %r, not %s' % (
-                            implementation, tacker_v1.DRIVER_NAME))
+                            implementation, feature_hooks.DRIVER_NAME))
     if driver_used:
         return _check_driver_artifact(package_dir, where, _mapping(
-            _mapping(vnf.get('artifacts')).get(tacker_v1.DRIVER_NAME)),
+            _mapping(vnf.get('artifacts')).get(feature_hooks.DRIVER_NAME)),
             found)
     return None
 
@@ -571,11 +570,11 @@ def _check_master_aspect(relative, template, model, found):
 def _check_driver_artifact(package_dir, where, artifact, found):
     """The package's API, by what its driver artifact is: the hashed
     driver file (v1) or another Python file, a script Tacker v2 runs."""
-    where = '%s.artifacts.%s' % (where, tacker_v1.DRIVER_NAME)
+    where = '%s.artifacts.%s' % (where, feature_hooks.DRIVER_NAME)
     if not artifact:
         found.error('artifact-missing', where,
                     'the Vnflcm interfaces name artifact %s, which the VNF '
-                    'node does not define' % tacker_v1.DRIVER_NAME)
+                    'node does not define' % feature_hooks.DRIVER_NAME)
         return None
     relative = artifact.get('file')
     if not isinstance(relative, str):
