@@ -145,8 +145,9 @@ def haproxy_config(masters):
     runtime API is the local UNIX socket of Debian's default configuration
     (root and group haproxy only).
     """
-    servers = ['    server %s %s:%d check' % (name, address, admin_kubectl.API_SERVER_PORT)
-               for name, address in _masters(masters, minimum=1)]
+    servers = ['    server %s %s:%d check' % (
+        name, address, admin_kubectl.API_SERVER_PORT)
+        for name, address in _masters(masters, minimum=1)]
     lines = [
         'global',
         '    log /dev/log local0 notice',
