@@ -64,6 +64,12 @@ class V2Driver(mgmt_driver.KubernetesPvMgmtDriver):
             self._context = tacker_compat.project_context(vim_id)
         return self._context
 
+    def check_vim_registry(self):
+        """Refuse, before any step, an OpenStack VIM the Kubernetes VIM
+        could not be registered next to (no vimId, or not in Tacker's VIM
+        registry): otherwise only found after the whole install."""
+        self._tacker_context()
+
     def register_vim(self, context, vnf_instance, name, access):
         vim_id = tacker_compat.register_kubernetes_vim(
             self._tacker_context(), vnf_instance, name, access.url,
@@ -120,6 +126,8 @@ def run(script_dict, secrets, progress, driver_factory=V2Driver):
         kwargs['scale_out_id_list'] = v2_mapping.aspect_member_stacks(
             inst, root, req.get('aspectId'))
     driver = driver_factory(script_dict, state)
+    if v2_mapping.registers_vim(operation, root):
+        driver.check_vim_registry()
     getattr(driver, operation)(
         None, v2_mapping.instance(inst, root, aliases),
         v2_mapping.request(operation, req, root),
