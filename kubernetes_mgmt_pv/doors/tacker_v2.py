@@ -170,6 +170,11 @@ def _make_directories(directory):
             pass  # another hook made it; a file there fails the open
 
 
+def _owner(uid):
+    return 'it belongs to uid %d, not to this user (uid %d)' % (
+        uid, os.geteuid())
+
+
 def open_log(path):
     """An append-only fd on the log ``path``: created with mode 0600 (its
     directories 0700), and refused when it is a symbolic link, not a
@@ -187,9 +192,7 @@ def open_log(path):
         if not stat.S_ISREG(found.st_mode):
             raise LogFileError(path, 'it is not a regular file')
         if found.st_uid != os.geteuid():
-            raise LogFileError(path, 'it belongs to uid %d, not to this '
-                               'process\'s uid %d' % (found.st_uid,
-                                                      os.geteuid()))
+            raise LogFileError(path, _owner(found.st_uid))
         os.fchmod(fd, 0o600)
         fcntl.fcntl(fd, fcntl.F_SETFL,
                     fcntl.fcntl(fd, fcntl.F_GETFL) & ~os.O_NONBLOCK)
@@ -220,8 +223,7 @@ def log_problem(path):
     elif not stat.S_ISREG(found.st_mode):
         reason = 'it is not a regular file'
     elif found.st_uid != os.geteuid():
-        reason = 'it belongs to uid %d, not to uid %d' % (found.st_uid,
-                                                          os.geteuid())
+        reason = _owner(found.st_uid)
     elif not os.access(path, os.W_OK):
         reason = 'it is not writable'
     else:
