@@ -173,6 +173,8 @@ def failure_of(error):
                        ', '.join(sorted(error.failures)))
     if isinstance(error, StepError):
         return Failure(error.reason, error.step, error.host)
+    if not isinstance(error, MgmtDriverError):
+        return Failure(failure_reason(error))  # another library's host
     host = getattr(error, 'host', None)
     return Failure(failure_reason(error, host),
                    getattr(error, 'step', None), host)

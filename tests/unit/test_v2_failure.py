@@ -38,6 +38,9 @@ def test_ascii_line(text, expected):
     (exceptions.ParameterErrors([exceptions.ParameterError('a.b', 'bad')]),
      None, None, 'invalid additionalParams (1 problem):\n  - a.b: bad'),
     (EOFError(), None, None, 'EOFError'),
+    # Another library's attributes are no step or host of the driver.
+    (type('LibraryError', (Exception,), {'host': ('h', 1), 'step': 3})('x'),
+     None, None, 'LibraryError: x'),
 ])
 def test_failure_of_reads_the_errors_own_step_and_host(error, step, host,
                                                        reason):
