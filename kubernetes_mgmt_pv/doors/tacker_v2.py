@@ -17,13 +17,14 @@ script's stderr as the error. So ``main``:
   (its master process's, as its workers hide theirs), else
   /etc/tacker/tacker.conf;
 * stops at ``v2_hook_deadline`` (Tacker sets no limit while it holds the
-  VNF's lock);
+  VNF's lock), failing as below;
 * writes only the final pickle to stdout and, on failure, exits 1 with one
   ASCII line "<step> failed on <host>: <reason>" on stderr (Tacker names
   the hook) and the same failure, with the log file and what a retry will
   do, in its user_script_err_handling_data (``v2_failure``).
 
-Only the standard library is imported before the log is set up.
+Only the standard library (and ``exceptions``, which imports nothing
+else) is imported before the log is set up.
 """
 
 import errno
@@ -272,16 +273,65 @@ def _silence():
     os.close(fd)
 
 
-def _start_deadline(seconds, err_fd):
+class _Handback(object):
+    """What goes back to Tacker, once: the result pickle on stdout, or the
+    failure (its fields in user_script_err_handling_data, its line on
+    stderr), from the hook's thread or the deadline's, whichever ends
+    first."""
+
+    def __init__(self, out_fd, err_fd):
+        self._out_fd, self._err_fd = out_fd, err_fd
+        self._once = threading.Lock()
+        self.operation, self.secrets, self.log_file = 'hook', [], None
+        self.data, self.progress = None, {}
+
+    def succeed(self, result):
+        if not self._once.acquire(blocking=False):
+            return False
+        LOG.info('%s done', self.operation)
+        logging.shutdown()
+        if self.data is not None:
+            result['user_script_err_handling_data'] = self._data()
+        os.write(self._out_fd, pickle.dumps(result))
+        return True
+
+    def fail(self, error):
+        if not self._once.acquire(blocking=False):
+            return False
+        from kubernetes_mgmt_pv.doors import v2_failure
+        found = v2_failure.failure(self.operation, error, self.secrets)
+        line = v2_failure.error_line(found)
+        LOG.error('%s failed: %s', self.operation, line,
+                  exc_info=error if error.__traceback__ else None)
+        logging.shutdown()
+        if self.data is not None:
+            self.progress[v2_failure.FAILURE_KEY] = \
+                v2_failure.failure_fields(found, self.log_file,
+                                          v2_failure.retry_note(
+                                              self.operation, error,
+                                              self.progress.get('done', ())))
+            os.write(self._out_fd, pickle.dumps(
+                {'user_script_err_handling_data': self._data()}))
+        os.write(self._err_fd, line.encode('ascii'))
+        return True
+
+    def _data(self):
+        """user_script_err_handling_data with the door's entry, when it
+        has content."""
+        from kubernetes_mgmt_pv.doors import v2_mapping
+        if self.progress:
+            self.data[v2_mapping.STATE_KEY] = self.progress
+        return self.data
+
+
+def _start_deadline(seconds, handback):
     """Past ``seconds``, fail the hook from a timer thread: the hook's
     threads may be blocked in I/O, which no exception interrupts."""
     def expire():
-        line = ('no result within v2_hook_deadline (%g s); nothing more is '
-                'done, the operation can be retried' % seconds)
-        LOG.error(line)
-        logging.shutdown()
-        os.write(err_fd, line.encode('ascii'))
-        os._exit(1)
+        if handback.fail(exceptions.MgmtDriverError(
+                'no result within v2_hook_deadline (%g s); nothing more is '
+                'done' % seconds)):
+            os._exit(1)
     timer = threading.Timer(seconds, expire)
     timer.daemon = True
     timer.start()
@@ -291,60 +341,35 @@ def _start_deadline(seconds, err_fd):
 def main(stdin=None):
     """Run one hook as Tacker v2 asks; the process's exit status."""
     stdin = stdin or sys.stdin.buffer
-    out_fd, err_fd = os.dup(1), os.dup(2)
+    handback = _Handback(os.dup(1), os.dup(2))
     _silence()
-    operation, secrets, progress, log_file = 'hook', [], {}, None
-    data = None
     try:
         script_dict = pickle.load(stdin)
-        operation = str(script_dict.get('operation'))
+        handback.operation = operation = str(script_dict.get('operation'))
         from kubernetes_mgmt_pv.doors import v2_failure
         from kubernetes_mgmt_pv.doors import v2_mapping
         if not v2_mapping.runs(operation):
             # Not a hook of the driver: no configuration, log or engine.
-            os.write(out_fd, pickle.dumps({}))
+            handback.succeed({})
             return 0
         data = dict(script_dict.get('user_script_err_handling_data') or {})
         progress = dict(data.get(v2_mapping.STATE_KEY) or {})
         progress.pop(v2_failure.FAILURE_KEY, None)
+        handback.data, handback.progress = data, progress
         from kubernetes_mgmt_pv import config
         from kubernetes_mgmt_pv.doors import tacker_compat
         tacker_compat.load_tacker_config(config_args(
             os.environ, _ancestor_argvs(), os.path.exists(DEFAULT_CONFIG)))
         options = config.options()
         path = log_path(options.v2_log_file, *tacker_compat.tacker_paths())
-        _log_to(path, secrets)
-        log_file = path
-        _start_deadline(options.v2_hook_deadline, err_fd)
+        _log_to(path, handback.secrets)
+        handback.log_file = path
+        _start_deadline(options.v2_hook_deadline, handback)
         from kubernetes_mgmt_pv.doors import v2_hook
         LOG.info('%s of VNF instance %s', operation,
                  (script_dict.get('vnf_instance') or {}).get('id'))
-        result = v2_hook.run(script_dict, secrets, progress)
+        result = v2_hook.run(script_dict, handback.secrets, progress)
     except Exception as error:
-        from kubernetes_mgmt_pv.doors import v2_failure
-        found = v2_failure.failure(operation, error, secrets)
-        line = v2_failure.error_line(found)
-        LOG.error('%s failed: %s', operation, line, exc_info=True)
-        logging.shutdown()
-        if data is not None:
-            progress[v2_failure.FAILURE_KEY] = v2_failure.failure_fields(
-                found, log_file, v2_failure.retry_note(
-                    operation, error, progress.get('done', ())))
-            os.write(out_fd, pickle.dumps(
-                {'user_script_err_handling_data': _with(data, progress)}))
-        os.write(err_fd, line.encode('ascii'))
+        handback.fail(error)
         return 1
-    LOG.info('%s done', operation)
-    logging.shutdown()
-    result['user_script_err_handling_data'] = _with(data, progress)
-    os.write(out_fd, pickle.dumps(result))
-    return 0
-
-
-def _with(data, progress):
-    """user_script_err_handling_data with the door's entry, when it has
-    content."""
-    from kubernetes_mgmt_pv.doors import v2_mapping
-    if progress:
-        data[v2_mapping.STATE_KEY] = progress
-    return data
+    return 0 if handback.succeed(result) else 1

@@ -211,7 +211,12 @@ def test_the_deadline_fails_the_hook_cleanly(tmp_path, tacker_conf):
     lines = out.stderr.decode().splitlines()
     assert len(lines) == 1 and 'v2_hook_deadline' in lines[0]
     assert not out.stderr.endswith(b'\n') and 'heal_end' not in lines[0]
-    assert out.stdout == b''
+    failure = pickle.loads(out.stdout)['user_script_err_handling_data'][
+        v2_mapping.STATE_KEY]['failure']
+    assert failure == {
+        'reason': lines[0], 'logFile': str(tacker_conf.log),
+        'retry': 'a retry runs heal_end again; each step changes only what '
+                 'differs'}
 
 
 def test_an_unreadable_configuration_is_one_line(tmp_path):
