@@ -173,8 +173,8 @@ v2_opts = [
              'package\'s script) may take in all. Tacker v2 runs the script '
              'without a time limit while it holds the VNF instance\'s lock; '
              'past this deadline the script stops, failing the operation '
-             '("<hook> failed on <conductor host>: no result within '
-             'v2_hook_deadline"), which can then be retried.'),
+             '("<hook> failed: b\'no result within v2_hook_deadline ..."), '
+             'which can then be retried.'),
     cfg.StrOpt(
         'v2_log_file',
         help='Tacker v2 door: the file each hook appends its full log to '
