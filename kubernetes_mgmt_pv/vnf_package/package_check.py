@@ -644,21 +644,18 @@ def _check_v2_script(package_dir, where, relative, found):
 
 def _check_request_api(request, api, found):
     """v1 requests list vimConnectionInfo, v2 ones map ids to entries; a
-    v2 cluster needs its OpenStack VIM in Tacker's registry (the project
-    the Kubernetes VIM goes to)."""
+    v2 cluster's OpenStack VIM must be a registered one."""
     infos = request.get('vimConnectionInfo')
     shape = {list: 'v1', dict: 'v2'}.get(type(infos))
-    if shape == api == 'v2' and 'script_path' in _mapping(_mapping(
-            request.get('additionalParams')).get(param_model.ROOT)):
-        for key, entry in sorted(infos.items()):
-            entry = _mapping(entry)
-            if 'OPENSTACK' in str(entry.get('vimType')).upper() and \
-                    not entry.get('vimId'):
-                found.error('vim-unregistered', 'vimConnectionInfo.%s' % key,
-                            'an inline OpenStack VIM has no vimId: the '
-                            'Kubernetes VIM is registered in the project of '
-                            'a VIM of Tacker\'s VIM registry; give the '
-                            '"vimId" of a registered VIM')
+    cluster = 'script_path' in _mapping(_mapping(
+        request.get('additionalParams')).get(param_model.ROOT))
+    for key, entry in sorted(infos.items()) if shape == api == 'v2' else ():
+        if cluster and 'OPENSTACK' in str(_mapping(entry).get(
+                'vimType')).upper() and not _mapping(entry).get('vimId'):
+            found.error('vim-unregistered', 'vimConnectionInfo.' + key,
+                        'an inline OpenStack VIM has no vimId: the cluster\'s'
+                        ' Kubernetes VIM goes to the project of a VIM of '
+                        'Tacker\'s VIM registry; give its "vimId"')
     if shape is not None and shape != api:
         found.error('request-api-mismatch', 'vimConnectionInfo',
                     'is the %s request shape (%s), but the package is for '
