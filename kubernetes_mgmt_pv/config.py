@@ -173,15 +173,19 @@ v2_opts = [
              'package\'s script) may take in all. Tacker v2 runs the script '
              'without a time limit while it holds the VNF instance\'s lock; '
              'past this deadline the script stops, failing the operation '
-             '("<hook> failed on <conductor host>: no result within '
-             'v2_hook_deadline"), which can then be retried.'),
+             '("<hook> failed: b\'no result within v2_hook_deadline ..."), '
+             'which can then be retried.'),
     cfg.StrOpt(
         'v2_log_file',
-        default='/var/log/tacker/kubernetes-mgmt-pv-v2.log',
         help='Tacker v2 door: the file each hook appends its full log to '
-             '(secrets redacted; created with mode 0600). Tacker v2 drops '
-             'the script\'s output when the hook succeeds and shows only '
-             'its one-line error when it fails.'),
+             '(secrets redacted). Default: kubernetes-mgmt-pv-v2.log in '
+             'Tacker\'s log_dir, else in its state_path (directories the '
+             'conductor\'s user writes). The file is created with mode '
+             '0600, its missing directories with 0700; a symbolic link, a '
+             'file that is not regular or belongs to another user is '
+             'refused, failing the hook before it changes anything. Tacker '
+             'v2 drops the script\'s output when the hook succeeds and shows '
+             'only its one-line error when it fails.'),
 ]
 
 ALL_OPTS = ssh_opts + step_opts + cluster_opts + v2_opts

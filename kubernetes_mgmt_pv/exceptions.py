@@ -5,6 +5,8 @@ operation error: it says what failed, where, and why. None of them ever
 contains a password, token or proxy credential (see ``redact``).
 """
 
+import dataclasses
+
 
 class MgmtDriverError(Exception):
     """Base class of every error the driver raises."""
@@ -135,8 +137,9 @@ class NodeStepError(MgmtDriverError):
         parts = [str(error) if isinstance(error, StepError) else
                  '%s: %s' % (host, failure_reason(error, host))
                  for host, error in sorted(self.failures.items())]
+        self.reason = '; '.join(parts)
         super().__init__('%s failed on %d node(s): %s' % (
-            step, len(self.failures), '; '.join(parts)))
+            step, len(self.failures), self.reason))
 
 
 class StepError(MgmtDriverError):
@@ -149,8 +152,32 @@ class StepError(MgmtDriverError):
         self.step = step
         self.host = host
         self.cause = cause
-        super().__init__('%s failed on %s: %s' % (
-            step, host, failure_reason(cause, host)))
+        self.reason = failure_reason(cause, host)
+        super().__init__('%s failed on %s: %s' % (step, host, self.reason))
+
+
+@dataclasses.dataclass(frozen=True)
+class Failure(object):
+    """Where and why a hook failed: the step and host are None when the
+    error names none (a request refused before any step)."""
+    reason: str
+    step: str = None
+    host: str = None
+
+
+def failure_of(error):
+    """The Failure of ``error``, from the step and host it carries (a
+    multi-node step: every failed host, comma-separated)."""
+    if isinstance(error, NodeStepError):
+        return Failure(error.reason, error.step,
+                       ', '.join(sorted(error.failures)))
+    if isinstance(error, StepError):
+        return Failure(error.reason, error.step, error.host)
+    if not isinstance(error, MgmtDriverError):
+        return Failure(failure_reason(error))  # another library's host
+    host = getattr(error, 'host', None)
+    return Failure(failure_reason(error, host),
+                   getattr(error, 'step', None), host)
 
 
 def failure_reason(error, host=None):
@@ -176,8 +203,11 @@ class PersistentVolumeError(MgmtDriverError):
 class PersistentVolumeInUseError(PersistentVolumeError):
     """A PersistentVolume of the VNF package is Bound to a claim."""
 
-    def __init__(self, names):
+    step = 'PersistentVolume check'
+
+    def __init__(self, names, host=None):
         self.names = sorted(names)
+        self.host = host  # the Master the PVs were read on
         super().__init__(
             'PersistentVolume(s) %s are Bound to a PersistentVolumeClaim; '
             'delete the claims (and the Pods using them) before healing the '

@@ -1,10 +1,15 @@
-"""The LCM hooks each feature acts at, declared once.
+"""The LCM hooks each feature acts at, and the driver's name, declared
+once for every layer (the doors, the package builder and checker).
 
 A hook the VNFD does not route to the driver runs Tacker's vnflcm_noop
 instead, so ``package_check`` requires these; the unit tests check them
 against the hooks each feature class defines, the hashed entry-point
 file, the README table and the sample VNFDs, so none of those can drift.
 """
+
+# The name Tacker's driver entry point and the VNFD's artifact know the
+# driver by.
+DRIVER_NAME = 'mgmt-drivers-kubernetes'
 
 CLUSTER = ('instantiate_end', 'terminate_start', 'terminate_end',
            'scale_start', 'scale_end', 'heal_start', 'heal_end')

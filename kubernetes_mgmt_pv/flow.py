@@ -14,7 +14,7 @@ import socket
 
 from oslo_log import log as logging
 
-from kubernetes_mgmt_pv.cluster import cluster
+from kubernetes_mgmt_pv import admin_kubectl
 from kubernetes_mgmt_pv import config
 from kubernetes_mgmt_pv import exceptions
 from kubernetes_mgmt_pv.openstack import vnf_topology
@@ -39,8 +39,9 @@ def answers_ssh(address, timeout=3.0):
 
 
 class MasterKubectl(object):
-    """kubectl on one Master, built by ``cluster.kubectl_argv`` whichever
-    feature runs it; ``host`` and ``failure`` are its session's."""
+    """kubectl on one Master, built by ``admin_kubectl.kubectl_argv``
+    whichever feature runs it; ``host`` and ``failure`` are its
+    session's."""
 
     def __init__(self, executor, address):
         self._executor = executor
@@ -48,8 +49,9 @@ class MasterKubectl(object):
         self.host = executor.host
 
     def run(self, args, **kwargs):
-        return self._executor.run(cluster.kubectl_argv(self._address, args),
-                                  sudo=True, **kwargs)
+        return self._executor.run(
+            admin_kubectl.kubectl_argv(self._address, args), sudo=True,
+            **kwargs)
 
     def failure(self, description, result):
         return self._executor.failure(description, result)
@@ -138,11 +140,12 @@ class Flow(object):
                                               error, node.address)))
                 continue
             with step_report.step(executor.host, step):
-                found = executor.run(['test', '-r', cluster.ADMIN_KUBECONFIG],
-                                     sudo=True, check=False)
+                found = executor.run(
+                    ['test', '-r', admin_kubectl.ADMIN_KUBECONFIG],
+                    sudo=True, check=False)
                 if not found.ok:
                     raise exceptions.ClusterInstallError(
-                        cluster.MISSING_ADMIN_KUBECONFIG)
+                        admin_kubectl.MISSING_ADMIN_KUBECONFIG)
             return self.kubectl(executor)
         raise exceptions.RemoteConnectError(
             '%s failed: no Master node reachable for kubectl: %s' % (

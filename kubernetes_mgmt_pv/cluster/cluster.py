@@ -13,6 +13,7 @@ import ipaddress
 import json
 import re
 
+from kubernetes_mgmt_pv import admin_kubectl
 from kubernetes_mgmt_pv.cluster import etcd
 from kubernetes_mgmt_pv.cluster import ha
 from kubernetes_mgmt_pv import exceptions
@@ -22,12 +23,6 @@ SCRIPT_PATH = '/usr/local/lib/kubernetes-mgmt-pv/install_k8s_cluster.sh'
 INFO_BEGIN = '----- BEGIN KUBERNETES CLUSTER INFO -----'
 INFO_END = '----- END KUBERNETES CLUSTER INFO -----'
 INFO_KEYS = ('server', 'token', 'ca_cert_hash', 'certificate_key', 'ca_cert')
-ADMIN_KUBECONFIG = '/etc/kubernetes/admin.conf'
-MISSING_ADMIN_KUBECONFIG = (
-    '%s is missing: the driver runs kubectl as root with the cluster '
-    "admin's kubeconfig that kubeadm writes there; on a cluster the driver "
-    'did not install, copy it there on every Master (owner root, mode 0600)'
-    ' and retry' % ADMIN_KUBECONFIG)
 # The line by which an install script says it reads the join secrets from
 # its standard input; scripts without it (packages built for earlier
 # releases) get them as -t/-k.
@@ -148,11 +143,6 @@ def parse_join_info(stdout):
                     ca_cert=ca_cert)
 
 
-def _host(address):
-    """An address as it goes into a URL or host:port (IPv6 bracketed)."""
-    return '[%s]' % address if ':' in address else address
-
-
 def control_plane_endpoint(master_addresses, vip):
     """host:port every node reaches the API servers at: the VIP through
     haproxy (on every Master) with several Masters, else the one Master's
@@ -164,25 +154,9 @@ def control_plane_endpoint(master_addresses, vip):
                 'is required with more than one Master (%d): it names the '
                 'port of the virtual IP the Masters share'
                 % len(master_addresses))])
-        return '%s:%d' % (_host(vip), ha.FRONTEND_PORT)
-    return '%s:%d' % (_host(master_addresses[0]), ha.API_SERVER_PORT)
-
-
-def api_server_url(address):
-    """The URL of the API server a Master runs itself."""
-    return 'https://%s:%d' % (_host(address), ha.API_SERVER_PORT)
-
-
-def kubectl_argv(address, args):
-    """kubectl as the cluster admin against the API server of the Master
-    at ``address``, for every kubectl step of the driver, run as root.
-
-    admin.conf exists from kubeadm init/join on and belongs to no login
-    user; its own server may be the VIP, which moves while the HA
-    configuration changes and may point at a Master being healed.
-    """
-    return ['kubectl', '--kubeconfig', ADMIN_KUBECONFIG, '--server',
-            api_server_url(address)] + list(args)
+        return '%s:%d' % (admin_kubectl.url_host(vip), ha.FRONTEND_PORT)
+    return '%s:%d' % (admin_kubectl.url_host(master_addresses[0]),
+                      admin_kubectl.API_SERVER_PORT)
 
 
 def vim_url(endpoint, floating_ip=None):
@@ -190,7 +164,7 @@ def vim_url(endpoint, floating_ip=None):
     IP with the same port (for a Tacker outside the VNF's network)."""
     host, _, port = endpoint.rpartition(':')
     if floating_ip:
-        host = _host(floating_ip)
+        host = admin_kubectl.url_host(floating_ip)
     return 'https://%s:%s' % (host, port)
 
 

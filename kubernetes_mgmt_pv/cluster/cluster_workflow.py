@@ -100,7 +100,7 @@ class ClusterWorkflow(flow.Flow):
 
     def _kubectl(self, executor, args, **kwargs):
         """kubectl on the Master ``executor`` is logged in to, as every
-        kubectl step runs it (``cluster.kubectl_argv``)."""
+        kubectl step runs it (``admin_kubectl.kubectl_argv``)."""
         return self.kubectl(executor).run(args, **kwargs)
 
     def _prepare(self, sessions, prepared, report):

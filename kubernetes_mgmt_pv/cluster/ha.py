@@ -40,6 +40,7 @@ import dataclasses
 import ipaddress
 import re
 
+from kubernetes_mgmt_pv import admin_kubectl
 from kubernetes_mgmt_pv import exceptions
 from kubernetes_mgmt_pv.remote import dpkg
 from kubernetes_mgmt_pv.remote import facts
@@ -65,7 +66,6 @@ SERVICES = ('haproxy', 'keepalived')
 RELOAD_SIGNALS = {'haproxy': 'USR2', 'keepalived': 'HUP'}
 HA_PACKAGES = ('haproxy', 'keepalived')
 
-API_SERVER_PORT = 6443
 FRONTEND_PORT = 16443
 # haproxy answers here itself (monitor-uri), on the loopback only: the
 # port keepalived's check connects to.
@@ -145,8 +145,9 @@ def haproxy_config(masters):
     runtime API is the local UNIX socket of Debian's default configuration
     (root and group haproxy only).
     """
-    servers = ['    server %s %s:%d check' % (name, address, API_SERVER_PORT)
-               for name, address in _masters(masters, minimum=1)]
+    servers = ['    server %s %s:%d check' % (
+        name, address, admin_kubectl.API_SERVER_PORT)
+        for name, address in _masters(masters, minimum=1)]
     lines = [
         'global',
         '    log /dev/log local0 notice',

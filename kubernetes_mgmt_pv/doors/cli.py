@@ -12,10 +12,14 @@ normal error output and a non-zero exit status, never a traceback.
 import argparse
 import dataclasses
 import json
+import os
 import re
 import sys
 
+from oslo_config import cfg
+
 from kubernetes_mgmt_pv.doors import check_mode
+from kubernetes_mgmt_pv.doors import tacker_v2
 from kubernetes_mgmt_pv import exceptions
 from kubernetes_mgmt_pv import safe_yaml
 from kubernetes_mgmt_pv.vnf_package import csar
@@ -41,6 +45,7 @@ def _say(text, stream=None):
 
 def _validate(args):
     findings = package_check.validate(args.package, args.request)
+    findings += _v2_log_findings(args.request)
     if args.format == 'json':
         # ensure_ascii (the default) escapes everything but ASCII.
         _say(json.dumps([dataclasses.asdict(f) for f in findings], indent=2))
@@ -53,6 +58,33 @@ def _validate(args):
         _say('%d error(s), %d warning(s)' % (errors, warnings))
     return 1 if any(f.severity == package_check.ERROR for f in findings) \
         else 0
+
+
+def _v2_log_findings(request_path):
+    """For a v2 request, whether this user could write the hook log that
+    Tacker's configuration on this host names (run as the conductor's
+    user on its host, this is what each hook will find)."""
+    try:
+        request = safe_yaml.load_json(request_path)
+    except safe_yaml.LoadError:
+        return []  # reported as request-unreadable
+    if not isinstance(request, dict) or not isinstance(
+            request.get('vimConnectionInfo'), dict):
+        return []
+    try:
+        path = tacker_v2.configured_log_file(os.environ)
+    except cfg.Error as error:
+        return [package_check.Finding(
+            package_check.WARNING, 'v2-log-unchecked', 'v2_log_file',
+            'Tacker\'s configuration could not be read: %s' % error)]
+    problem = tacker_v2.log_problem(path)
+    if problem is None:
+        return []
+    return [package_check.Finding(
+        package_check.WARNING, 'v2-log-unwritable', path,
+        '%s (checked as uid %d on this host): every Tacker v2 hook of the '
+        'conductor would fail before changing anything' % (
+            problem, os.geteuid()))]
 
 
 def _package(args):

@@ -61,6 +61,19 @@ def load_tacker_config(args):
     cfg.CONF(args=list(args), project='tacker', default_config_files=[])
 
 
+def tacker_paths():
+    """Tacker's ``log_dir`` and ``state_path`` ([DEFAULT]), each None when
+    unset or not registered (no Tacker)."""
+    from oslo_config import cfg
+    found = []
+    for name in ('log_dir', 'state_path'):
+        try:
+            found.append(cfg.CONF[name] or None)
+        except cfg.NoSuchOptError:
+            found.append(None)
+    return tuple(found)
+
+
 # tacker-conductor registers these [keystone_authtoken] options itself (it
 # runs without the auth middleware); registering a VIM reads them. Importing
 # tacker.conductor.conductor_server for them would cost every v2 hook

@@ -17,6 +17,7 @@ from kubernetes_mgmt_pv.cluster import cluster_feature
 from kubernetes_mgmt_pv import config
 from kubernetes_mgmt_pv.doors import tacker_compat
 from kubernetes_mgmt_pv import exceptions
+from kubernetes_mgmt_pv import feature_hooks
 from kubernetes_mgmt_pv import redaction
 from kubernetes_mgmt_pv.remote import capacity
 from kubernetes_mgmt_pv.remote import remote
@@ -64,9 +65,6 @@ def _hide(*secrets):
         return
     _current_hook.secrets.extend(secrets)
     _current_hook.sessions.hide(*secrets)
-
-
-DRIVER_NAME = 'mgmt-drivers-kubernetes'
 
 
 def _hook_boundary(hook, method):
@@ -119,10 +117,10 @@ class KubernetesMgmtDriver(tacker_compat.VnflcmMgmtAbstractDriver):
         self.cluster = cluster_feature.ClusterFeature(self)
 
     def get_type(self):
-        return DRIVER_NAME
+        return feature_hooks.DRIVER_NAME
 
     def get_name(self):
-        return DRIVER_NAME
+        return feature_hooks.DRIVER_NAME
 
     def get_description(self):
         return ('Kubernetes cluster management driver with NFS persistent '

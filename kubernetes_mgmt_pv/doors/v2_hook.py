@@ -65,6 +65,12 @@ class V2Driver(mgmt_driver.KubernetesPvMgmtDriver):
             self._context = tacker_compat.project_context(vim_id)
         return self._context
 
+    def check_vim_registry(self):
+        """Refuse, before any step, an OpenStack VIM the Kubernetes VIM
+        could not be registered next to (no vimId, or not in Tacker's VIM
+        registry): otherwise only found after the whole install."""
+        self._tacker_context()
+
     def register_vim(self, context, vnf_instance, name, access):
         vim_id = tacker_compat.register_kubernetes_vim(
             self._tacker_context(), vnf_instance, name, access.url,
@@ -155,6 +161,8 @@ def run(script_dict, secrets, progress, driver_factory=V2Driver):
             return {}
         LOG.info('%s: taking %s out of the cluster before Heat deletes '
                  'them', operation, ', '.join(kwargs['scale_name_list']))
+    if v2_mapping.registers_vim(operation, root):
+        driver.check_vim_registry()
     try:
         getattr(driver, v2_mapping.ROLLBACK_HOOKS.get(operation, operation))(
             None, v2_mapping.instance(inst, root, aliases),

@@ -7,8 +7,9 @@ script (``operation``, ``request``, ``vnf_instance``, ``grant_request``,
 v2 keeps no instantiate additionalParams with the instance, so
 instantiate_end saves the parameters in ``vnf_instance.metadata`` under
 STATE_KEY, without any secret (the API shows metadata unmasked): the node
-passwords and proxy URLs with user info come again with each later
-request's ``additionalParams.k8s_cluster_installation_param``.
+passwords and proxy URLs with user info (saved as null, so a request
+without them is refused) come again with each later request's
+``additionalParams.k8s_cluster_installation_param``.
 """
 
 import copy
@@ -41,10 +42,19 @@ def runs(operation):
     return operation in HOOKS
 
 
+def registers_vim(operation, root):
+    """Whether the hook registers the cluster as a Kubernetes VIM, next to
+    the OpenStack VIM: instantiate_end of the cluster feature."""
+    return (operation == 'instantiate_end' and isinstance(root, dict) and
+            root.get('script_path') is not None)
+
+
 # -- the saved parameters --------------------------------------------------
 
 def saved_params(root):
-    """``root`` (k8s_cluster_installation_param) without its secrets."""
+    """``root`` (k8s_cluster_installation_param) without its secrets: a
+    proxy URL with user info is saved as None (withheld), which later
+    requests must give again."""
     saved = copy.deepcopy(root)
     for role in ROLES:
         if isinstance(saved.get(role), dict):
@@ -53,8 +63,14 @@ def saved_params(root):
     if isinstance(proxy, dict):
         for key in PROXY_URLS:
             if _has_user_info(proxy.get(key)):
-                del proxy[key]
+                proxy[key] = None
     return saved
+
+
+def _withheld(saved, role, key):
+    """Whether saved_params withheld the proxy URL ``key``."""
+    return (role == 'proxy' and isinstance(saved.get(role), dict) and
+            key in saved[role] and saved[role][key] is None)
 
 
 def _has_user_info(url):
@@ -98,6 +114,17 @@ def params_in_effect(operation, request_params, state):
         value = value if value is not None else flat
         if value is not None:
             merged.setdefault(role, {})[key] = value
+        elif _withheld(saved, role, key):
+            if operation in NO_LOGIN_HOOKS:
+                del merged[role][key]  # terminate sets up no node
+            else:
+                errors.append(exceptions.ParameterError(
+                    '%s.proxy.%s' % (_REQUEST_PATH, key),
+                    'required: the instantiate request gave a proxy URL '
+                    'with user info, which Tacker v2 cannot keep '
+                    '(metadata.%s.params.proxy.%s is null); give it in '
+                    'every scale and heal request, or new nodes are set up '
+                    'without the proxy' % (STATE_KEY, key)))
         elif key == 'password' and role in merged:
             if operation in NO_LOGIN_HOOKS:
                 # Never sent anywhere: terminate logs in to no VM.

@@ -53,11 +53,12 @@ def parse_volume_list(output, names):
             if item['metadata'].get('name') in wanted}
 
 
-def refuse_if_bound(live):
-    """Fail, naming them, if any of the ``live`` PVs is Bound to a claim."""
+def refuse_if_bound(live, host=None):
+    """Fail, naming them and the Master ``host`` they were read on, if any
+    of the ``live`` PVs is Bound to a claim."""
     bound = [name for name, volume in live.items() if _phase(volume) == BOUND]
     if bound:
-        raise exceptions.PersistentVolumeInUseError(bound)
+        raise exceptions.PersistentVolumeInUseError(bound, host)
 
 
 def unchecked_release(error, skip_flag, flag_path):

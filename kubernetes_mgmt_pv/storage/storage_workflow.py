@@ -248,7 +248,7 @@ class PvWorkflow(flow.Flow):
                             'nor deleted, as %s asks: %s', ', '.join(names),
                             lcm_requests.SKIP_PV_CHECK, reason)
                 return self.finish('release_storage', report)
-            pv.refuse_if_bound(live)
+            pv.refuse_if_bound(live, kubectl.host)
             with step_report.step(kubectl.host, 'PersistentVolume deletion'):
                 pv.delete_volumes(kubectl, names,
                                   self.conf.pv_delete_timeout, report)

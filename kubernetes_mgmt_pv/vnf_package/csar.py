@@ -21,7 +21,7 @@ import tempfile
 import zipfile
 import zlib
 
-from kubernetes_mgmt_pv.doors import tacker_v1
+from kubernetes_mgmt_pv import feature_hooks
 from kubernetes_mgmt_pv import mgmt_driver
 from kubernetes_mgmt_pv import safe_yaml
 
@@ -208,11 +208,11 @@ def _v2_definition(name, path):
     artifact = ((safe_yaml.loads(changed, safe_yaml.DEFINITION_LIMITS) or {})
                 .get('topology_template', {}).get('node_templates', {})
                 .get('VNF', {}).get('artifacts', {})
-                .get(tacker_v1.DRIVER_NAME, {}))
+                .get(feature_hooks.DRIVER_NAME, {}))
     if count != 1 or artifact.get('file') != V2_ARTIFACT_FILE:
         raise PackageError('%s: the %s artifact of node VNF is the only '
                            '"file: %s" line a v2 package may rewrite'
-                           % (name, tacker_v1.DRIVER_NAME, DRIVER_PATH))
+                           % (name, feature_hooks.DRIVER_NAME, DRIVER_PATH))
     return changed.encode('utf-8')
 
 

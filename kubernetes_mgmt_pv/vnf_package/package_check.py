@@ -14,7 +14,6 @@ import dataclasses
 import os
 import posixpath
 
-from kubernetes_mgmt_pv.doors import tacker_v1
 from kubernetes_mgmt_pv import exceptions
 from kubernetes_mgmt_pv import feature_hooks
 from kubernetes_mgmt_pv.request import param_checks
@@ -525,17 +524,17 @@ def _check_vnfd(package_dir, flavour, model, found):
         implementation = _mapping(operation).get('implementation')
         if isinstance(implementation, dict):
             implementation = implementation.get('primary')
-        if implementation == tacker_v1.DRIVER_NAME:
+        if implementation == feature_hooks.DRIVER_NAME:
             driver_used = True
         else:
             found.error('interface-not-driver',
                         '%s.interfaces.Vnflcm.%s' % (where, hook),
                         'implementation is %r, not %s' % (
-                            implementation, tacker_v1.DRIVER_NAME))
+                            implementation, feature_hooks.DRIVER_NAME))
     if not driver_used:
         return None
     api = _check_driver_artifact(package_dir, where, _mapping(
-        _mapping(vnf.get('artifacts')).get(tacker_v1.DRIVER_NAME)), found)
+        _mapping(vnf.get('artifacts')).get(feature_hooks.DRIVER_NAME)), found)
     if api == 'v2' and model.script_path is not None:
         for hook in feature_hooks.CLUSTER_V2_ROLLBACK:
             if hook not in hooks:
@@ -578,11 +577,11 @@ def _check_master_aspect(relative, template, model, found):
 def _check_driver_artifact(package_dir, where, artifact, found):
     """The package's API, by what its driver artifact is: the hashed
     driver file (v1) or another Python file, a script Tacker v2 runs."""
-    where = '%s.artifacts.%s' % (where, tacker_v1.DRIVER_NAME)
+    where = '%s.artifacts.%s' % (where, feature_hooks.DRIVER_NAME)
     if not artifact:
         found.error('artifact-missing', where,
                     'the Vnflcm interfaces name artifact %s, which the VNF '
-                    'node does not define' % tacker_v1.DRIVER_NAME)
+                    'node does not define' % feature_hooks.DRIVER_NAME)
         return None
     relative = artifact.get('file')
     if not isinstance(relative, str):
@@ -651,9 +650,19 @@ def _check_v2_script(package_dir, where, relative, found):
 
 
 def _check_request_api(request, api, found):
-    """v1 requests list vimConnectionInfo, v2 ones map ids to entries."""
+    """v1 requests list vimConnectionInfo, v2 ones map ids to entries; a
+    v2 cluster's OpenStack VIM must be a registered one."""
     infos = request.get('vimConnectionInfo')
     shape = {list: 'v1', dict: 'v2'}.get(type(infos))
+    cluster = 'script_path' in _mapping(_mapping(
+        request.get('additionalParams')).get(param_model.ROOT))
+    for key, entry in sorted(infos.items()) if shape == api == 'v2' else ():
+        if cluster and 'OPENSTACK' in str(_mapping(entry).get(
+                'vimType')).upper() and not _mapping(entry).get('vimId'):
+            found.error('vim-unregistered', 'vimConnectionInfo.' + key,
+                        'an inline OpenStack VIM has no vimId: the cluster\'s'
+                        ' Kubernetes VIM goes to the project of a VIM of '
+                        'Tacker\'s VIM registry; give its "vimId"')
     if shape is not None and shape != api:
         found.error('request-api-mismatch', 'vimConnectionInfo',
                     'is the %s request shape (%s), but the package is for '

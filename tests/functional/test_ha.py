@@ -18,6 +18,7 @@ import time
 import paramiko
 import pytest
 
+from kubernetes_mgmt_pv import admin_kubectl
 from kubernetes_mgmt_pv.cluster import ha
 from kubernetes_mgmt_pv import config
 from kubernetes_mgmt_pv import exceptions
@@ -106,8 +107,9 @@ def start_api_server(host):
     host.run('setsid -f /usr/bin/python3 -c %s %s %s /etc/api-server.crt '
              '/etc/api-server.key </dev/null >/dev/null 2>&1'
              % (shlex.quote(API_SERVER), host.name, host.ip))
-    polling.wait_until(lambda: api_answer(host.ip, ha.API_SERVER_PORT)
-                       == host.name, 'the API server of %s' % host.name)
+    polling.wait_until(
+        lambda: api_answer(host.ip, admin_kubectl.API_SERVER_PORT) ==
+        host.name, 'the API server of %s' % host.name)
 
 
 def vip_holders(bed, vip):

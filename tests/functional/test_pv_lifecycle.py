@@ -126,6 +126,8 @@ def test_heal_storage_server_refuses_while_bound_then_rebuilds(instantiated):
         cluster.heal_start([storage_vnfc])
     assert caught.value.names == ['nfs-pv1']
     assert 'nfs-pv1' in str(caught.value)
+    # The Master the PVs were read on, for the failure's host.
+    assert caught.value.host == master.ip
     assert sorted(persistent_volumes(master)) == PV_NAMES  # nothing deleted
 
     kubectl(master, 'delete', 'pvc', 'claim1', '--wait=true')

@@ -70,6 +70,9 @@ def door_driver(cluster):
     (the functional env has no Tacker database); the package directory
     and the OpenStack VIM come from the script dict, as in Tacker."""
     class Driver(v2_hook.V2Driver):
+        def check_vim_registry(self):
+            assert self.openstack_vim_id() == 'openstack-vim'
+
         def register_vim(self, context, vnf_instance, name, access):
             cluster.register_vim(name, access)
             self.registered = {'id': 'vim-' + name, 'name': name,

@@ -3,14 +3,14 @@
 import os
 import zipfile
 
-from kubernetes_mgmt_pv.doors import tacker_v1
+from kubernetes_mgmt_pv import feature_hooks
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(
     os.path.abspath(__file__))))
 SAMPLE = os.path.join(ROOT, 'samples', 'kubernetes_pv_vnf')
 REQUESTS = os.path.join(ROOT, 'samples', 'requests')
 MGMT_NAMESPACE = 'tacker.tacker.mgmt.drivers'
-CONFIGURED_DRIVERS = ['vnflcm_noop', tacker_v1.DRIVER_NAME]
+CONFIGURED_DRIVERS = ['vnflcm_noop', feature_hooks.DRIVER_NAME]
 
 
 def rewrite_zip(source, target, name, change):

@@ -16,7 +16,7 @@ from tacker.vnflcm import vnflcm_driver  # noqa: E402
 from tacker.vnfm.mgmt_drivers import vnflcm_abstract_driver  # noqa: E402
 
 from kubernetes_mgmt_pv.doors import tacker_compat  # noqa: E402
-from kubernetes_mgmt_pv.doors import tacker_v1  # noqa: E402
+from kubernetes_mgmt_pv import feature_hooks  # noqa: E402
 from kubernetes_mgmt_pv import mgmt_driver  # noqa: E402
 from kubernetes_mgmt_pv.request import param_model  # noqa: E402
 from tests.tacker_integration.support import MGMT_NAMESPACE  # noqa: E402
@@ -25,10 +25,10 @@ from tests.tacker_integration.support import MGMT_NAMESPACE  # noqa: E402
 def test_configured_name_loads_this_driver(tacker_conf):
     manager = driver_manager.DriverManager(
         MGMT_NAMESPACE, cfg.CONF.tacker.vnflcm_mgmt_driver)
-    driver = manager[tacker_v1.DRIVER_NAME]
+    driver = manager[feature_hooks.DRIVER_NAME]
     assert type(driver) is mgmt_driver.KubernetesPvMgmtDriver
-    assert driver.get_type() == tacker_v1.DRIVER_NAME
-    assert driver.get_name() == tacker_v1.DRIVER_NAME
+    assert driver.get_type() == feature_hooks.DRIVER_NAME
+    assert driver.get_name() == feature_hooks.DRIVER_NAME
     assert 'vnflcm_noop' in manager
     # The real abstract base, not the stand-in used without Tacker.
     assert tacker_compat.TACKER_AVAILABLE
@@ -39,7 +39,7 @@ def test_without_the_config_line_tacker_does_not_load_it():
     assert cfg.CONF.tacker.vnflcm_mgmt_driver == ['vnflcm_noop']
     manager = driver_manager.DriverManager(
         MGMT_NAMESPACE, cfg.CONF.tacker.vnflcm_mgmt_driver)
-    assert tacker_v1.DRIVER_NAME not in manager
+    assert feature_hooks.DRIVER_NAME not in manager
 
 
 def _invoke_sites():
@@ -92,5 +92,5 @@ def test_hook_accepts_tacker_call(tacker_conf, context, hook, keywords):
         'change_ext_conn_request': objects.ChangeExtConnRequest(),
         'modify_vnf_request': None,
     }
-    assert manager.invoke(tacker_v1.DRIVER_NAME, hook,
+    assert manager.invoke(feature_hooks.DRIVER_NAME, hook,
                           **{k: values[k] for k in keywords}) is None

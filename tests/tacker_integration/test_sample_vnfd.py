@@ -14,7 +14,7 @@ pytest.importorskip('tacker.objects')
 from tacker.tosca import utils as tosca_utils  # noqa: E402
 from toscaparser.tosca_template import ToscaTemplate  # noqa: E402
 
-from kubernetes_mgmt_pv.doors import tacker_v1  # noqa: E402
+from kubernetes_mgmt_pv import feature_hooks  # noqa: E402
 from tests.tacker_integration.support import SAMPLE  # noqa: E402
 
 TOP_VNFD = os.path.join(SAMPLE, 'Definitions',
@@ -66,8 +66,8 @@ def test_vnflcm_hooks_point_at_the_driver_artifact(flavours, flavour):
          'scale_start', 'scale_end', 'heal_start', 'heal_end',
          # Tacker v2's rollbacks; their interface type derives SOL001's.
          'instantiate_rollback_start', 'scale_rollback_start'],
-        tacker_v1.DRIVER_NAME)
-    assert vnf.entity_tpl['artifacts'][tacker_v1.DRIVER_NAME] == {
+        feature_hooks.DRIVER_NAME)
+    assert vnf.entity_tpl['artifacts'][feature_hooks.DRIVER_NAME] == {
         'description': 'Management driver for Kubernetes clusters with '
                        'PersistentVolumes',
         'type': 'tosca.artifacts.Implementation.Python',

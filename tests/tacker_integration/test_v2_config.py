@@ -43,3 +43,28 @@ def test_service_credentials_are_read_without_the_conductor(tmp_path):
         'username: tacker-service',
         'identical: True',
         'same names: True']
+
+
+PATHS = textwrap.dedent('''
+    import sys
+    from kubernetes_mgmt_pv.doors import tacker_compat
+    tacker_compat.load_tacker_config(['--config-file', sys.argv[1]])
+    print(tacker_compat.tacker_paths())
+''')
+
+
+@pytest.mark.parametrize('default, expected', [
+    ('', "(None, '/var/lib/tacker')"),  # Tacker's own state_path default
+    ('state_path = /opt/stack/data/tacker\n',
+     "(None, '/opt/stack/data/tacker')"),
+    ('log_dir = /var/log/tacker\nstate_path = /srv/tacker\n',
+     "('/var/log/tacker', '/srv/tacker')"),
+])
+def test_the_v2_log_directories_are_tackers(tmp_path, default, expected):
+    """The hook log's default directories, as Tacker declares them."""
+    conf = tmp_path / 'tacker.conf'
+    conf.write_text('[DEFAULT]\n' + default)
+    done = subprocess.run([sys.executable, '-c', PATHS, str(conf)],
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == expected

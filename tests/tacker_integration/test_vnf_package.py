@@ -15,7 +15,7 @@ from tacker.tosca import utils as toscautils  # noqa: E402
 from tacker.vnflcm import utils as vnflcm_utils  # noqa: E402
 from tacker.vnflcm import vnflcm_driver  # noqa: E402
 
-from kubernetes_mgmt_pv.doors import tacker_v1  # noqa: E402
+from kubernetes_mgmt_pv import feature_hooks  # noqa: E402
 from kubernetes_mgmt_pv.vnf_package import csar  # noqa: E402
 from tests.tacker_integration.support import MGMT_NAMESPACE  # noqa: E402
 from tests.tacker_integration.support import rewrite_zip  # noqa: E402
@@ -80,7 +80,7 @@ def test_every_vnfd_hook_resolves_to_this_driver(tacker_conf, context,
     vnfd = vnflcm_utils.get_vnfd_dict(context, vnf_instance.vnfd_id, flavour)
     for hook in HOOKS_IN_VNFD:
         assert driver._load_vnf_interface(context, hook, vnf_instance,
-                                          vnfd) == tacker_v1.DRIVER_NAME
+                                          vnfd) == feature_hooks.DRIVER_NAME
     # A hook the VNFD does not list runs Tacker's no-op driver.
     assert driver._load_vnf_interface(context, 'instantiate_start',
                                       vnf_instance, vnfd) == 'vnflcm_noop'

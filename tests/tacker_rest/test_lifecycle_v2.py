@@ -21,6 +21,8 @@ gives the node logins again (``additionalParams``).
 """
 
 import copy
+import os
+import stat
 import uuid
 
 import pytest
@@ -71,7 +73,9 @@ def _check_vims(lab, v2, s):
     assert vims[tacker_v2.VIM_KEY]['vimId'] == s.vim_id
     assert vims[tacker_v2.VIM_KEY]['vimType'] == tacker_v2.VIM_TYPE
     registered = checks.k8s_vims(lab)
-    assert [v['name'] for v in registered] == [checks.K8S_VIM]
+    # The v2 samples give no vim_name: the per-instance default.
+    assert [v['name'] for v in registered] == [
+        'kubernetes_vim_%s' % s.instance_id]
     saved = instance['metadata'][STATE_KEY]
     assert saved['vim']['id'] == registered[0]['id']
     assert 'password' not in repr(saved)
@@ -252,9 +256,29 @@ def test_heal_storage_server_refused_while_a_pv_is_bound(lab, v2, s):
     occ = s.ops['heal_storage_bound'] = v2.lcm(s.instance_id, 'heal',
                                                s.heal_storage_request)
     assert occ['operationState'] == 'FAILED_TEMP'
-    detail = v2.op_occ(occ['id'])['error']['detail']
+    error = v2.op_occ(occ['id'])['error']
+    detail = error['detail']
     assert 'nfs-pv1' in detail and 'Bound' in detail, detail
     assert 'nfs-pv2' not in detail
+    # Tacker's "<hook> failed: " and the repr of the script's stderr: one
+    # ASCII line naming the step and the Master it ran on, the hook once.
+    master = lab.masters()[0].ip
+    assert detail.startswith(
+        "heal_start failed: b'PersistentVolume check failed on %s: "
+        % master), detail
+    assert detail.endswith(".'") and '\\' not in detail, detail
+    assert detail.count('heal_start') == 1, detail
+    failure = error['userScriptErrHandlingData'][STATE_KEY]['failure']
+    assert failure['step'] == 'PersistentVolume check'
+    assert failure['host'] == master
+    assert failure['reason'] in detail and 'nfs-pv1' in failure['reason']
+    assert failure['retry'].startswith('a retry runs heal_start again')
+    # The lab's tacker.conf sets no log_dir: the log is in its state_path.
+    assert failure['logFile'] == os.path.join(
+        lab.service.workdir, 'state', 'kubernetes-mgmt-pv-v2.log')
+    with open(failure['logFile']) as log:
+        assert failure['reason'] in log.read()
+    assert stat.S_IMODE(os.stat(failure['logFile']).st_mode) == 0o600
     same, = _vnfcs(v2, s, 'storage_server')
     assert same['computeResource'] == storage['computeResource']
     assert lab.persistent_volumes()['nfs-pv1']['status']['phase'] == 'Bound'

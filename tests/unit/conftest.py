@@ -9,6 +9,7 @@ import zipfile
 import pytest
 
 from kubernetes_mgmt_pv.doors import cli
+from kubernetes_mgmt_pv.doors import tacker_v2
 from tests.unit.cli_support import cluster_params
 from tests.unit.cli_support import SAMPLE
 from tests.unit.cli_support import sample_request
@@ -43,8 +44,16 @@ def body():
 
 
 @pytest.fixture
-def validate(capsys, tmp_path):
-    return Validator(capsys, tmp_path)
+def validate(capsys, tmp_path, monkeypatch):
+    """`validate`, with a Tacker configuration whose v2 hook log is
+    writable here (a test may write its own to ``validate.tacker_conf``)."""
+    conf = tmp_path / 'tacker.conf'
+    conf.write_text('[kubernetes_mgmt_pv]\nv2_log_file = %s\n'
+                    % (tmp_path / 'log' / 'v2.log'))
+    monkeypatch.setenv(tacker_v2.CONFIG_ENV, str(conf))
+    validator = Validator(capsys, tmp_path)
+    validator.tacker_conf = conf
+    return validator
 
 
 @pytest.fixture(scope='module')

@@ -167,3 +167,61 @@ def test_a_v2_package_must_route_the_rollback_hooks(v2_package, validate,
             if finding[0] == 'interface-missing'} == {
         ('interface-missing',
          cli_support.VNF_WHERE + '.interfaces.Vnflcm.' + hook)}
+
+
+@pytest.mark.parametrize('vim, found', [
+    ({'vimType': 'ETSINFV.OPENSTACK_KEYSTONE.V_3',
+      'interfaceInfo': {'endpoint': 'http://keystone/v3'},
+      'accessInfo': {'username': 'nfv_user', 'region': 'RegionOne'}}, True),
+    ({'vimId': '8d8373fe-6977-49ff-83ac-7756572ed186',
+      'vimType': 'ETSINFV.OPENSTACK_KEYSTONE.V_3'}, False),
+])
+def test_an_inline_openstack_vim_without_vim_id(v2_zip, validate, vim,
+                                                found):
+    """The cluster's Kubernetes VIM goes to the project of a registered
+    OpenStack VIM: without a vimId, instantiate_end would fail after the
+    whole install."""
+    body = v2_request()
+    body['vimConnectionInfo'] = {'vim1': vim}
+    code, findings = validate(v2_zip, body)
+    assert (('vim-unregistered', 'vimConnectionInfo.vim1') in findings) \
+        is found
+    assert code == (1 if found else 0)
+
+
+def test_storage_only_needs_no_registered_vim(v2_zip, validate):
+    body = v2_request()
+    del body['additionalParams']['k8s_cluster_installation_param'][
+        'script_path']
+    body['vimConnectionInfo'] = {'vim1': {
+        'vimType': 'ETSINFV.OPENSTACK_KEYSTONE.V_3'}}
+    assert 'vim-unregistered' not in {
+        code for code, _ in validate(v2_zip, body)[1]}
+
+
+def test_an_unwritable_v2_log_is_said_plainly(v2_zip, validate, tmp_path):
+    target = tmp_path / 'target'
+    target.write_text('')
+    link = tmp_path / 'linked.log'
+    link.symlink_to(target)
+    validate.tacker_conf.write_text(
+        '[kubernetes_mgmt_pv]\nv2_log_file = %s\n' % link)
+    code, findings = validate(v2_zip, v2_request())
+    assert ('v2-log-unwritable', str(link)) in findings
+    message, = [f['message'] for f in validate.findings
+                if f['code'] == 'v2-log-unwritable']
+    assert message.startswith('the log file %s cannot be written: it is a '
+                              'symbolic link' % link)
+    assert code == 0  # a warning: validate may run on another host
+    assert target.read_text() == ''
+
+
+def test_the_v2_log_defaults_to_tackers_state_path(v2_zip, validate,
+                                                   tmp_path):
+    state = tmp_path / 'state'
+    state.mkdir()
+    (state / 'kubernetes-mgmt-pv-v2.log').mkdir()
+    validate.tacker_conf.write_text('[DEFAULT]\nstate_path = %s\n' % state)
+    findings = validate(v2_zip, v2_request())[1]
+    assert ('v2-log-unwritable', str(state / 'kubernetes-mgmt-pv-v2.log')) \
+        in findings

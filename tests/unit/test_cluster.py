@@ -6,6 +6,7 @@ import os
 
 import pytest
 
+from kubernetes_mgmt_pv import admin_kubectl
 from kubernetes_mgmt_pv.cluster import cluster
 from kubernetes_mgmt_pv.cluster import cluster_feature
 from kubernetes_mgmt_pv.cluster import etcd
@@ -574,8 +575,8 @@ def test_the_floating_ip_goes_into_the_certificate_at_init_only():
 
 
 def test_a_masters_own_api_server():
-    assert cluster.api_server_url('10.0.0.1') == 'https://10.0.0.1:6443'
-    assert cluster.api_server_url('fd00::1') == 'https://[fd00::1]:6443'
+    assert admin_kubectl.api_server_url('10.0.0.1') == 'https://10.0.0.1:6443'
+    assert admin_kubectl.api_server_url('fd00::1') == 'https://[fd00::1]:6443'
 
 
 @pytest.mark.parametrize('address, args, expected', [
@@ -597,10 +598,10 @@ def test_a_masters_own_api_server():
 ])
 def test_kubectl_runs_as_the_cluster_admin_on_the_masters_api_server(
         address, args, expected):
-    assert cluster.kubectl_argv(address, args) == expected
+    assert admin_kubectl.kubectl_argv(address, args) == expected
 
 
 def test_a_missing_admin_kubeconfig_says_which_file_and_what_to_do():
-    message = cluster.MISSING_ADMIN_KUBECONFIG
+    message = admin_kubectl.MISSING_ADMIN_KUBECONFIG
     assert message.startswith('/etc/kubernetes/admin.conf is missing')
     assert 'every Master' in message and 'root' in message

@@ -10,7 +10,6 @@ import pytest
 
 from kubernetes_mgmt_pv.cluster import cluster_feature
 from kubernetes_mgmt_pv.doors import tacker_compat
-from kubernetes_mgmt_pv.doors import tacker_v1
 from kubernetes_mgmt_pv import feature_hooks
 from kubernetes_mgmt_pv import safe_yaml
 from kubernetes_mgmt_pv.storage import storage_feature
@@ -69,7 +68,7 @@ def test_the_readme_vnfd_example_routes_every_hook():
     routed = example['node_templates']['VNF']['interfaces']['Vnflcm']
     assert set(routed) == ALL
     assert {operation['implementation'] for operation in routed.values()} \
-        == {tacker_v1.DRIVER_NAME}
+        == {feature_hooks.DRIVER_NAME}
 
 
 @pytest.mark.parametrize('name', ['sample_kubernetes_df_simple.yaml',
@@ -82,4 +81,4 @@ def test_the_sample_vnfds_route_every_hook_to_the_driver(name):
     # The same VNFD serves both APIs: Tacker v1 never calls the rollbacks.
     assert set(routed) == ALL | set(feature_hooks.CLUSTER_V2_ROLLBACK)
     assert {operation['implementation'] for operation in routed.values()} \
-        == {tacker_v1.DRIVER_NAME}
+        == {feature_hooks.DRIVER_NAME}

@@ -30,6 +30,7 @@ class Recorder(object):
 
     def __init__(self, script_dict, state, fail=None):
         self.calls = []
+        self.checked_registry = False
         self.registered = None
         self.deleted = False
         self._fail = fail
@@ -41,6 +42,11 @@ class Recorder(object):
     def group_members(self, aspect_id):
         assert aspect_id == 'worker_instance'
         return Recorder.members
+
+    def check_vim_registry(self):
+        self.checked_registry = True
+        if Recorder.unregistered:
+            raise exceptions.MgmtDriverError('not in the VIM registry')
 
     def __getattr__(self, hook):
         if hook not in v2_mapping.HOOKS:
@@ -64,6 +70,7 @@ class Recorder(object):
 def _no_recorder():
     Recorder.last = None
     Recorder.members = [(vnfc[4], vnfc[3]) for vnfc in v2.VNFCS[1:3]]
+    Recorder.unregistered = False
 
 
 def run(operation, request, inst=None, progress=None, **kwargs):
@@ -299,6 +306,26 @@ def test_rollbacks_of_other_scales_do_nothing(request_dict):
     assert Recorder.last is None
 
 
+@pytest.mark.parametrize('unregistered', [False, True])
+def test_instantiate_end_checks_the_vim_registry_before_any_step(
+        unregistered):
+    Recorder.unregistered = unregistered
+    if unregistered:
+        with pytest.raises(exceptions.MgmtDriverError):
+            run('instantiate_end', v2.instantiate_request())
+        assert Recorder.last.calls == []
+    else:
+        run('instantiate_end', v2.instantiate_request())
+        assert [call[0] for call in Recorder.last.calls] == [
+            'instantiate_end']
+    assert Recorder.last.checked_registry
+
+
+def test_without_the_cluster_feature_no_vim_is_registered_or_checked():
+    run('instantiate_end', v2.instantiate_request(params={}))
+    assert not Recorder.last.checked_registry
+
+
 def test_missing_logins_fail_before_any_step():
     progress = {}
     with pytest.raises(exceptions.ParameterErrors):
@@ -351,6 +378,24 @@ def test_terminate_end_finds_the_project_through_the_saved_vim_id():
     driver = v2_hook.V2Driver(v2.script_dict('terminate_end', {}, inst),
                               {'openstackVimId': 'saved-id'})
     assert driver.openstack_vim_id() == 'saved-id'
+
+
+@pytest.mark.parametrize('vim_id', [v2.OPENSTACK_VIM_ID, None])
+def test_the_registry_check_asks_tacker_for_the_vim(monkeypatch, vim_id):
+    """No vimId, or a vimId Tacker's registry lacks: refused."""
+    inst = v2.vnf_instance()
+    inst['vimConnectionInfo']['vim1']['vimId'] = vim_id
+    asked = []
+
+    def project_context(vim_id):
+        asked.append(vim_id)
+        raise exceptions.MgmtDriverError('not in Tacker\'s VIM registry')
+    monkeypatch.setattr(tacker_compat, 'project_context', project_context)
+    driver = v2_hook.V2Driver(v2.script_dict('instantiate_end', {}, inst),
+                              {})
+    with pytest.raises(exceptions.MgmtDriverError):
+        driver.check_vim_registry()
+    assert asked == ([vim_id] if vim_id else [])
 
 
 def test_an_openstack_vim_without_id_cannot_register():
@@ -410,19 +455,3 @@ def test_ancestor_argvs_reads_the_real_process_tree():
     if os.getppid() > 1:
         expected.append(_cmdline(os.getppid()))
     assert json.loads(done.stdout) == expected
-
-
-@pytest.mark.parametrize('error, expected', [
-    (exceptions.StepError('kubeadm join', '10.0.0.7', OSError('refused')),
-     'kubeadm join failed on 10.0.0.7: OSError: refused'),
-    (exceptions.ParameterErrors([exceptions.ParameterError('a.b', 'bad')]),
-     'scale_end failed on conductor1: invalid additionalParams (1 problem):'
-     ' - a.b: bad'),
-    (exceptions.MgmtDriverError('scale_end failed: boom'),
-     'scale_end failed on conductor1: boom'),
-    (exceptions.MgmtDriverError('login as ubuntu with pw-Secret\nrefused'),
-     'scale_end failed on conductor1: login as ubuntu with *** refused'),
-])
-def test_error_line(error, expected):
-    assert tacker_v2.error_line('scale_end', error, 'conductor1',
-                                ['pw-Secret']) == expected

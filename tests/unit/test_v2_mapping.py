@@ -22,7 +22,7 @@ def test_saved_params_hold_no_secret():
     for secret in (v2.PASSWORD, v2.STORAGE_PASSWORD, 'proxy-Secret'):
         assert secret not in text
     assert saved['master_node']['username'] == 'ubuntu'
-    assert saved['proxy'] == {'no_proxy': 'example.org'}
+    assert saved['proxy'] == {'no_proxy': 'example.org', 'http_proxy': None}
     assert saved['storage_server']['nfs_server_setup_params'] == \
         v2.install_params()['storage_server']['nfs_server_setup_params']
 
@@ -76,11 +76,31 @@ def test_missing_passwords_are_named_by_path(operation):
                      'storage_server.password']
 
 
+@pytest.mark.parametrize('operation', ['scale_start', 'scale_end',
+                                       'heal_start', 'heal_end'])
+def test_a_withheld_proxy_url_is_required_by_path(operation):
+    """Saved without it, a request that leaves it out would set up new
+    nodes without the proxy."""
+    request = v2.logins()
+    del request[param_model.ROOT]['proxy']
+    with pytest.raises(exceptions.ParameterErrors) as caught:
+        v2_mapping.params_in_effect(operation, request, saved_state())
+    assert [error.path for error in caught.value.errors] == [
+        'additionalParams.k8s_cluster_installation_param.proxy.http_proxy']
+
+
+def test_the_proxy_url_given_again_is_used():
+    merged = v2_mapping.params_in_effect('scale_end', v2.logins(),
+                                         saved_state())
+    assert merged['proxy'] == v2.install_params()['proxy']
+
+
 @pytest.mark.parametrize('operation', v2_mapping.NO_LOGIN_HOOKS)
 def test_terminate_needs_no_password(operation):
     merged = v2_mapping.params_in_effect(operation, {}, saved_state())
     params = param_model.parse({param_model.ROOT: merged})
     assert params.storage.password not in (v2.STORAGE_PASSWORD, '')
+    assert params.proxy.http_proxy is None
 
 
 def test_changed_parameters_are_refused():
@@ -97,6 +117,17 @@ def test_changed_parameters_are_refused():
 
 def test_no_saved_state_turns_the_features_off():
     assert v2_mapping.params_in_effect('scale_end', v2.logins(), {}) is None
+
+
+@pytest.mark.parametrize('operation, root, registers', [
+    ('instantiate_end', v2.install_params(), True),
+    ('instantiate_end', {'storage_server': {}}, False),
+    ('instantiate_end', None, False),
+    ('scale_end', v2.install_params(), False),
+    ('heal_end', v2.install_params(), False),
+])
+def test_registers_vim(operation, root, registers):
+    assert v2_mapping.registers_vim(operation, root) is registers
 
 
 def test_secret_values():

@@ -86,20 +86,89 @@ def test_an_undeclared_operation_hands_back_nothing(tacker_conf):
 
 def test_a_failure_is_one_line_without_secret_or_traceback(tacker_conf):
     params = v2.install_params()
-    params['master_node']['ssh_cp_name'] = 'not a name ' + v2.PASSWORD
+    del params['script_path']  # no Tacker here to check the VIM registry
+    params['master_node']['ssh_cp_name'] = 'not a name \u2026 ' + v2.PASSWORD
     out = run_script(v2.script_dict('instantiate_end',
                                     v2.instantiate_request(params)),
                      tacker_conf())
     assert out.returncode == 1
-    lines = out.stderr.decode().splitlines()
-    assert len(lines) == 1
-    assert lines[0].startswith('instantiate_end failed on ')
-    assert 'master_node.ssh_cp_name' in lines[0]
-    assert 'Traceback' not in lines[0] and v2.PASSWORD not in lines[0]
-    assert 'vnf_instance' not in pickle.loads(out.stdout)
+    # Tacker shows "instantiate_end failed: " + repr(stderr): one ASCII
+    # line, no newline, not naming the hook again.
+    line = out.stderr.decode('ascii')
+    assert '\n' not in line and line.isprintable()
+    assert line.startswith('invalid additionalParams (1 problem): - '
+                           'k8s_cluster_installation_param.master_node.'
+                           'ssh_cp_name: '), line
+    assert 'Traceback' not in line and v2.PASSWORD not in line
+    handback = pickle.loads(out.stdout)
+    assert 'vnf_instance' not in handback
+    failure = handback['user_script_err_handling_data'][
+        v2_mapping.STATE_KEY]['failure']
+    assert failure == {
+        'reason': line, 'logFile': str(tacker_conf.log),
+        'retry': 'a retry sends this request again and is refused the same '
+                 'way: fail the operation and send a corrected request'}
     log = tacker_conf.log.read_text()
     assert 'Traceback' in log and v2.PASSWORD not in log
     assert stat.S_IMODE(os.stat(tacker_conf.log).st_mode) == 0o600
+
+
+def test_a_step_failure_names_step_and_host_once(tmp_path, tacker_conf):
+    script = noisy_script(tmp_path, '''\
+        from kubernetes_mgmt_pv import exceptions
+        progress.setdefault('done', []).append('heal_start')
+        raise exceptions.StepError('kubeadm join', '10.0.0.7',
+                                   OSError('refused\\n'))
+        ''')
+    data = {v2_mapping.STATE_KEY: {'failure': {'reason': 'an old one'}}}
+    out = run_script(v2.script_dict('heal_end', {}, data=data),
+                     tacker_conf(), script=script)
+    assert out.returncode == 1
+    assert out.stderr == b'kubeadm join failed on 10.0.0.7: OSError: refused'
+    entry = pickle.loads(out.stdout)['user_script_err_handling_data'][
+        v2_mapping.STATE_KEY]
+    assert entry == {'done': ['heal_start'], 'failure': {
+        'step': 'kubeadm join', 'host': '10.0.0.7',
+        'reason': 'OSError: refused', 'logFile': str(tacker_conf.log),
+        'retry': 'a retry skips heal_start (done) and runs heal_end again; '
+                 'each step changes only what differs'}}
+
+
+def test_a_retry_that_succeeds_drops_the_old_failure(tmp_path, tacker_conf):
+    script = noisy_script(tmp_path, '''\
+        progress.setdefault('done', []).append('heal_end')
+        return {}
+        ''')
+    data = {v2_mapping.STATE_KEY: {'failure': {'reason': 'an old one'}}}
+    out = run_script(v2.script_dict('heal_end', {}, data=data),
+                     tacker_conf(), script=script)
+    assert (out.returncode, out.stderr) == (0, b'')
+    assert pickle.loads(out.stdout)['user_script_err_handling_data'] == {
+        v2_mapping.STATE_KEY: {'done': ['heal_end']}}
+
+
+def test_an_unwritable_log_fails_the_hook_before_it_runs(tmp_path,
+                                                         tacker_conf):
+    """A log path that is a symbolic link: refused, the target left alone
+    and the hook not run."""
+    target = tmp_path / 'elsewhere'
+    target.write_text('')
+    (tmp_path / 'v2.log').symlink_to(target)
+    script = noisy_script(tmp_path, '''\
+        open(%r, 'w').write('ran')
+        ''' % str(tmp_path / 'ran'))
+    out = run_script(v2.script_dict('scale_end', {}),
+                     tacker_conf(v2_log_file=str(tmp_path / 'v2.log')),
+                     script=script)
+    assert out.returncode == 1
+    assert out.stderr.decode() == (
+        'the log file %s cannot be written: it is a symbolic link; set '
+        'v2_log_file in the [kubernetes_mgmt_pv] section of tacker.conf to '
+        'a file the conductor\'s user may write' % (tmp_path / 'v2.log'))
+    assert target.read_text() == ''
+    assert not (tmp_path / 'ran').exists()
+    assert 'logFile' not in pickle.loads(out.stdout)[
+        'user_script_err_handling_data'][v2_mapping.STATE_KEY]['failure']
 
 
 def test_stdout_holds_only_the_pickle_whatever_the_hook_prints(
@@ -141,8 +210,13 @@ def test_the_deadline_fails_the_hook_cleanly(tmp_path, tacker_conf):
     assert out.returncode == 1
     lines = out.stderr.decode().splitlines()
     assert len(lines) == 1 and 'v2_hook_deadline' in lines[0]
-    assert lines[0].startswith('heal_end failed on ')
-    assert out.stdout == b''
+    assert not out.stderr.endswith(b'\n') and 'heal_end' not in lines[0]
+    failure = pickle.loads(out.stdout)['user_script_err_handling_data'][
+        v2_mapping.STATE_KEY]['failure']
+    assert failure == {
+        'reason': lines[0], 'logFile': str(tacker_conf.log),
+        'retry': 'a retry runs heal_end again; each step changes only what '
+                 'differs'}
 
 
 def test_a_hook_done_at_the_deadline_is_not_reported_failed(

@@ -39,7 +39,7 @@ def install_params():
         'worker_node': dict(login, aspect_id='worker_instance',
                             ssh_cp_name='workerNode_CP2',
                             nic_cp_name='workerNode_CP2'),
-        'proxy': {'http_proxy': 'http://user:proxy-Secret@proxy:3128',
+        'proxy': {'http_proxy': PROXY_URL,
                   'no_proxy': 'example.org'},
         'storage_server': {
             'ssh_cp_name': 'storage_server_CP',
@@ -149,9 +149,14 @@ def instantiate_request(params=None):
                 'vimType': 'ETSINFV.OPENSTACK_KEYSTONE.V_3'}}}
 
 
+PROXY_URL = 'http://user:proxy-Secret@proxy:3128'
+
+
 def logins():
-    """The logins a later v2 request gives again."""
+    """The logins and the credentialed proxy a later v2 request gives
+    again."""
     return {'k8s_cluster_installation_param': {
+        'proxy': {'http_proxy': PROXY_URL},
         'master_node': {'username': 'ubuntu', 'password': PASSWORD},
         'worker_node': {'username': 'ubuntu', 'password': PASSWORD},
         'storage_server': {'username': 'ubuntu',
