@@ -593,6 +593,12 @@ class SessionPool(object):
         for session in sessions:
             session.hide(*secrets)
 
+    @property
+    def hidden(self):
+        """Every value redacted so far: the hook's secrets too."""
+        with self._lock:
+            return self._secrets
+
     def __enter__(self):
         return self
 

@@ -361,3 +361,24 @@ def test_a_step_detail_with_bytes_that_are_no_utf8_is_logged():
         logger.removeHandler(handler)
     assert stream.getvalue().decode('utf-8') == \
         '10.0.0.5: exports unchanged (/srv/caf\ufffd gone)\n'
+
+
+@pytest.mark.parametrize('error_type', [RuntimeError,
+                                        exceptions.MgmtDriverError])
+def test_a_token_the_hook_learned_never_leaves_it(error_type, caplog,
+                                                   monkeypatch):
+    caplog.set_level(logging.DEBUG, logger='kubernetes_mgmt_pv')
+    token = 'eyJhbGciOiJSUzI1NiJ9.vim-token'
+
+    def fail(access):
+        # As cluster_workflow does once it has read the VIM's token.
+        driver.hook_sessions().hide(token)
+        raise error_type('kubectl: 401 for "Authorization: Bearer %s"'
+                         % token)
+    driver = _driver_failing_with(fail, {}, monkeypatch)
+
+    with pytest.raises(exceptions.MgmtDriverError) as raised:
+        _instantiate_end(driver)
+
+    assert 'Bearer ***' in str(raised.value)
+    assert token not in shown(raised.value) + logged(caplog)
