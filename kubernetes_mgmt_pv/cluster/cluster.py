@@ -15,6 +15,7 @@ import re
 
 from kubernetes_mgmt_pv.cluster import etcd
 from kubernetes_mgmt_pv.cluster import ha
+from kubernetes_mgmt_pv.cluster import node_names
 from kubernetes_mgmt_pv import exceptions
 
 # Root-owned, outside the world-writable /tmp: the script runs as root.
@@ -406,9 +407,8 @@ def parse_token_secret(output):
             % (VIM_NAMESPACE, VIM_TOKEN_SECRET))
 
 
-_NODE_NAME = re.compile(r'^[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?$')
 # A host name as Nova and cloud-init make one: a single DNS label.
-_HOST_NAME = re.compile(r'^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$')
+_HOST_NAME = re.compile(r'[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?')
 
 
 def address_host_name(role, address):
@@ -445,7 +445,7 @@ def host_names(nodes, facts, api_nodes):
             continue
         own = facts[node.address].node_name
         unique = given[own] == 1 and own not in taken
-        names[node.address] = (own if unique and _HOST_NAME.match(own)
+        names[node.address] = (own if unique and _HOST_NAME.fullmatch(own)
                                else address_host_name(node.role,
                                                       node.fixed_ip))
     return names
@@ -456,7 +456,7 @@ def check_node_names(nodes_facts):
     one host name would fight over one Node."""
     seen = {}
     for node, facts in nodes_facts:
-        if not _NODE_NAME.match(facts.node_name):
+        if not node_names.is_valid(facts.hostname):
             raise exceptions.ClusterInstallError(
                 '%s: host name %r is not a valid Kubernetes Node name'
                 % (node.address, facts.hostname))

@@ -437,6 +437,10 @@ class ClusterWorkflow(flow.Flow):
         with self.sessions() as sessions:
             self.preflight(sessions, split.staying)
             facts = self._gather(sessions, split.staying)
+            # Their names go into the others' /etc/hosts and haproxy:
+            # checked as the install checks them, before any change.
+            cluster.check_node_names([(node, facts[node.address])
+                                      for node in split.staying])
             leader = self.session(sessions, cluster_sequence.removal_leader(
                 split.staying_masters, facts))
             with step_report.step(leader.host, 'Node list'):
