@@ -142,6 +142,23 @@ def test_scale_in_drains_the_worker_and_forgets_it(simple):
             '%s worker1' % simple.host('worker1').ip]
 
 
+def test_a_scale_in_refuses_a_host_name_it_would_write_elsewhere(simple):
+    """A compromised Worker naming itself after other hosts does not get
+    their names mapped to its address in the other nodes' /etc/hosts."""
+    worker1, worker2 = simple.host('worker1'), simple.host('worker2')
+    before = {host.name: hosts_block(host) for host in simple.nodes()}
+    # The kernel takes any name; the hostname tool would refuse it.
+    worker1.run("printf %s 'w1 mirror.internal pkgs.k8s.io' "
+                '> /proc/sys/kernel/hostname')
+    with pytest.raises(exceptions.MgmtDriverError) as caught:
+        simple.scale_in(worker2)
+    assert '%s: host name' % worker1.ip in str(caught.value)
+    # Nothing changed: no /etc/hosts, worker2 still a member.
+    assert {host.name: hosts_block(host)
+            for host in simple.nodes()} == before
+    assert 'worker2' in virtual_vnf.node_readiness(simple.host('master1'))
+
+
 def test_a_disruption_budget_blocks_the_scale_in(simple):
     simple.kube.create(owner('ReplicaSet', 'db'))
     simple.kube.create(pod('db', 'worker2'))
