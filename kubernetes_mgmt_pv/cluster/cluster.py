@@ -115,6 +115,13 @@ def parse_facts(output):
                      hosts_file=parts[2] if len(parts) > 2 else b'')
 
 
+_JOIN_VALUES = {
+    'token': re.compile(r'[a-z0-9]{6}\.[a-z0-9]{16}'),
+    'ca_cert_hash': re.compile(r'sha256:[0-9a-f]{64}'),
+    'certificate_key': re.compile(r'[0-9a-f]+'),
+}
+
+
 def parse_join_info(stdout):
     """JoinInfo from the install script's output (the last block wins)."""
     lines = stdout.splitlines()
@@ -134,6 +141,14 @@ def parse_join_info(stdout):
         raise exceptions.ClusterInstallError(
             'the install script\'s cluster info lacks %s'
             % ', '.join(missing))
+    # They go to the other nodes' install scripts: in kubeadm's formats,
+    # which those scripts check too (not echoed: two are secrets).
+    malformed = [key for key, pattern in _JOIN_VALUES.items()
+                 if not pattern.fullmatch(values[key])]
+    if malformed:
+        raise exceptions.ClusterInstallError(
+            'the install script\'s cluster info has a malformed %s'
+            % ', '.join(malformed))
     try:
         ca_cert = base64.b64decode(values['ca_cert'],
                                    validate=True).decode('ascii')
