@@ -252,4 +252,3 @@ def test_the_script_accepts_what_the_driver_accepts(node, option, value):
         driver_accepts = False
     if driver_accepts:
         assert _script_accepts(node, option, value)
-

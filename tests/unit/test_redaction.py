@@ -54,7 +54,8 @@ def test_secrets_and_url_credentials_are_hidden():
     ('apt-get install nfsv-common', 'nfsv', 'apt-get install nfsv-common'),
     ('systemctl start nfsv.service nfsvd', 'nfsv',
      'systemctl start nfsv.service nfsvd'),
-    ('mount -t nfsv4 knfsv:/x rpc.nfsv', 'nfsv', 'mount -t nfsv4 knfsv:/x rpc.nfsv'),
+    ('mount -t nfsv4 knfsv:/x rpc.nfsv', 'nfsv',
+     'mount -t nfsv4 knfsv:/x rpc.nfsv'),
     ('no_nfsv NFSV', 'nfsv', 'no_nfsv NFSV'),
     # A secret with punctuation inside or at an edge.
     ('no user admin with S3cret-pw', 'S3cret-pw', 'no user admin with ***'),
@@ -366,7 +367,7 @@ def test_a_step_detail_with_bytes_that_are_no_utf8_is_logged():
 @pytest.mark.parametrize('error_type', [RuntimeError,
                                         exceptions.MgmtDriverError])
 def test_a_token_the_hook_learned_never_leaves_it(error_type, caplog,
-                                                   monkeypatch):
+                                                  monkeypatch):
     caplog.set_level(logging.DEBUG, logger='kubernetes_mgmt_pv')
     token = 'eyJhbGciOiJSUzI1NiJ9.vim-token'
 
