@@ -28,6 +28,12 @@ _URL_CREDENTIALS = re.compile(
 _PROXY_CREDENTIALS = re.compile(
     r'(?P<name>\b[A-Za-z_]*proxy["\']?\s*[=:]\s*["\']?)'
     r'(?![A-Za-z][A-Za-z0-9+.-]*://)[^/?#\s"\']*@', re.IGNORECASE)
+# A bearer token or a kubeconfig's token wherever a tool shows one
+# (kubectl -v shows "Authorization: Bearer ..."): the admin kubeconfig's
+# credentials are the hook's secrets though the driver never reads them.
+# (At least 8 characters: "bearer token changed" is no token.)
+_TOKEN = re.compile(r'(?P<key>\bbearer\s+|\b[A-Za-z_]*token["\']?\s*[:=]\s*'
+                    r'["\']?)[A-Za-z0-9._~+/-]{8,}=*', re.IGNORECASE)
 # Terminal escape sequences and control characters but tab and newline:
 # a VM's output must not rewrite the operator's terminal or fake a line
 # of a log.
@@ -53,6 +59,7 @@ def redact(text, secrets=()):
              for form in _forms(secret)}
     for form in sorted(forms, key=len, reverse=True):
         text = _whole(form).sub('***', text)
+    text = _TOKEN.sub(r'\g<key>***', text)
     text = _PROXY_CREDENTIALS.sub(r'\g<name>***@', text)
     return _URL_CREDENTIALS.sub(r'\g<scheme>***@', text)
 

@@ -383,3 +383,21 @@ def test_a_token_the_hook_learned_never_leaves_it(error_type, caplog,
 
     assert 'Bearer ***' in str(raised.value)
     assert token not in shown(raised.value) + logged(caplog)
+
+
+@pytest.mark.parametrize('text, expected', [
+    ('round_trippers.go:466] curl -v -XGET -H "Authorization: Bearer '
+     'eyJhbGciOi.JSUzI1-NiJ9_x" https://10.0.0.5:6443/api',
+     'round_trippers.go:466] curl -v -XGET -H "Authorization: Bearer ***" '
+     'https://10.0.0.5:6443/api'),
+    ('users:\n- user:\n    token: c2VjcmV0LXRva2Vu==\n',
+     'users:\n- user:\n    token: ***\n'),
+    ("{'bearer_token': 'eyJhbGciOiJSUzI1NiJ9'}", "{'bearer_token': '***'}"),
+    ('token=abcdef.0123456789abcdef', 'token=***'),
+    # Words, not tokens.
+    ('VIM v1: bearer token changed', 'VIM v1: bearer token changed'),
+    ('the token Secret has no token: retry', 'the token Secret has no '
+                                             'token: retry'),
+])
+def test_tokens_the_driver_never_read_are_hidden(text, expected):
+    assert redaction.redact(text) == expected
