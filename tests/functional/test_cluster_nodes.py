@@ -245,6 +245,22 @@ def test_heal_of_a_master_of_three(ha_cluster):
     assert join['config']['controlPlane']['certificateKey'] == '***'
 
 
+def test_a_master_heal_refuses_a_name_it_would_give_haproxy(ha_cluster):
+    """A compromised Master's host name would become a line of haproxy's
+    configuration on the others: refused before any change."""
+    master1, master3 = ha_cluster.host('master1'), ha_cluster.host('master3')
+    configs = {m.name: m.read_file('/etc/haproxy/haproxy.cfg')
+               for m in (master1, master3)}
+    master3.run("printf %s 'master3 mirror.internal' "
+                '> /proc/sys/kernel/hostname')
+    with pytest.raises(exceptions.MgmtDriverError) as caught:
+        ha_cluster.heal_start([ha_cluster.vnfcs['master2'].vnfc_id])
+    assert '%s: host name' % master3.ip in str(caught.value)
+    assert {m.name: m.read_file('/etc/haproxy/haproxy.cfg')
+            for m in (master1, master3)} == configs
+    assert etcd_members(master1) == ['master1', 'master2', 'master3']
+
+
 def test_heal_of_a_powered_off_master_of_three(ha_cluster):
     master1, master3 = ha_cluster.host('master1'), ha_cluster.host('master3')
     run_pod_on(ha_cluster.kube, 'master2')
