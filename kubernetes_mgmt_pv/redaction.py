@@ -3,32 +3,82 @@
 Errors of the driver end up in Tacker's database and API (the LCM
 operation error) and in tacker-conductor's log, tracebacks included, so a
 password, token or the user info of a URL (``scheme://user:pass@host``)
-must be gone before an error is raised or a line logged.
+must be gone before an error is raised or a line logged. Text from a VM
+is made printable on the way: no terminal escape, no undecodable byte.
 """
 
+import base64
 import functools
 import re
+import shlex
 import traceback
 import urllib.parse
+
+# Shorter values are not hidden: a password "1" would turn every "exit 1"
+# of a message into "exit ***", and hides nothing a guess would not find.
+MIN_SECRET_LENGTH = 4
 
 # The user info of a URL: everything between "scheme://" and the last "@"
 # before the path, query, fragment or the end of the word. Greedy, so a
 # password with a raw "@" (``http://admin:p@ss@host``) is hidden whole.
 _URL_CREDENTIALS = re.compile(
     r'(?P<scheme>\b[A-Za-z][A-Za-z0-9+.-]*://)[^/?#\s]*@')
+# The user info of a proxy given without a scheme (HTTP_PROXY=u:pw@host),
+# which curl and apt accept.
+_PROXY_CREDENTIALS = re.compile(
+    r'(?P<name>\b[A-Za-z_]*proxy["\']?\s*[=:]\s*["\']?)'
+    r'(?![A-Za-z][A-Za-z0-9+.-]*://)[^/?#\s"\']*@', re.IGNORECASE)
+# A bearer token or a kubeconfig's token wherever a tool shows one
+# (kubectl -v shows "Authorization: Bearer ..."): the admin kubeconfig's
+# credentials are the hook's secrets though the driver never reads them.
+# (At least 8 characters: "bearer token changed" is no token.)
+_TOKEN = re.compile(r'(?P<key>\bbearer\s+|\b[A-Za-z_]*token["\']?\s*[:=]\s*'
+                    r'["\']?)[A-Za-z0-9._~+/-]{8,}=*', re.IGNORECASE)
+# Terminal escape sequences and control characters but tab and newline:
+# a VM's output must not rewrite the operator's terminal or fake a line
+# of a log.
+_CONTROL = re.compile(r'\x1b\[[0-?]*[ -/]*[@-~]|\x1b[@-_]?|'
+                      r'[\x00-\x08\x0b-\x1f\x7f-\x9f]')
+# Lone surrogates: bytes of a VM that were no UTF-8 (decoded with
+# surrogateescape); a log handler cannot encode them.
+_SURROGATE = re.compile('[\ud800-\udfff]')
 
 
 def redact(text, secrets=()):
-    """Hide secrets and URL credentials (``scheme://user:pass@``) in text.
+    """Hide secrets and URL credentials (``scheme://user:pass@``) in text,
+    made printable.
 
     A secret is hidden where it stands as a whole value, not inside a
-    longer word: a password "nfs" must not turn "nfs-common" into
-    "***-common" (see ``_whole``).
+    longer word: a password "nfsd" must not turn "nfsd-common" into
+    "***-common" (see ``_whole``); so are its percent-encoded, base64 and
+    shell-quoted forms.
     """
-    for secret in secrets:
-        if secret:
-            text = _whole(secret).sub('***', text)
+    text = printable(text)
+    forms = {form for secret in secrets
+             if secret and len(secret) >= MIN_SECRET_LENGTH
+             for form in _forms(secret)}
+    for form in sorted(forms, key=len, reverse=True):
+        text = _whole(form).sub('***', text)
+    text = _TOKEN.sub(r'\g<key>***', text)
+    text = _PROXY_CREDENTIALS.sub(r'\g<name>***@', text)
     return _URL_CREDENTIALS.sub(r'\g<scheme>***@', text)
+
+
+def printable(text):
+    """``text`` without control characters (tab and newline kept) and
+    with a replacement character for each byte that was no UTF-8."""
+    return _SURROGATE.sub('\ufffd', _CONTROL.sub('', text))
+
+
+@functools.lru_cache(maxsize=256)
+def _forms(secret):
+    """``secret`` as written and as URLs, HTTP headers and shells show
+    it."""
+    raw = secret.encode('utf-8', 'surrogatepass')
+    encoded = base64.b64encode(raw).decode('ascii')
+    return (secret, urllib.parse.quote(secret, safe=''),
+            urllib.parse.quote(secret), urllib.parse.quote_plus(secret),
+            shlex.quote(secret), encoded, encoded.rstrip('='))
 
 
 @functools.lru_cache(maxsize=256)

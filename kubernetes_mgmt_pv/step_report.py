@@ -8,6 +8,7 @@ import threading
 from oslo_log import log as logging
 
 from kubernetes_mgmt_pv import exceptions
+from kubernetes_mgmt_pv import redaction
 
 LOG = logging.getLogger(__name__)
 
@@ -33,7 +34,10 @@ class Report(object):
         self.outcomes = []
 
     def record(self, host, step, changed, detail=''):
-        outcome = StepOutcome(host, step, bool(changed), detail)
+        # The detail may quote a VM's files: a log handler must be able
+        # to write it (no undecodable byte) and it must not fake a line.
+        outcome = StepOutcome(host, step, bool(changed),
+                              redaction.printable(detail))
         with self._lock:
             self.outcomes.append(outcome)
         LOG.info('%s', outcome)

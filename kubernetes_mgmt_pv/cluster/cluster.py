@@ -16,6 +16,7 @@ import re
 from kubernetes_mgmt_pv import admin_kubectl
 from kubernetes_mgmt_pv.cluster import etcd
 from kubernetes_mgmt_pv.cluster import ha
+from kubernetes_mgmt_pv.cluster import node_names
 from kubernetes_mgmt_pv import exceptions
 
 # Root-owned, outside the world-writable /tmp: the script runs as root.
@@ -109,6 +110,13 @@ def parse_facts(output):
                      hosts_file=parts[2] if len(parts) > 2 else b'')
 
 
+_JOIN_VALUES = {
+    'token': re.compile(r'[a-z0-9]{6}\.[a-z0-9]{16}'),
+    'ca_cert_hash': re.compile(r'sha256:[0-9a-f]{64}'),
+    'certificate_key': re.compile(r'[0-9a-f]+'),
+}
+
+
 def parse_join_info(stdout):
     """JoinInfo from the install script's output (the last block wins)."""
     lines = stdout.splitlines()
@@ -128,6 +136,14 @@ def parse_join_info(stdout):
         raise exceptions.ClusterInstallError(
             'the install script\'s cluster info lacks %s'
             % ', '.join(missing))
+    # They go to the other nodes' install scripts: in kubeadm's formats,
+    # which those scripts check too (not echoed: two are secrets).
+    malformed = [key for key, pattern in _JOIN_VALUES.items()
+                 if not pattern.fullmatch(values[key])]
+    if malformed:
+        raise exceptions.ClusterInstallError(
+            'the install script\'s cluster info has a malformed %s'
+            % ', '.join(malformed))
     try:
         ca_cert = base64.b64decode(values['ca_cert'],
                                    validate=True).decode('ascii')
@@ -380,9 +396,8 @@ def parse_token_secret(output):
             % (VIM_NAMESPACE, VIM_TOKEN_SECRET))
 
 
-_NODE_NAME = re.compile(r'^[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?$')
 # A host name as Nova and cloud-init make one: a single DNS label.
-_HOST_NAME = re.compile(r'^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$')
+_HOST_NAME = re.compile(r'[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?')
 
 
 def address_host_name(role, address):
@@ -419,7 +434,7 @@ def host_names(nodes, facts, api_nodes):
             continue
         own = facts[node.address].node_name
         unique = given[own] == 1 and own not in taken
-        names[node.address] = (own if unique and _HOST_NAME.match(own)
+        names[node.address] = (own if unique and _HOST_NAME.fullmatch(own)
                                else address_host_name(node.role,
                                                       node.fixed_ip))
     return names
@@ -430,7 +445,7 @@ def check_node_names(nodes_facts):
     one host name would fight over one Node."""
     seen = {}
     for node, facts in nodes_facts:
-        if not _NODE_NAME.match(facts.node_name):
+        if not node_names.is_valid(facts.hostname):
             raise exceptions.ClusterInstallError(
                 '%s: host name %r is not a valid Kubernetes Node name'
                 % (node.address, facts.hostname))

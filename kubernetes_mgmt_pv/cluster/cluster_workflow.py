@@ -183,9 +183,10 @@ class ClusterWorkflow(flow.Flow):
                               ['node/%s' % name for name in waiting],
                               timeout=timeout + 60)
 
-    def _vim_credentials(self, executor, report):
+    def _vim_credentials(self, sessions, executor, report):
         """The VIM's bearer token and CA, from a ServiceAccount token Secret
-        created (or kept) idempotently; waits for Kubernetes to fill it."""
+        created (or kept) idempotently; waits for Kubernetes to fill it.
+        The token is a secret of the hook from then on, on every host."""
         timeout = self.conf.vim_token_timeout
         secret = ['-n', cluster.VIM_NAMESPACE,
                   'secret/%s' % cluster.VIM_TOKEN_SECRET]
@@ -205,7 +206,7 @@ class ClusterWorkflow(flow.Flow):
         report.record(executor.host, 'VIM ServiceAccount',
                       'created' in applied.stdout or
                       'configured' in applied.stdout)
-        executor.hide(credentials[0])
+        sessions.hide(credentials[0])
         return credentials
 
     # -- the flow -----------------------------------------------------------
@@ -278,7 +279,8 @@ class ClusterWorkflow(flow.Flow):
             self._join_workers(sessions, plan, call, report)
             self._wait_ready(leader, sequence.ready_names)
             self._check_etcd(leader, sequence.etcd_expected, report)
-            token, ca_cert = self._vim_credentials(leader, report)
+            token, ca_cert = self._vim_credentials(sessions, leader,
+                                                   report)
         access = ClusterAccess(url=cluster.vim_url(endpoint, fip),
                                bearer_token=token, ca_cert=ca_cert)
         return access, self.finish('cluster install', report)
@@ -435,6 +437,10 @@ class ClusterWorkflow(flow.Flow):
         with self.sessions() as sessions:
             self.preflight(sessions, split.staying)
             facts = self._gather(sessions, split.staying)
+            # Their names go into the others' /etc/hosts and haproxy:
+            # checked as the install checks them, before any change.
+            cluster.check_node_names([(node, facts[node.address])
+                                      for node in split.staying])
             leader = self.session(sessions, cluster_sequence.removal_leader(
                 split.staying_masters, facts))
             with step_report.step(leader.host, 'Node list'):

@@ -41,6 +41,7 @@ import ipaddress
 import re
 
 from kubernetes_mgmt_pv import admin_kubectl
+from kubernetes_mgmt_pv.cluster import node_names
 from kubernetes_mgmt_pv import exceptions
 from kubernetes_mgmt_pv.remote import dpkg
 from kubernetes_mgmt_pv.remote import facts
@@ -86,9 +87,8 @@ HEADER = (b'# Managed by kubernetes-mgmt-pv (Tacker management driver): '
           b'changes made here are overwritten.\n')
 
 # haproxy server names: what a host name (or Heat resource name) may hold.
-_SERVER_NAME = re.compile(r'^[A-Za-z0-9][A-Za-z0-9_.:-]{0,62}$')
-_INTERFACE = re.compile(r'^[A-Za-z0-9][A-Za-z0-9_.:-]{0,14}$')
-_PID = re.compile(r'^[1-9][0-9]{0,9}$')
+_INTERFACE = re.compile(r'[A-Za-z0-9][A-Za-z0-9_.:-]{0,14}')
+_PID = re.compile(r'[1-9][0-9]{0,9}')
 
 
 class HaSetupError(exceptions.MgmtDriverError):
@@ -109,10 +109,10 @@ def _masters(masters, minimum=2):
     ``minimum`` of them (haproxy may start with the first Master alone)."""
     checked = []
     for name, address in masters:
-        if not _SERVER_NAME.match(name):
+        if not node_names.is_valid(name):
             raise HaSetupError(
-                'Master name %r cannot name an haproxy server (letters, '
-                'digits and _ . : - only)' % name)
+                'Master name %r cannot name an haproxy server: it is no '
+                'valid Kubernetes Node name' % name)
         checked.append((name, _address(address, 'address of Master %s'
                                        % name)))
     names = [name for name, _ in checked]
@@ -244,7 +244,7 @@ def keepalived_config(own_address, peer_addresses, vip, prefixlen, interface,
         raise HaSetupError('keepalived needs at least one peer Master')
     if not 1 <= int(priority) <= 254:
         raise HaSetupError('VRRP priority %r out of range 1..254' % priority)
-    if not _INTERFACE.match(interface or ''):
+    if not _INTERFACE.fullmatch(interface or ''):
         raise HaSetupError('invalid interface name %r' % interface)
     network = ipaddress.IPv4Interface('%s/%s' % (own, prefixlen)).network
     if vip_address not in network or vip_address in (own, *peers) or \
@@ -350,7 +350,7 @@ def parse_running(result):
     if result is None or not result.ok:
         return None
     pid = result.stdout.strip()
-    return pid if _PID.match(pid) else None
+    return pid if _PID.fullmatch(pid) else None
 
 
 def _checked(executor, sections, name, description):
@@ -497,7 +497,7 @@ def action_commands(service, action, systemd, pid=None):
     if action == 'reload':
         if systemd:
             return [['service', service, 'reload']]
-        if not _PID.match(pid or ''):
+        if not _PID.fullmatch(pid or ''):
             raise HaSetupError('no PID of the %s master to reload' % service)
         return [['kill', '-s', RELOAD_SIGNALS[service], pid]]
     raise ValueError('no %r action for %s' % (action, service))

@@ -67,6 +67,12 @@ def _hide(*secrets):
     _current_hook.sessions.hide(*secrets)
 
 
+def _hook_secrets():
+    """The hook's secrets: those of the door and those its sessions
+    learned on the way (the VIM's bearer token, the join token)."""
+    return list(_current_hook.secrets) + list(_current_hook.sessions.hidden)
+
+
 def _hook_boundary(hook, method):
     """``method`` letting only the driver's own errors out.
 
@@ -81,10 +87,10 @@ def _hook_boundary(hook, method):
     @functools.wraps(method)
     def hook_method(self, *args, **kwargs):
         with _hook_scope(hook):
-            secrets = _current_hook.secrets
             try:
                 return method(self, *args, **kwargs)
             except exceptions.MgmtDriverError as error:
+                secrets = _hook_secrets()
                 if redaction.safe_cause(error, secrets) is error:
                     raise
                 LOG.error('%s failed: %s', hook,
@@ -92,6 +98,7 @@ def _hook_boundary(hook, method):
                 raise exceptions.MgmtDriverError(
                     redaction.redact(str(error), secrets)) from None
             except Exception as error:
+                secrets = _hook_secrets()
                 LOG.error('%s failed unexpectedly: %s', hook,
                           redaction.redacted_traceback(error, secrets))
                 raise exceptions.MgmtDriverError(redaction.redact(

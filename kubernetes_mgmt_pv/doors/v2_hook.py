@@ -19,7 +19,6 @@ from kubernetes_mgmt_pv.doors import v2_mapping
 from kubernetes_mgmt_pv import exceptions
 from kubernetes_mgmt_pv import mgmt_driver
 from kubernetes_mgmt_pv.openstack import heat
-from kubernetes_mgmt_pv.request import param_model
 
 LOG = logging.getLogger(__name__)
 
@@ -125,8 +124,7 @@ def run(script_dict, secrets, progress, driver_factory=V2Driver):
     req = script_dict.get('request') or {}
     state = dict(v2_mapping.state_of(inst))
     request_params = req.get('additionalParams') or {}
-    secrets.extend(v2_mapping.secret_values(
-        request_params.get(param_model.ROOT)))
+    secrets.extend(v2_mapping.secret_values(request_params, inst))
     try:
         root = v2_mapping.params_in_effect(operation, request_params, state)
     except exceptions.ParameterErrors:

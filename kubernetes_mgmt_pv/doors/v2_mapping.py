@@ -17,6 +17,7 @@ import secrets
 import urllib.parse
 
 from kubernetes_mgmt_pv import exceptions
+from kubernetes_mgmt_pv import redaction
 from kubernetes_mgmt_pv.request import param_model
 from kubernetes_mgmt_pv.request import request_model as model
 
@@ -161,12 +162,46 @@ def _check_unchanged(given, saved, path, errors):
                 % STATE_KEY))
 
 
-def secret_values(root):
-    """Every password and proxy URL of ``root``: hidden from the log."""
-    root = root if isinstance(root, dict) else {}
-    found = [(root.get(role) or {}).get(key) if isinstance(
-        root.get(role), dict) else None for role, key in _secret_paths(root)]
-    return [value for value in found if isinstance(value, str) and value]
+def secret_values(request_params, vnf_instance=None):
+    """Every secret of a hook's input, hidden from its log and error: the
+    value of each password key of ``request_params`` (additionalParams,
+    the flat ``<role>_password`` keys included), the proxy URLs, and the
+    credentials of the instance's VIMs."""
+    found = _password_values(request_params)
+    root = (request_params or {}).get(param_model.ROOT) \
+        if isinstance(request_params, dict) else None
+    proxy = root.get('proxy') if isinstance(root, dict) else None
+    if isinstance(proxy, dict):
+        for key in PROXY_URLS:
+            url = proxy.get(key)
+            if isinstance(url, str) and url:
+                found += [url] + list(redaction.url_secrets(url))
+    vims = ((vnf_instance or {}).get('vimConnectionInfo') or {}).values()
+    for vim in vims:
+        access = vim.get('accessInfo') if isinstance(vim, dict) else None
+        if isinstance(access, dict):
+            found += [access.get(key) for key in _VIM_SECRET_KEYS]
+    return list(dict.fromkeys(value for value in found
+                              if isinstance(value, str) and value))
+
+
+_VIM_SECRET_KEYS = ('password', 'bearer_token', 'bearerToken',
+                    'client_secret')
+
+
+def _password_values(value):
+    """The values of the keys naming a password, at any depth."""
+    found = []
+    if isinstance(value, dict):
+        for key, item in value.items():
+            if isinstance(key, str) and 'password' in key.lower():
+                found.append(item)
+            else:
+                found += _password_values(item)
+    elif isinstance(value, list):
+        for item in value:
+            found += _password_values(item)
+    return found
 
 
 # -- the request model -----------------------------------------------------

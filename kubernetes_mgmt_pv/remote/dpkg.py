@@ -6,7 +6,7 @@ from kubernetes_mgmt_pv import exceptions
 
 _INSTALLED = 'install ok installed'
 # os-release(5): KEY=value, the value optionally in single or double quotes.
-_ASSIGNMENT = re.compile(r'^([A-Za-z0-9_]+)=(.*)$')
+_ASSIGNMENT = re.compile(r'([A-Za-z0-9_]+)=(.*)')
 _ESCAPED = re.compile(r'\\(.)')
 
 
@@ -24,7 +24,7 @@ def parse_os_release(text):
     """``(ID, VERSION_ID)`` of an os-release file's text ('' when absent)."""
     fields = {}
     for line in text.split('\n'):
-        match = _ASSIGNMENT.match(line.strip())
+        match = _ASSIGNMENT.fullmatch(line.strip())
         if match:
             fields[match.group(1)] = _unquote(match.group(2))
     return fields.get('ID', ''), fields.get('VERSION_ID', '')

@@ -42,7 +42,7 @@ from kubernetes_mgmt_pv.remote import host_keys
 
 LOG = logging.getLogger(__name__)
 
-_ENV_NAME = re.compile(r'^[A-Za-z_][A-Za-z0-9_]*$')
+_ENV_NAME = re.compile(r'[A-Za-z_][A-Za-z0-9_]*')
 # Exit status of the read script below when the file does not exist.
 _MISSING = 44
 # Seconds past a command's deadline before a connection that does not even
@@ -374,7 +374,7 @@ class RemoteCommandExecutor(object):
     def _environment_script(env):
         lines = []
         for name, value in sorted(env.items()):
-            if not _ENV_NAME.match(name):
+            if not _ENV_NAME.fullmatch(name):
                 raise ValueError('invalid environment variable name %r' % name)
             lines.append('%s=%s\n' % (name, shlex.quote(value)))
         return ''.join(lines).encode('utf-8')
@@ -592,6 +592,12 @@ class SessionPool(object):
             sessions = list(self._sessions.values())
         for session in sessions:
             session.hide(*secrets)
+
+    @property
+    def hidden(self):
+        """Every value redacted so far: the hook's secrets too."""
+        with self._lock:
+            return self._secrets
 
     def __enter__(self):
         return self

@@ -24,18 +24,22 @@ PATH = 'k8s_cluster_installation_param.offline'
 KEYS = ('apt_repository_url', 'apt_key_file', 'cni_manifest_file',
         'registry_mirror_url', 'mirrored_registries', 'sandbox_image')
 
-# RFC 3986 characters: anything else (quotes, spaces, non-ASCII) must be
-# percent-encoded, and would otherwise end up in apt's sources, containerd's
-# TOML or a process environment.
-_URL = re.compile(r"^[A-Za-z0-9._~:/?#\[\]@!$&'()*+,;=%-]+$")
+# The characters of an http(s) URL: RFC 3986's but the quote "'", which
+# must be percent-encoded like spaces, other quotes and non-ASCII, or it
+# would end up in apt's sources, containerd's TOML or a process
+# environment. The install script's URL_RE has this very set (a test
+# keeps them equal), so it never refuses a URL the driver accepted, after
+# the driver changed the nodes.
+URL_CHARACTERS = r"A-Za-z0-9._~:/?#\[\]@!$&()*+,;=%-"
+_URL = re.compile(r'https?://[%s]+' % URL_CHARACTERS)
 # A registry host as containerd names its hosts.toml directory.
-_REGISTRY = re.compile(r'^[A-Za-z0-9](?:[A-Za-z0-9.-]{0,251}[A-Za-z0-9])?'
-                       r'(?::[0-9]{1,5})?$')
+_REGISTRY = re.compile(r'[A-Za-z0-9](?:[A-Za-z0-9.-]{0,251}[A-Za-z0-9])?'
+                       r'(?::[0-9]{1,5})?')
 # An image reference: [registry[:port]/]path[:tag][@digest].
-_IMAGE = re.compile(r'^[A-Za-z0-9][A-Za-z0-9._/-]{0,254}'
+_IMAGE = re.compile(r'[A-Za-z0-9][A-Za-z0-9._/-]{0,254}'
                     r'(?::[0-9]{1,5}/[A-Za-z0-9._/-]{1,255})?'
                     r'(?::[A-Za-z0-9_][A-Za-z0-9_.-]{0,127})?'
-                    r'(?:@sha256:[0-9a-f]{64})?$')
+                    r'(?:@sha256:[0-9a-f]{64})?')
 
 
 @dataclasses.dataclass(frozen=True)
@@ -84,7 +88,7 @@ class OfflineSources(object):
 def is_http_url(value):
     """An http(s) URL with a host; its port, if a number, in range (one
     that is not a number is a placeholder the caller may warn of)."""
-    if not _URL.match(value):
+    if not _URL.fullmatch(value):
         return False
     try:
         parsed = urllib.parse.urlsplit(value)
@@ -164,7 +168,10 @@ def _registries(check, offline):
     given = offline.get('mirrored_registries') is not None
     for where, item in check.items(offline, 'mirrored_registries', PATH,
                                    minimum=1 if given else 0):
-        if isinstance(item, str) and _REGISTRY.match(item):
+        item = check.text_value(item, where)
+        if item is None:
+            continue
+        if _REGISTRY.fullmatch(item):
             names.append(item)
         else:
             check.fail(where, 'must be a registry host name such as '
@@ -177,7 +184,7 @@ def _registries(check, offline):
 
 def _image(check, offline, key):
     value = check.text(offline, key, PATH, required=False)
-    if value is None or _IMAGE.match(value):
+    if value is None or _IMAGE.fullmatch(value):
         return value
     check.fail(PATH + '.' + key,
                'must be an image reference such as '

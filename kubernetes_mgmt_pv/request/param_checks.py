@@ -13,18 +13,18 @@ from kubernetes_mgmt_pv.request import offline_params
 
 # Conservative on purpose: these strings end up in /etc/exports, /etc/fstab
 # and command lines; anything outside this set is refused, not escaped.
-_SAFE_PATH = re.compile(r'^(/[A-Za-z0-9._@+=,:-]+)+$')
+_SAFE_PATH = re.compile(r'(/[A-Za-z0-9._@+=,:-]+)+')
 _HOSTNAME_LABEL = r'[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?'
-HOSTNAME = re.compile(r'^%s(?:\.%s)*$' % (_HOSTNAME_LABEL, _HOSTNAME_LABEL))
+HOSTNAME = re.compile(r'%s(?:\.%s)*' % (_HOSTNAME_LABEL, _HOSTNAME_LABEL))
 # exports(5) clients besides addresses and names: wildcard host names
 # ("*", "*.example.org", "node?", "node[0-9]") and NIS netgroups.
-_HOST_PATTERN = re.compile(r'^(?=.{1,253}$)(?=.*[*?\[])'
-                           r'[A-Za-z0-9*?\[\]-]+(?:\.[A-Za-z0-9*?\[\]-]+)*$')
-_NETGROUP = re.compile(r'^@[A-Za-z0-9_.-]{1,253}$')
+_HOST_PATTERN = re.compile(r'(?=.{1,253}\Z)(?=.*[*?\[])'
+                           r'[A-Za-z0-9*?\[\]-]+(?:\.[A-Za-z0-9*?\[\]-]+)*')
+_NETGROUP = re.compile(r'@[A-Za-z0-9_.-]{1,253}')
 # Heat resource names as the driver puts them into Heat API URLs: a "/"
 # would reach another path of the endpoint (with the VIM token), so only
 # the characters the sample packages use are accepted.
-_RESOURCE_NAME = re.compile(r'^[A-Za-z0-9][A-Za-z0-9_.-]{0,254}$')
+_RESOURCE_NAME = re.compile(r'[A-Za-z0-9][A-Za-z0-9_.-]{0,254}')
 # C0 and C1 control characters (NUL, newline, escape, ...) and lone
 # surrogates, which cannot be encoded to send to a host.
 _UNSENDABLE = re.compile(r'[\x00-\x1f\x7f-\x9f\ud800-\udfff]')
@@ -44,8 +44,8 @@ _SYSTEM_DIRS = frozenset((
 _SYSTEM_TREES = ('/bin', '/boot', '/dev', '/etc', '/lib', '/lib32', '/lib64',
                  '/libx32', '/proc', '/root', '/run', '/sbin', '/sys', '/usr',
                  '/var/lock', '/var/run')
-_HOME_DIR = re.compile(r'^/home/[^/]+$')
-_PLAIN_KEY = re.compile(r'^[A-Za-z_][A-Za-z0-9_-]*$')
+_HOME_DIR = re.compile(r'/home/[^/]+')
+_PLAIN_KEY = re.compile(r'[A-Za-z_][A-Za-z0-9_-]*')
 _TRAILING_INDICES = re.compile(r'(\[\d+\])+$')
 
 
@@ -98,8 +98,12 @@ class Checker(object):
 
         Never echoes the value: it may be a password.
         """
-        value = parent.get(key)
-        where = '%s.%s' % (path, key)
+        return self.text_value(parent.get(key), '%s.%s' % (path, key),
+                               required)
+
+    def text_value(self, value, where, required=True):
+        """``text`` of a value found at JSON path ``where`` (a list's
+        item)."""
         if value is None:
             if required:
                 self.fail(where, 'is required')
@@ -130,7 +134,7 @@ class Checker(object):
     def name(self, parent, key, path):
         """An optional name such as the VIM's: the resource name rules."""
         value = self.text(parent, key, path, required=False)
-        if value is None or _RESOURCE_NAME.match(value):
+        if value is None or _RESOURCE_NAME.fullmatch(value):
             return value
         self.fail('%s.%s' % (path, key),
                   'must be a letter or digit, then up to 254 letters, '
@@ -199,7 +203,7 @@ class Checker(object):
                              'a volume would hide or an export would hand '
                              'out; use a directory of its own such as '
                              '/volume or /srv/nfs' % shown(value))
-        elif not _SAFE_PATH.match(value):
+        elif not _SAFE_PATH.fullmatch(value):
             self.fail(where, 'may only contain letters, digits and . _ @ + = '
                              ', : - between "/", got %s' % shown(value))
         else:
@@ -210,8 +214,8 @@ class Checker(object):
         value = self.text(parent, key, path)
         if value is None:
             return None
-        if is_network(value) or HOSTNAME.match(value) or \
-                _HOST_PATTERN.match(value) or _NETGROUP.match(value):
+        if is_network(value) or HOSTNAME.fullmatch(value) or \
+                _HOST_PATTERN.fullmatch(value) or _NETGROUP.fullmatch(value):
             return value
         self.fail('%s.%s' % (path, key),
                   'must be an IP address, a network (CIDR or netmask), a '
@@ -257,7 +261,7 @@ class Checker(object):
 
 def is_resource_name(value):
     """Whether value may name a Heat resource (a CP, volume or group)."""
-    return isinstance(value, str) and bool(_RESOURCE_NAME.match(value))
+    return isinstance(value, str) and bool(_RESOURCE_NAME.fullmatch(value))
 
 
 def is_sendable_text(value):
@@ -274,7 +278,7 @@ def _unsendable_reason(value):
 
 
 def _is_system_dir(path):
-    return (path in _SYSTEM_DIRS or _HOME_DIR.match(path) is not None or
+    return (path in _SYSTEM_DIRS or _HOME_DIR.fullmatch(path) is not None or
             any(path == tree or path.startswith(tree + '/')
                 for tree in _SYSTEM_TREES))
 
@@ -303,7 +307,7 @@ def _shortened(text, limit=80):
 def _key_path(path, key):
     """JSON path of a member; odd keys are quoted and escaped so the path
     stays one short printable line."""
-    if isinstance(key, str) and _PLAIN_KEY.match(key):
+    if isinstance(key, str) and _PLAIN_KEY.fullmatch(key):
         return '%s.%s' % (path, key) if path else key
     shown = json.dumps(key) if isinstance(key, str) else repr(key)
     return '%s[%s]' % (path, _shortened(shown))

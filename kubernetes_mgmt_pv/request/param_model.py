@@ -408,7 +408,7 @@ def _parse_proxy(check, value, path):
         for entry in no_proxy.split(','):
             entry = entry.strip()
             if not (param_checks.is_network(entry) or
-                    param_checks.HOSTNAME.match(entry.lstrip('.'))):
+                    param_checks.HOSTNAME.fullmatch(entry.lstrip('.'))):
                 check.fail(path + '.no_proxy',
                            'entry %s is not a host name, address or CIDR'
                            % param_checks.shown(entry))

@@ -16,8 +16,8 @@ from kubernetes_mgmt_pv import safe_yaml
 
 # metadata.name of a PersistentVolume: an RFC 1123 DNS subdomain.
 _DNS_SUBDOMAIN = re.compile(
-    r'^(?=.{1,253}$)[a-z0-9]([-a-z0-9]*[a-z0-9])?'
-    r'(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$')
+    r'(?=.{1,253}\Z)[a-z0-9]([-a-z0-9]*[a-z0-9])?'
+    r'(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')
 
 
 @dataclasses.dataclass(frozen=True)
@@ -102,7 +102,7 @@ def _check_document(document, relative, nfs_server_cp):
                              _shown(document.get('kind'))))
     metadata = document.get('metadata')
     name = metadata.get('name') if isinstance(metadata, dict) else None
-    if not isinstance(name, str) or not _DNS_SUBDOMAIN.match(name):
+    if not isinstance(name, str) or not _DNS_SUBDOMAIN.fullmatch(name):
         raise ValueError('%r: metadata.name must be a DNS subdomain name, '
                          'got %s' % (relative, _shown(name)))
     spec = document.get('spec')

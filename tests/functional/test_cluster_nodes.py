@@ -142,6 +142,23 @@ def test_scale_in_drains_the_worker_and_forgets_it(simple):
             '%s worker1' % simple.host('worker1').ip]
 
 
+def test_a_scale_in_refuses_a_host_name_it_would_write_elsewhere(simple):
+    """A compromised Worker naming itself after other hosts does not get
+    their names mapped to its address in the other nodes' /etc/hosts."""
+    worker1, worker2 = simple.host('worker1'), simple.host('worker2')
+    before = {host.name: hosts_block(host) for host in simple.nodes()}
+    # The kernel takes any name; the hostname tool would refuse it.
+    worker1.run("printf %s 'w1 mirror.internal pkgs.k8s.io' "
+                '> /proc/sys/kernel/hostname')
+    with pytest.raises(exceptions.MgmtDriverError) as caught:
+        simple.scale_in(worker2)
+    assert '%s: host name' % worker1.ip in str(caught.value)
+    # Nothing changed: no /etc/hosts, worker2 still a member.
+    assert {host.name: hosts_block(host)
+            for host in simple.nodes()} == before
+    assert 'worker2' in virtual_vnf.node_readiness(simple.host('master1'))
+
+
 def test_a_disruption_budget_blocks_the_scale_in(simple):
     simple.kube.create(owner('ReplicaSet', 'db'))
     simple.kube.create(pod('db', 'worker2'))
@@ -226,6 +243,22 @@ def test_heal_of_a_master_of_three(ha_cluster):
     join, = [entry for entry in standins.call_log(ha_cluster.host('master2'))
              if entry['argv'][1] == 'join']
     assert join['config']['controlPlane']['certificateKey'] == '***'
+
+
+def test_a_master_heal_refuses_a_name_it_would_give_haproxy(ha_cluster):
+    """A compromised Master's host name would become a line of haproxy's
+    configuration on the others: refused before any change."""
+    master1, master3 = ha_cluster.host('master1'), ha_cluster.host('master3')
+    configs = {m.name: m.read_file('/etc/haproxy/haproxy.cfg')
+               for m in (master1, master3)}
+    master3.run("printf %s 'master3 mirror.internal' "
+                '> /proc/sys/kernel/hostname')
+    with pytest.raises(exceptions.MgmtDriverError) as caught:
+        ha_cluster.heal_start([ha_cluster.vnfcs['master2'].vnfc_id])
+    assert '%s: host name' % master3.ip in str(caught.value)
+    assert {m.name: m.read_file('/etc/haproxy/haproxy.cfg')
+            for m in (master1, master3)} == configs
+    assert etcd_members(master1) == ['master1', 'master2', 'master3']
 
 
 def test_heal_of_a_powered_off_master_of_three(ha_cluster):

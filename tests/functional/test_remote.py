@@ -52,6 +52,18 @@ def test_exit_status_decides_not_stderr(executor):
     assert not executor.run(['false'], check=False).ok
 
 
+def test_vm_output_in_an_error_is_printable(executor):
+    """A Latin-1 path and a terminal escape in a failed command's output:
+    the error (Tacker's LCM error, and its log line) gets replacement
+    characters and no escape."""
+    with pytest.raises(exceptions.RemoteCommandError) as caught:
+        executor.run(['sh', '-c', "printf '/srv/caf\\351: \\033[2Jbad\\n' >&2;"
+                      ' exit 1'])
+    message = str(caught.value)
+    assert message.endswith('/srv/caf\ufffd: bad')
+    message.encode('utf-8')  # strict, as a log file handler encodes
+
+
 def test_large_output_on_both_streams_is_collected(executor):
     result = executor.run(['sh', '-c', 'seq 200000; seq 100000 >&2'])
     assert len(result.stdout.splitlines()) == 200000

@@ -5,8 +5,14 @@ from a file. Same harness as test_install_script (fake commands, paths
 redirected into a temporary root); the real thing runs in the functional
 tests (test_node_preparation)."""
 
+import re
+import subprocess
+
 import pytest
 
+from kubernetes_mgmt_pv import exceptions
+from kubernetes_mgmt_pv.request import offline_params
+from kubernetes_mgmt_pv.request import param_model
 from tests.unit import install_script_harness as base
 
 VIP = base.VIP
@@ -188,3 +194,61 @@ def test_the_cni_manifest_comes_from_the_given_file(tmp_path, ca_cert):  # noqa:
     assert result.returncode == 0, result.stderr
     assert leader.argvs('curl') == []
     assert leader.argvs('kubectl')[-1][-2:] == ['-f', str(manifest)]
+
+
+def _script_accepts(node, option, value):
+    result = node.run_script('-w', THIS_IP, '-i', VIP, '-M', 'http://m:5000',
+                             option, value)
+    return not result.stderr.startswith('%s: %s' % (base.NAME, option))
+
+
+def test_the_script_and_the_driver_share_the_url_characters():
+    pattern = re.search(r"^readonly URL_RE='([^']+)'$", base.SOURCE,
+                        re.M).group(1)
+    characters = ''.join(chr(code) for code in range(0x20, 0x7f))
+    accepted = subprocess.run(
+        [base.BASH, '-c', 'for c in $(seq 0 $((${#1} - 1))); do '
+         '[[ "http://m/${1:c:1}" =~ $2 ]] && printf %s "${1:c:1}"; done',
+         'bash', characters, pattern],
+        capture_output=True, text=True, check=True).stdout
+    assert accepted == ''.join(
+        c for c in characters
+        if re.fullmatch('[%s]' % offline_params.URL_CHARACTERS, c))
+
+
+@pytest.mark.parametrize('option, value', [
+    ('-r', 'http://mirror.example:8080/k8s/deb/'),
+    ('-r', 'https://m/a?b=c&d=e;f#g'),
+    ('-r', 'http://[fd00::1]:80/x'),
+    ('-r', "http://mirror/it's/"),
+    ('-r', 'http://mirror/deb/\n'),
+    ('-r', 'HTTP://mirror/deb/'),
+    ('-r', 'http://mirror/caf\u00e9/'),
+    ('-M', 'http://mirror:5000\n'),
+    ('-M', 'https://mirror:5000'),
+    ('-R', 'docker.io,quay.io:443'),
+    ('-R', 'docker.io\n'),
+    ('-R', 'docker.io,-bad'),
+    ('-P', 'registry.example:5000/pause:3.10'),
+    ('-P', 'registry.example/pause:3.10\n'),
+])
+def test_the_script_accepts_what_the_driver_accepts(node, option, value):
+    """The driver checks the script's options before it changes the
+    nodes: the script must not refuse what the driver let through."""
+    key = {'-r': 'apt_repository_url', '-M': 'registry_mirror_url',
+           '-R': 'mirrored_registries', '-P': 'sandbox_image'}[option]
+    sources = {'registry_mirror_url': 'http://m:5000',
+               key: value.split(',') if option == '-R' else value}
+    if option == '-r':
+        sources['apt_key_file'] = 'Files/key.asc'
+    try:
+        param_model.parse({param_model.ROOT: {
+            'script_path': 'Scripts/install_k8s_cluster.sh',
+            'master_node': {'ssh_cp_name': 'cp', 'username': 'ubuntu',
+                            'password': 'ubuntu'},
+            'offline': sources}})
+        driver_accepts = True
+    except exceptions.ParameterErrors:
+        driver_accepts = False
+    if driver_accepts:
+        assert _script_accepts(node, option, value)

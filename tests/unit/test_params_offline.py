@@ -85,6 +85,9 @@ def test_a_key_alone_pins_the_default_repository():
     ('sandbox_image', 'pause 3.10'),
     ('sandbox_image', '"registry/pause:3.10"'),
     ('sandbox_image', 'registry/pause:3.10\n'),
+    ('apt_repository_url', "http://mirror/it's/"),
+    ('apt_repository_url', 'http://mirror/deb/\n'),
+    ('registry_mirror_url', 'HTTPS://mirror:5000'),
     ('apt_key_file', '/etc/apt/key.asc'),
     ('apt_key_file', '../outside.asc'),
     ('cni_manifest_file', 'Files/../../calico.yaml'),
@@ -115,10 +118,17 @@ def test_urls_may_not_carry_credentials(key):
     ('docker.io', PATH + '.mirrored_registries'),
     (['docker.io', 'bad/name'], PATH + '.mirrored_registries[1]'),
     (['quay.io', 'quay.io'], PATH + '.mirrored_registries'),
+    (['docker.io', 'quay.io\n'], PATH + '.mirrored_registries[1]'),
+    (['docker.io', None], PATH + '.mirrored_registries[1]'),
 ])
 def test_mirrored_registries_are_host_names(registries, where):
     errors = errors_of(dict(FULL, mirrored_registries=registries))
     assert where in errors
+
+
+def test_a_registry_gets_the_text_check_of_every_value():
+    errors = errors_of(dict(FULL, mirrored_registries=['quay.io\x00']))
+    assert 'U+0000' in errors[PATH + '.mirrored_registries[0]']
 
 
 def test_registries_need_a_mirror():

@@ -5,7 +5,9 @@ port on 127.0.0.1 and the testbed's Keystone/Heat, and check the message,
 the traceback Tacker logs with it (the error's chain) and the log.
 """
 
+import io
 import logging
+import re
 import socket
 import traceback
 import types
@@ -18,6 +20,7 @@ from kubernetes_mgmt_pv import mgmt_driver
 from kubernetes_mgmt_pv.openstack import heat
 from kubernetes_mgmt_pv.openstack import nova
 from kubernetes_mgmt_pv import redaction
+from kubernetes_mgmt_pv import step_report
 from testbed import openstack_api
 
 VIM_PASSWORD = 'S3cret-pw'
@@ -34,25 +37,26 @@ def test_secrets_and_url_credentials_are_hidden():
 
 @pytest.mark.parametrize('text, secret, expected', [
     # A whole word, at the start, at the end, the whole text.
-    ('login as ubuntu with nfs failed', 'nfs',
+    ('login as ubuntu with nfsv failed', 'nfsv',
      'login as ubuntu with *** failed'),
-    ('nfs was refused', 'nfs', '*** was refused'),
-    ('refused: nfs', 'nfs', 'refused: ***'),
-    ('nfs', 'nfs', '***'),
+    ('nfsv was refused', 'nfsv', '*** was refused'),
+    ('refused: nfsv', 'nfsv', 'refused: ***'),
+    ('nfsv', 'nfsv', '***'),
     # Delimited by punctuation, quotes, "=", ":", "/", "@", a final "." or
     # "-" that joins no word.
-    ('password=nfs; user:nfs@host', 'nfs', 'password=***; user:***@host'),
-    ("env={'PW': 'nfs'} \"nfs\" (nfs)", 'nfs',
+    ('password=nfsv; user:nfsv@host', 'nfsv', 'password=***; user:***@host'),
+    ("env={'PW': 'nfsv'} \"nfsv\" (nfsv)", 'nfsv',
      "env={'PW': '***'} \"***\" (***)"),
-    ('from admin/nfs.', 'nfs', 'from admin/***.'),
-    ('chpasswd <<< ubuntu:nfs\n', 'nfs', 'chpasswd <<< ubuntu:***\n'),
-    ('-- nfs -', 'nfs', '-- *** -'),
+    ('from admin/nfsv.', 'nfsv', 'from admin/***.'),
+    ('chpasswd <<< ubuntu:nfsv\n', 'nfsv', 'chpasswd <<< ubuntu:***\n'),
+    ('-- nfsv -', 'nfsv', '-- *** -'),
     # Inside a longer word: kept.
-    ('apt-get install nfs-common', 'nfs', 'apt-get install nfs-common'),
-    ('systemctl start nfs.service nfsd', 'nfs',
-     'systemctl start nfs.service nfsd'),
-    ('mount -t nfs4 knfs:/x rpc.nfs', 'nfs', 'mount -t nfs4 knfs:/x rpc.nfs'),
-    ('no_nfs NFS', 'nfs', 'no_nfs NFS'),
+    ('apt-get install nfsv-common', 'nfsv', 'apt-get install nfsv-common'),
+    ('systemctl start nfsv.service nfsvd', 'nfsv',
+     'systemctl start nfsv.service nfsvd'),
+    ('mount -t nfsv4 knfsv:/x rpc.nfsv', 'nfsv',
+     'mount -t nfsv4 knfsv:/x rpc.nfsv'),
+    ('no_nfsv NFSV', 'nfsv', 'no_nfsv NFSV'),
     # A secret with punctuation inside or at an edge.
     ('no user admin with S3cret-pw', 'S3cret-pw', 'no user admin with ***'),
     ('tokenS3cret-pw S3cret-pw-2', 'S3cret-pw',
@@ -64,12 +68,60 @@ def test_secrets_and_url_credentials_are_hidden():
     # A secret that is a whole URL, and a secret in a URL's user info.
     ('proxy http://u:pw@proxy:3128 down', 'http://u:pw@proxy:3128',
      'proxy *** down'),
-    ('GET http://admin:nfs@host/nfs-common/nfs', 'nfs',
-     'GET http://***@host/nfs-common/***'),
+    ('GET http://admin:nfsv@host/nfsv-common/nfsv', 'nfsv',
+     'GET http://***@host/nfsv-common/***'),
 ])
 def test_a_secret_is_hidden_where_it_stands_as_a_whole_value(text, secret,
                                                              expected):
     assert redaction.redact(text, (secret,)) == expected
+
+
+def test_a_secret_too_short_to_hide_leaves_the_message_alone():
+    text = 'exit 1 after 1 s, exit 12 after 12 s, 123'
+    assert redaction.redact(text, ('1', '12', '123')) == text
+    assert redaction.redact('pw 1234', ('1234',)) == 'pw ***'
+
+
+@pytest.mark.parametrize('text', [
+    'percent-encoded: http://h/?pw=p%40ss%20w%21',
+    'percent-encoded, spaces as "+": pw=p%40ss+w%21',
+    'base64: Authorization: Basic cEBzcyB3IQ==',
+    'base64 without padding: cEBzcyB3IQ',
+    "shell-quoted: echo 'p@ss w!' | chpasswd",
+])
+def test_the_encoded_forms_of_a_secret_are_hidden(text):
+    hidden = redaction.redact(text, ('p@ss w!',))
+    for form in ('p%40ss', 'cEBzcyB3IQ', 'p@ss'):
+        assert form not in hidden
+    assert '***' in hidden
+
+
+def test_a_shell_quoted_secret_with_a_quote_is_hidden():
+    hidden = redaction.redact("run: echo 'it'\"'\"'s-pw' > f", ("it's-pw",))
+    assert hidden == 'run: echo *** > f'
+
+
+@pytest.mark.parametrize('text, expected', [
+    ('HTTP_PROXY=user:pw@proxy:3128 apt-get', 'HTTP_PROXY=***@proxy:3128 '
+                                              'apt-get'),
+    ('https_proxy="u:p@ss@proxy" no_proxy=a@b', 'https_proxy="***@proxy" '
+                                                'no_proxy=***@b'),
+    ("{'http_proxy': 'u:p@proxy'}", "{'http_proxy': '***@proxy'}"),
+    ('http_proxy=proxy:3128', 'http_proxy=proxy:3128'),
+    ('http_proxy=http://u:p@proxy', 'http_proxy=http://***@proxy'),
+])
+def test_proxy_credentials_without_a_scheme_are_hidden(text, expected):
+    assert redaction.redact(text) == expected
+
+
+@pytest.mark.parametrize('text, expected', [
+    ('\x1b[31mred\x1b[0m text', 'red text'),
+    ('a\rb\x07c\x00d\x7fe\x9bf\x1b]0;title\x07', 'abcdef0;title'),
+    ('line 1\n\tline 2', 'line 1\n\tline 2'),
+    ('/srv/caf\udce9', '/srv/caf\ufffd'),
+])
+def test_vm_text_is_made_printable(text, expected):
+    assert redaction.redact(text) == expected
 
 
 @pytest.mark.parametrize('text, expected', [
@@ -274,3 +326,78 @@ def test_the_vim_password_given_alone_never_leaves_a_hook(
     assert VIM_PASSWORD not in shown(raised.value)
     assert VIM_PASSWORD not in logged(caplog)
     assert driver.hook_sessions() is None  # the hook's scope is gone
+
+
+def test_vm_output_leaves_a_hook_printable(caplog, monkeypatch):
+    caplog.set_level(logging.DEBUG, logger='kubernetes_mgmt_pv')
+
+    def fail(access):
+        raise exceptions.RemoteCommandError(
+            '10.0.0.5', 'cat /etc/exports', 1,
+            stderr='\x1b[2J\x1b[31mfake\rline\n/srv/caf\udce9: bad')
+    driver = _driver_failing_with(fail, {'password': VIM_PASSWORD},
+                                  monkeypatch)
+
+    with pytest.raises(exceptions.MgmtDriverError) as raised:
+        _instantiate_end(driver)
+
+    message = str(raised.value)
+    assert 'fakeline' in message and '/srv/caf\ufffd: bad' in message
+    assert not re.search('[\x00-\x08\x0b-\x1f\x7f-\x9f\ud800-\udfff]',
+                         message + logged(caplog))
+
+
+def test_a_step_detail_with_bytes_that_are_no_utf8_is_logged():
+    stream = io.BytesIO()
+    handler = logging.StreamHandler(io.TextIOWrapper(stream,
+                                                     encoding='utf-8'))
+    logger = logging.getLogger('kubernetes_mgmt_pv.step_report')
+    logger.addHandler(handler)
+    logger.setLevel(logging.INFO)
+    try:
+        step_report.Report().record('10.0.0.5', 'exports', False,
+                                    '/srv/caf\udce9 \x1b[2Jgone')
+        handler.flush()
+    finally:
+        logger.removeHandler(handler)
+    assert stream.getvalue().decode('utf-8') == \
+        '10.0.0.5: exports unchanged (/srv/caf\ufffd gone)\n'
+
+
+@pytest.mark.parametrize('error_type', [RuntimeError,
+                                        exceptions.MgmtDriverError])
+def test_a_token_the_hook_learned_never_leaves_it(error_type, caplog,
+                                                  monkeypatch):
+    caplog.set_level(logging.DEBUG, logger='kubernetes_mgmt_pv')
+    token = 'eyJhbGciOiJSUzI1NiJ9.vim-token'
+
+    def fail(access):
+        # As cluster_workflow does once it has read the VIM's token.
+        driver.hook_sessions().hide(token)
+        raise error_type('kubectl: 401 for "Authorization: Bearer %s"'
+                         % token)
+    driver = _driver_failing_with(fail, {}, monkeypatch)
+
+    with pytest.raises(exceptions.MgmtDriverError) as raised:
+        _instantiate_end(driver)
+
+    assert 'Bearer ***' in str(raised.value)
+    assert token not in shown(raised.value) + logged(caplog)
+
+
+@pytest.mark.parametrize('text, expected', [
+    ('round_trippers.go:466] curl -v -XGET -H "Authorization: Bearer '
+     'eyJhbGciOi.JSUzI1-NiJ9_x" https://10.0.0.5:6443/api',
+     'round_trippers.go:466] curl -v -XGET -H "Authorization: Bearer ***" '
+     'https://10.0.0.5:6443/api'),
+    ('users:\n- user:\n    token: c2VjcmV0LXRva2Vu==\n',
+     'users:\n- user:\n    token: ***\n'),
+    ("{'bearer_token': 'eyJhbGciOiJSUzI1NiJ9'}", "{'bearer_token': '***'}"),
+    ('token=abcdef.0123456789abcdef', 'token=***'),
+    # Words, not tokens.
+    ('VIM v1: bearer token changed', 'VIM v1: bearer token changed'),
+    ('the token Secret has no token: retry', 'the token Secret has no '
+                                             'token: retry'),
+])
+def test_tokens_the_driver_never_read_are_hidden(text, expected):
+    assert redaction.redact(text) == expected

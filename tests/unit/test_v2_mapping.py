@@ -131,9 +131,18 @@ def test_registers_vim(operation, root, registers):
 
 
 def test_secret_values():
-    assert sorted(v2_mapping.secret_values(v2.install_params())) == sorted(
-        [v2.PASSWORD, v2.PASSWORD, v2.STORAGE_PASSWORD,
-         'http://user:proxy-Secret@proxy:3128'])
+    assert sorted(v2_mapping.secret_values(
+        {param_model.ROOT: v2.install_params()})) == sorted(
+        [v2.PASSWORD, v2.STORAGE_PASSWORD,
+         'http://user:proxy-Secret@proxy:3128', 'proxy-Secret'])
+
+
+def test_secret_values_hold_every_password_key_and_the_vims():
+    params = {param_model.ROOT: {'master_node': {'password': 'm-Secret'}},
+              'worker_node_password': 'w-Secret',
+              'other': [{'admin_password': 'a-Secret', 'name': 'x'}]}
+    assert sorted(v2_mapping.secret_values(params, v2.vnf_instance())) == \
+        sorted(['m-Secret', 'w-Secret', 'a-Secret', v2.VIM_PASSWORD])
 
 
 def test_instance_model():
