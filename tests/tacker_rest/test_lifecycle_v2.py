@@ -20,15 +20,14 @@ v2 keeps no password between operations: every scale and heal request
 gives the node logins again (``additionalParams``).
 """
 
-import contextlib
 import copy
-import uuid
 
 import pytest
 
 from testbed import cnf_package
 from testbed import pv_manifest
 from testbed import tacker_v2
+from tests.tacker_rest import cnf_on_the_cluster as cnf
 from tests.tacker_rest import lifecycle_checks as checks
 
 STATE_KEY = 'kubernetesMgmtPv'
@@ -224,40 +223,6 @@ def test_heal_entire_vnf(lab, v2, s):
     s.done.add('heal_entire')
 
 
-@contextlib.contextmanager
-def _cnf_on_the_cluster(lab, v2, s, tmp_path, vim):
-    """A v2 CNF (one Pod) instantiated on the cluster through ``vim``, a
-    vimConnectionInfo entry; yields its id, then terminates and deletes
-    it, so that the cluster VNF can go."""
-    kube = lab.engine.kubes[lab.stack(s.instance_id).id]
-    node = sorted(lab.nodes())[0]
-    vnfd_id = str(uuid.uuid4())
-    source = str(tmp_path / 'cnf')
-    cnf_package.source(source, vnfd_id, lab.sample_path('Definitions'),
-                       node)
-    lab.client.onboard_package(cnf_package.name_artifacts(lab.zip_package(
-        source, str(tmp_path / 'cnf.zip'))))
-    cnf_id, occ = v2.create(vnfd_id, 'cnf-on-the-cluster')['id'], None
-    try:
-        occ = v2.lcm(cnf_id, 'instantiate',
-                     cnf_package.instantiate_request(vim), timeout=600)
-        _completed(occ, 'INSTANTIATE')
-        pod = kube.get('pod', cnf_package.POD)
-        assert (pod['spec']['nodeName'], pod['status']['phase']) == (
-            node, 'Running')
-        assert [v['computeResource']['resourceId'] for v in
-                tacker_v2.vnfcs(v2.instance(cnf_id))] == [cnf_package.POD]
-        yield cnf_id
-    finally:
-        if occ and occ['operationState'] == 'FAILED_TEMP':
-            v2.op_action(occ['id'], 'fail')
-        if v2.instance(cnf_id)['instantiationState'] == 'INSTANTIATED':
-            _completed(v2.lcm(cnf_id, 'terminate',
-                              {'terminationType': 'FORCEFUL'}), 'TERMINATE')
-        v2.delete(cnf_id)
-    assert kube.get('pod', cnf_package.POD) is None
-
-
 def _refused_while_the_cnf_runs(lab, v2, s, cnf_id, operation, body):
     """``operation`` of the cluster VNF fails (FAILED_TEMP) naming the CNF
     and its VIM, before anything is deleted; the operator fails it."""
@@ -289,7 +254,7 @@ def test_terminate_refused_while_a_cnf_is_on_the_registered_vim(
     cluster; the cluster VNF's terminate is refused while it runs."""
     s.need('instantiate')
     vim = cnf_package.registered_vim(_check_vims(lab, v2, s)['id'])
-    with _cnf_on_the_cluster(lab, v2, s, tmp_path, vim) as cnf_id:
+    with cnf.on_the_cluster(lab, v2, s.instance_id, tmp_path, vim) as cnf_id:
         _refused_while_the_cnf_runs(lab, v2, s, cnf_id, 'terminate',
                                     {'terminationType': 'FORCEFUL'})
 
@@ -304,7 +269,7 @@ def test_entire_heal_refused_while_a_cnf_is_on_the_cluster_inline(
                                  kube.token, kube.ca_pem)
     body = lab.sample_request('heal_entire_cluster.json', 'v2')
     body['additionalParams']['all'] = True
-    with _cnf_on_the_cluster(lab, v2, s, tmp_path, vim) as cnf_id:
+    with cnf.on_the_cluster(lab, v2, s.instance_id, tmp_path, vim) as cnf_id:
         _refused_while_the_cnf_runs(lab, v2, s, cnf_id, 'heal', body)
 
 
