@@ -1,13 +1,17 @@
-"""A minimal CNF package for Tacker v2: one Deployment, one VDU.
+"""A minimal CNF package for Tacker v2: one bare Pod, one VDU.
 
-Enough for a v2 CNF instantiate (``vimType: kubernetes``) against the
-Kubernetes VIM the driver registers for a cluster: Tacker's Kubernetes
+Enough for a v2 CNF instantiate against the Kubernetes VIM the driver
+registers for a cluster, or the cluster given inline: Tacker's Kubernetes
 infra driver reads ``lcm-kubernetes-def-files`` from the package, matches
-each resource to the VDU whose ``name`` it has, and creates it through
-the cluster's API server. The SOL001 type files come from the sample;
-``source(directory, vnfd_id)`` writes the rest. Build the zip with
-``kubernetes-mgmt-pv package`` (it computes the TOSCA.meta hashes Tacker
-checks at upload; the driver file it adds is unused here).
+each resource to the VDU whose ``name`` it has, creates it through the
+cluster's API server, and waits until the Pod is Running. The Pod is bound
+to a Node (``spec.nodeName``): the test API server has no scheduler and no
+workload controllers, its kubelets run such a Pod, so the instantiate
+completes there too. The SOL001 type files come from the sample;
+``source(directory, vnfd_id, types_dir, node_name)`` writes the rest.
+Build the zip with ``kubernetes-mgmt-pv package`` (it computes the
+TOSCA.meta hashes Tacker checks at upload; the driver file it adds is
+unused here).
 """
 
 import os
@@ -16,8 +20,8 @@ import zipfile
 
 import yaml
 
-DEPLOYMENT = 'web'
-DEF_FILE = 'Files/kubernetes/deployment.yaml'
+POD = 'web'
+DEF_FILE = 'Files/kubernetes/pod.yaml'
 FLAVOUR = 'simple'
 LEVEL = 'instantiation_level_1'
 _TYPES = ('etsi_nfv_sol001_common_types.yaml',
@@ -48,7 +52,7 @@ def _vnf_type(vnfd_id):
 
 def _top(vnfd_id):
     return {'tosca_definitions_version': 'tosca_simple_yaml_1_2',
-            'description': 'A CNF of one Deployment (testbed)',
+            'description': 'A CNF of one Pod (testbed)',
             'imports': list(_TYPES) + ['cnf_types.yaml', 'cnf_df.yaml'],
             'topology_template': {
                 'inputs': {'selected_flavour': {'type': 'string'}},
@@ -81,13 +85,13 @@ def _flavour():
                 'node_templates': {
                     'VNF': {'type': 'company.provider.CNF',
                             'properties': {'flavour_description': 'one'}},
-                    DEPLOYMENT: {
+                    POD: {
                         'type': 'tosca.nodes.nfv.Vdu.Compute',
                         'properties': {
-                            'name': DEPLOYMENT,
-                            'description': 'the web Deployment',
+                            'name': POD,
+                            'description': 'the web Pod',
                             'vdu_profile': {'min_number_of_instances': 1,
-                                            'max_number_of_instances': 2}}}},
+                                            'max_number_of_instances': 1}}}},
                 # Tacker v2 grants a VDU only through an instantiation
                 # level: without these the grant names no resource.
                 'policies': [
@@ -95,7 +99,7 @@ def _flavour():
                         'type': 'tosca.policies.nfv.VduInitialDelta',
                         'properties': {'initial_delta': {
                             'number_of_instances': 1}},
-                        'targets': [DEPLOYMENT]}},
+                        'targets': [POD]}},
                     {'instantiation_levels': {
                         'type': 'tosca.policies.nfv.InstantiationLevels',
                         'properties': {
@@ -105,23 +109,22 @@ def _flavour():
                         'type': 'tosca.policies.nfv.VduInstantiationLevels',
                         'properties': {'levels': {
                             LEVEL: {'number_of_instances': 1}}},
-                        'targets': [DEPLOYMENT]}}]}}
+                        'targets': [POD]}}]}}
 
 
-def _deployment():
-    labels = {'app': DEPLOYMENT}
-    return {'apiVersion': 'apps/v1', 'kind': 'Deployment',
-            'metadata': {'name': DEPLOYMENT, 'namespace': 'default'},
-            'spec': {'replicas': 1, 'selector': {'matchLabels': labels},
-                     'template': {'metadata': {'labels': labels},
-                                  'spec': {'containers': [{
-                                      'name': 'nginx', 'image': 'nginx',
-                                      'ports': [{'containerPort': 80}]}]}}}}
+def _pod(node_name):
+    return {'apiVersion': 'v1', 'kind': 'Pod',
+            'metadata': {'name': POD, 'namespace': 'default',
+                         'labels': {'app': POD}},
+            'spec': {'nodeName': node_name,
+                     'containers': [{'name': 'nginx', 'image': 'nginx',
+                                     'ports': [{'containerPort': 80}]}]}}
 
 
-def source(directory, vnfd_id, types_dir):
+def source(directory, vnfd_id, types_dir, node_name):
     """Write the package source into ``directory``; ``types_dir`` holds
-    the SOL001 type files (the sample's Definitions/)."""
+    the SOL001 type files (the sample's Definitions/), ``node_name`` is
+    the cluster's Node the Pod runs on."""
     definitions = os.path.join(directory, 'Definitions')
     os.makedirs(definitions)
     os.makedirs(os.path.join(directory, 'TOSCA-Metadata'))
@@ -132,7 +135,7 @@ def source(directory, vnfd_id, types_dir):
     documents = {'Definitions/cnf_top.vnfd.yaml': _top(vnfd_id),
                  'Definitions/cnf_types.yaml': _vnf_type(vnfd_id),
                  'Definitions/cnf_df.yaml': _flavour(),
-                 DEF_FILE: _deployment()}
+                 DEF_FILE: _pod(node_name)}
     for path, document in documents.items():
         with open(os.path.join(directory, path), 'w') as handle:
             yaml.safe_dump(document, handle, sort_keys=False)
@@ -157,10 +160,23 @@ def name_artifacts(zip_path):
     return zip_path
 
 
-def instantiate_request(k8s_vim_id):
-    """A v2 CNF instantiate request on a registered Kubernetes VIM."""
+def instantiate_request(vim):
+    """A v2 CNF instantiate request on ``vim``: a vimConnectionInfo entry
+    (registered_vim or inline_vim)."""
     return {'flavourId': FLAVOUR,
             'additionalParams': {'lcm-kubernetes-def-files': [DEF_FILE],
                                  'namespace': 'default'},
-            'vimConnectionInfo': {'vim1': {'vimId': k8s_vim_id,
-                                           'vimType': 'kubernetes'}}}
+            'vimConnectionInfo': {'vim1': vim}}
+
+
+def registered_vim(k8s_vim_id):
+    """The Kubernetes VIM of Tacker's registry, by id (Tacker v2 completes
+    the entry from the registry)."""
+    return {'vimId': k8s_vim_id, 'vimType': 'kubernetes'}
+
+
+def inline_vim(endpoint, bearer_token, ca_pem):
+    """The cluster given inline: its API server, token and CA."""
+    return {'vimType': 'ETSINFV.KUBERNETES.V_1',
+            'interfaceInfo': {'endpoint': endpoint, 'ssl_ca_cert': ca_pem},
+            'accessInfo': {'bearer_token': bearer_token}}

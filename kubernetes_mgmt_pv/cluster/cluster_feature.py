@@ -22,6 +22,13 @@ from kubernetes_mgmt_pv import safe_yaml
 LOG = logging.getLogger(__name__)
 
 SCRIPT_MAX_BYTES = 1024 * 1024
+# The operations that delete the cluster's VIM, and what each does.
+TERMINATE, HEAL = 'terminate', 'heal'
+_DELETES_THE_VIM = {
+    TERMINATE: 'Terminating the VNF deletes its Kubernetes cluster and',
+    HEAL: 'Healing the entire VNF re-creates its Kubernetes cluster and '
+          'deletes',
+}
 
 
 class ClusterFeature(object):
@@ -42,10 +49,11 @@ class ClusterFeature(object):
     def terminate_start(self, context, vnf_instance, terminate_vnf_request,
                         grant, grant_request, **kwargs):
         """Delete the VIM this instance registered while its VMs still
-        exist: Tacker refuses while VNFs are deployed on it, and the
+        exist; refused while a v1 or v2 VNF instance uses the VIM, and the
         terminate then stops before Heat deletes anything."""
         params = self._params(vnf_instance)
         if params is not None:
+            self.refuse_if_vim_in_use(context, vnf_instance, TERMINATE)
             self._deregister(context, vnf_instance, params)
 
     def terminate_end(self, context, vnf_instance, terminate_vnf_request,
@@ -64,21 +72,23 @@ class ClusterFeature(object):
         params, healed = self._heal_plan(context, vnf_instance,
                                          heal_vnf_request)
         if params is not None and healed is None:
+            self.refuse_if_vim_in_use(context, vnf_instance, HEAL)
             self._deregister(context, vnf_instance, params)
         elif healed:
             workflow, nodes = healed
             workflow.remove(nodes)
 
-    def refuse_if_vim_in_use(self, context, vnf_instance):
-        """An entire-VNF heal deletes the cluster and its VIM: refused
-        before anything is deleted (the PVs, at the start of heal_start)
-        while Tacker has VNFs on that VIM."""
+    def refuse_if_vim_in_use(self, context, vnf_instance, operation):
+        """A terminate and an entire-VNF heal delete the cluster and its
+        VIM: refused before anything is deleted (for a heal, the PVs at
+        the start of heal_start) while VNF instances use that VIM."""
         params = self._params(vnf_instance)
         if params is None:
             return
         name = vim_name(params, vnf_instance)
         refusal = vim_in_use_refusal(
-            name, self._driver.vim_users(context, vnf_instance, name))
+            name, self._driver.vim_users(context, vnf_instance, name),
+            operation)
         if refusal:
             raise exceptions.MgmtDriverError(refusal)
 
@@ -220,15 +230,14 @@ def vim_name(params, vnf_instance):
     return params.vim_name or 'kubernetes_vim_%s' % vnf_instance.id
 
 
-def vim_in_use_refusal(name, users):
-    """Why an entire heal is refused when the VIM ``name`` has users
-    ({vim id: VNF ids}), or None."""
+def vim_in_use_refusal(name, users, operation):
+    """Why a terminate or an entire heal (``operation``) is refused when
+    the VIM ``name`` has users ({vim id: VNF instance ids}), or None."""
     if not users:
         return None
-    return ('Healing the entire VNF re-creates its Kubernetes cluster and '
-            'deletes its VIM %r, which Tacker still has VNF(s) deployed on '
+    return ('%s its Kubernetes VIM %r, which VNF instance(s) still use '
             '(%s). Terminate them first. Nothing was changed.' % (
-                name, '; '.join('VIM %s: %s' % (
+                _DELETES_THE_VIM[operation], name, '; '.join('VIM %s: %s' % (
                     vim_id, ', '.join(vnfs) or 'see "openstack vnflcm list"')
                     for vim_id, vnfs in sorted(users.items()))))
 

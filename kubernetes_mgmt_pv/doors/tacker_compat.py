@@ -17,6 +17,7 @@ import threading
 
 from oslo_log import log as logging
 
+from kubernetes_mgmt_pv.doors import v2_mapping
 from kubernetes_mgmt_pv import exceptions
 from kubernetes_mgmt_pv import redaction
 
@@ -399,9 +400,9 @@ def _instance_vims(context, vnf_instance, name):
 
 
 def kubernetes_vim_users(context, vnf_instance, name):
-    """{vim id: ids of the VNFs on it} of the instance's Kubernetes VIM
-    ``name`` when Tacker counts it as in use (NfvoPlugin would refuse to
-    delete it); empty when it is not, or when there is none."""
+    """{vim id: ids of the VNF instances on it} of the instance's
+    Kubernetes VIM ``name`` while any v1 or v2 VNF instance uses it (see
+    _vim_users); empty when none does, or when there is no such VIM."""
     candidates = _instance_vims(context, vnf_instance, name)
     if not candidates:
         return {}
@@ -410,14 +411,72 @@ def kubernetes_vim_users(context, vnf_instance, name):
     users = {}
     for vim_id, _ in candidates:
         try:
-            if plugin.get_vim(context, vim_id)['name'] != name:
-                continue
-            plugin.is_vim_still_in_use(context, vim_id)
+            vim = plugin.get_vim(context, vim_id)
         except nfvo.VimNotFoundException:
             continue
-        except nfvo.VimInUseException:
-            users[vim_id] = _vnfs_on_vim(context, vim_id)
+        if vim['name'] != name:
+            continue
+        in_use, ids = _vim_users(context, plugin, vim, vnf_instance)
+        if in_use:
+            users[vim_id] = ids
     return users
+
+
+def _vim_users(context, plugin, vim, vnf_instance):
+    """(in use, sorted ids of the VNF instances on the VIM ``vim``) but
+    for ``vnf_instance`` itself: v1's as NfvoPlugin counts them (its
+    "vnf" rows; in use with no ids when they cannot be listed), v2's by
+    their vimConnectionInfo, which NfvoPlugin never reads."""
+    from tacker.extensions import nfvo
+    ids = set(_v2_instances_on_vim(context, vim, vnf_instance.id))
+    in_use = bool(ids)
+    try:
+        plugin.is_vim_still_in_use(context, vim['id'])
+    except nfvo.VimInUseException:
+        in_use = True
+        ids.update(_vnfs_on_vim(context, vim['id']))
+    ids.discard(vnf_instance.id)
+    return in_use, sorted(ids)
+
+
+def _v2_instances_on_vim(context, vim, own_id):
+    """Ids of the v2 VNF instances on the VIM (v2_mapping.instances_on_vim)
+    from Tacker's VnfInstanceV2 rows, and from the operation parameters
+    of unfinished operations, in every project. Only vimConnectionInfo is
+    read, as stored (credentials may be encrypted; none is used)."""
+    from tacker.sol_refactored.db.sqlalchemy import models
+    instances = models.VnfInstanceV2
+    occurrences = models.VnfLcmOpOccV2
+    connections = [
+        (row.id, _stored_json(row.vimConnectionInfo))
+        for row in context.session.query(
+            instances.id, instances.vimConnectionInfo).filter(
+                instances.id != own_id)]
+    for row in context.session.query(
+            occurrences.vnfInstanceId, occurrences.operationParams).filter(
+                occurrences.vnfInstanceId != own_id,
+                occurrences.operationState.in_(_UNFINISHED)):
+        params = _stored_json(row.operationParams)
+        if isinstance(params, dict):
+            connections.append((row.vnfInstanceId,
+                                params.get('vimConnectionInfo')))
+    return v2_mapping.instances_on_vim(connections, vim['id'],
+                                       vim.get('auth_url'))
+
+
+# The states of a v2 operation that may still change the VNF.
+_UNFINISHED = ('STARTING', 'PROCESSING', 'FAILED_TEMP', 'ROLLING_BACK')
+
+
+def _stored_json(value):
+    """A JSON column as v2's objects write it: the document serialized
+    once more, into a JSON string."""
+    if isinstance(value, str):
+        try:
+            return json.loads(value)
+        except ValueError:
+            return None
+    return value
 
 
 def delete_kubernetes_vim(context, vnf_instance, name):
@@ -451,19 +510,17 @@ def delete_kubernetes_vim(context, vnf_instance, name):
                      'not named %s', vim['name'], vim_id,
                      vnf_instance.id, name)
             continue
+        in_use, users = _vim_users(context, plugin, vim, vnf_instance)
+        if in_use:
+            error = _still_used(name, vim_id, users)
+            break
         try:
             plugin.delete_vim(context, vim_id)
         except nfvo.VimNotFoundException:
             dropped.append(info)
             continue
-        except nfvo.VimInUseException:
-            error = exceptions.MgmtDriverError(
-                'The Kubernetes VIM %r (%s) was not deleted: Tacker still '
-                'has VNF(s) deployed on it (%s). Terminate them, then delete '
-                'the VIM with "openstack vim delete %s".' % (
-                    name, vim_id,
-                    ', '.join(_vnfs_on_vim(context, vim_id)) or
-                    'see "openstack vnflcm list"', vim_id))
+        except nfvo.VimInUseException:  # a v1 VNF came in the meantime
+            error = _still_used(name, vim_id, _vnfs_on_vim(context, vim_id))
             break
         except Exception as failure:
             error = exceptions.MgmtDriverError(
@@ -480,6 +537,14 @@ def delete_kubernetes_vim(context, vnf_instance, name):
     if error is not None:
         raise error
     return deleted
+
+
+def _still_used(name, vim_id, users):
+    return exceptions.MgmtDriverError(
+        'The Kubernetes VIM %r (%s) was not deleted: VNF instance(s) still '
+        'use it (%s). Terminate them, then delete the VIM with "openstack '
+        'vim delete %s".' % (name, vim_id, ', '.join(users) or
+                             'see "openstack vnflcm list"', vim_id))
 
 
 def _vnfs_on_vim(context, vim_id):

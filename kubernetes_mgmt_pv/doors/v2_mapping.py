@@ -392,6 +392,60 @@ def heat_access_info(vim, cert_verify):
     }
 
 
+# -- the v2 VNF instances on a Kubernetes VIM ---------------------------------
+
+KUBERNETES_VIM_TYPES = ('ETSINFV.KUBERNETES.V_1', 'ETSINFV.HELM.V_3',
+                        'kubernetes')
+_DEFAULT_PORTS = {'https': 443, 'http': 80}
+
+
+def api_server(url):
+    """What identifies an API server in ``url``: (scheme, host, port,
+    path), the port filled in and case and trailing slashes ignored; None
+    for no URL."""
+    try:
+        parts = urllib.parse.urlsplit(url.strip())
+        port = parts.port
+    except (AttributeError, ValueError):
+        return None
+    if not parts.hostname:
+        return None
+    scheme = parts.scheme.lower()
+    return (scheme, parts.hostname.lower(),
+            port or _DEFAULT_PORTS.get(scheme), parts.path.rstrip('/'))
+
+
+def uses_vim(vim_connection_info, vim_id, endpoint):
+    """Whether a v2 vimConnectionInfo ({key: entry}) puts its VNF on the
+    registered VIM ``vim_id``, whose API server is at ``endpoint``: an
+    entry with that vimId, or a Kubernetes entry given inline (no vimId)
+    whose interfaceInfo.endpoint is that API server."""
+    if not isinstance(vim_connection_info, dict):
+        return False
+    server = api_server(endpoint)
+    for entry in vim_connection_info.values():
+        if not isinstance(entry, dict):
+            continue
+        if entry.get('vimId'):
+            if entry['vimId'] == vim_id:
+                return True
+        elif (server is not None and
+              entry.get('vimType') in KUBERNETES_VIM_TYPES and
+              api_server((entry.get('interfaceInfo') or {}).get(
+                  'endpoint')) == server):
+            return True
+    return False
+
+
+def instances_on_vim(connections, vim_id, endpoint):
+    """Sorted ids of the v2 VNF instances on the VIM, from (instance id,
+    vimConnectionInfo) pairs: an instance's own, and those of its
+    unfinished operations (a CNF whose instantiate failed midway has
+    resources on the cluster, its VIM only in the request)."""
+    return sorted({instance_id for instance_id, infos in connections
+                   if uses_vim(infos, vim_id, endpoint)})
+
+
 # -- the result ------------------------------------------------------------
 
 def with_state(vnf_instance, state):

@@ -11,6 +11,7 @@ packages.
 
 from oslo_log import log as logging
 
+from kubernetes_mgmt_pv.cluster import cluster_feature
 from kubernetes_mgmt_pv.openstack import heat
 from kubernetes_mgmt_pv.openstack import vnf_topology
 from kubernetes_mgmt_pv.request import lcm_requests
@@ -49,7 +50,8 @@ class StorageFeature(object):
         skip = lcm_requests.skip_pv_check(
             getattr(heal_vnf_request, 'additional_params', None))
         if targets.entire_cluster:
-            self._driver.cluster.refuse_if_vim_in_use(context, vnf_instance)
+            self._driver.cluster.refuse_if_vim_in_use(
+                context, vnf_instance, cluster_feature.HEAL)
         workflow.release_storage(skip_if_unreachable=skip)
 
     def heal_end(self, context, vnf_instance, heal_vnf_request, grant,

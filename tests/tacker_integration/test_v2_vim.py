@@ -4,17 +4,20 @@ vim_utils as a CNF instantiate request with its vimId resolves it, and
 deleted again without any vimConnectionInfo entry of the instance."""
 
 import types
+import uuid
 
 import pytest
 
 pytest.importorskip('tacker.sol_refactored')
 
+from tacker.sol_refactored.common import lcm_op_occ_utils as lcmocc_utils  # noqa: E402,E501
 from tacker.sol_refactored.common import vim_utils  # noqa: E402
 from tacker.sol_refactored import objects as sol_objects  # noqa: E402
 
 from kubernetes_mgmt_pv.doors import tacker_compat  # noqa: E402
 from kubernetes_mgmt_pv.doors import v2_hook  # noqa: E402
 from kubernetes_mgmt_pv.doors import v2_mapping  # noqa: E402
+from kubernetes_mgmt_pv import exceptions  # noqa: E402
 from tests.tacker_integration import test_vim_registration as v1  # noqa: E402,E501
 from tests.unit import v2_dicts as v2  # noqa: E402
 
@@ -66,3 +69,119 @@ def test_registered_in_the_project_and_resolved_as_v2_resolves_it(
     assert driver.delete_vim(None, inst, NAME) is True
     assert [row['id'] for row in v1.live_vims(tacker_db)] == [
         openstack_vim_id]
+
+
+# -- v2 VNF instances on the Kubernetes VIM -----------------------------------
+# NfvoPlugin counts only v1's "vnf" rows as users of a VIM; a v2 CNF keeps
+# its VIM in its own vimConnectionInfo (by vimId, or inline).
+
+def v2_cnf(context, vim_connection_info, state='INSTANTIATED'):
+    """A v2 VNF instance saved through Tacker's v2 objects; its id."""
+    sol_objects.register_all()
+    inst = sol_objects.VnfInstanceV2(
+        id=str(uuid.uuid4()), vnfdId=str(uuid.uuid4()),
+        vnfProvider='Company', vnfProductName='Sample CNF',
+        vnfSoftwareVersion='1.0', vnfdVersion='1.0',
+        instantiationState=state,
+        vimConnectionInfo={
+            key: sol_objects.VimConnectionInfo.from_dict(entry)
+            for key, entry in vim_connection_info.items()})
+    inst.create(context)
+    return inst.id
+
+
+def v2_terminated(context, inst_id):
+    """As v2's terminate leaves an instance: NOT_INSTANTIATED, its
+    vimConnectionInfo emptied."""
+    inst = sol_objects.VnfInstanceV2.get_by_id(context, inst_id)
+    inst.instantiationState = 'NOT_INSTANTIATED'
+    inst.vimConnectionInfo = {}
+    inst.update(context)
+
+
+def inline(endpoint, token):
+    return {'vim1': {'vimType': 'ETSINFV.KUBERNETES.V_1',
+                     'interfaceInfo': {'endpoint': endpoint},
+                     'accessInfo': {'bearer_token': token}}}
+
+
+def registered_vim(openstack_vim_id, kube_api, credentials):
+    token, ca_pem = credentials
+    driver, inst = door(openstack_vim_id)
+    return driver.register_vim(None, inst, NAME, types.SimpleNamespace(
+        url=kube_api.url, bearer_token=token, ca_cert=ca_pem))
+
+
+def test_v2_cnfs_by_vim_id_or_inline_endpoint_keep_the_vim(
+        hook_context, kube_api, credentials, openstack_vim_id, tacker_db):
+    vim_id = registered_vim(openstack_vim_id, kube_api, credentials)
+    # As Tacker v2 stores a request naming {"vimId": ...}: completed from
+    # the registry; and one given inline, with the API server's URL.
+    by_id = v2_cnf(hook_context(), {'vim1': vim_utils.get_vim(
+        hook_context(), vim_id).to_dict()})
+    by_url = v2_cnf(hook_context(), inline(kube_api.url + '/',
+                                           credentials[0]))
+    v2_cnf(hook_context(), inline('https://192.0.2.1:6443', 'x'))
+    v2_cnf(hook_context(), {}, state='NOT_INSTANTIATED')
+
+    driver, inst = door(openstack_vim_id, 'terminate_start')
+    assert driver.vim_users(None, inst, NAME) == {
+        vim_id: sorted([by_id, by_url])}
+    with pytest.raises(exceptions.MgmtDriverError) as refused:
+        door(openstack_vim_id, 'terminate_start')[0].delete_vim(
+            None, inst, NAME)
+    assert vim_id in str(refused.value)
+    assert by_id in str(refused.value) and by_url in str(refused.value)
+    assert credentials[0] not in str(refused.value)
+    assert vim_id in [row['id'] for row in v1.live_vims(tacker_db)]
+
+    v2_terminated(hook_context(), by_id)
+    assert door(openstack_vim_id, 'terminate_start')[0].vim_users(
+        None, inst, NAME) == {vim_id: [by_url]}
+    v2_terminated(hook_context(), by_url)
+    driver = door(openstack_vim_id, 'terminate_start')[0]
+    assert driver.vim_users(None, inst, NAME) == {}
+    assert driver.delete_vim(None, inst, NAME) is True
+    assert vim_id not in [row['id'] for row in v1.live_vims(tacker_db)]
+
+
+def test_a_cnf_instantiate_failed_midway_keeps_the_vim(
+        hook_context, kube_api, credentials, openstack_vim_id):
+    # v2 saves the instance's vimConnectionInfo only when the instantiate
+    # completes: until it is rolled back or failed, the VIM is in the
+    # operation's request, the CNF's resources on the cluster.
+    vim_id = registered_vim(openstack_vim_id, kube_api, credentials)
+    cnf_id = v2_cnf(hook_context(), {}, state='NOT_INSTANTIATED')
+    occ = lcmocc_utils.new_lcmocc(
+        cnf_id, 'INSTANTIATE', {'flavourId': 'simple',
+                                'vimConnectionInfo': {'vim1': {
+                                    'vimId': vim_id,
+                                    'vimType': 'kubernetes'}}},
+        op_state='FAILED_TEMP')
+    occ.create(hook_context())
+    driver, inst = door(openstack_vim_id, 'terminate_start')
+    assert driver.vim_users(None, inst, NAME) == {vim_id: [cnf_id]}
+
+    occ = sol_objects.VnfLcmOpOccV2.get_by_id(hook_context(), occ.id)
+    occ.operationState = 'FAILED'
+    occ.update(hook_context())
+    driver, inst = door(openstack_vim_id, 'terminate_start')
+    assert driver.vim_users(None, inst, NAME) == {}
+
+
+def test_a_v2_cnf_keeps_the_vim_of_a_v1_cluster_vnf(
+        hook_context, kube_api, credentials, tacker_db):
+    # The VIM a v1 cluster VNF registered (in its vimConnectionInfo), a
+    # v2 CNF on it: the v1 door refuses too.
+    vnf_instance = v1.new_vnf_instance(hook_context())
+    vim_id = v1.register(hook_context, vnf_instance, kube_api, credentials,
+                         name=NAME)
+    cnf_id = v2_cnf(hook_context(), {'vim1': {'vimId': vim_id,
+                                              'vimType': 'kubernetes'}})
+    instance = v1.reread(hook_context, vnf_instance)
+    assert tacker_compat.kubernetes_vim_users(
+        hook_context(), instance, NAME) == {vim_id: [cnf_id]}
+    with pytest.raises(exceptions.MgmtDriverError) as refused:
+        tacker_compat.delete_kubernetes_vim(hook_context(), instance, NAME)
+    assert vim_id in str(refused.value) and cnf_id in str(refused.value)
+    assert [row['id'] for row in v1.live_vims(tacker_db)] == [vim_id]

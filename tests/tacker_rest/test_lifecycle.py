@@ -8,11 +8,12 @@ instantiate_simple.json, scale the Workers out and in, heal a Worker, heal
 a Worker whose VM was stopped (``openstack server stop``), try to heal
 the Storage server while a PersistentVolume is Bound (refused:
 FAILED_TEMP with the driver's message), release the claim, fail the
-operation and heal the Storage server, heal the entire VNF, terminate and
-delete. After every operation the checks the user guide tells operators
-to make: ``df -h`` and ``sudo exportfs -v`` on the Storage server (over
-SSH), ``kubectl get pv`` and ``kubectl get nodes`` on a Master, and
-``GET /v1.0/vims`` for the Kubernetes VIM the driver registers.
+operation and heal the Storage server, heal the entire VNF, a terminate
+refused while a v2 CNF runs on the cluster, terminate and delete. After
+every operation the checks the user guide tells operators to make:
+``df -h`` and ``sudo exportfs -v`` on the Storage server (over SSH),
+``kubectl get pv`` and ``kubectl get nodes`` on a Master, and ``GET
+/v1.0/vims`` for the Kubernetes VIM the driver registers.
 
 Everything the driver does runs inside tacker-conductor: Tacker loads it
 through its entry point, checks the package's copy of it, and hands it
@@ -29,11 +30,14 @@ from keystoneauth1 import session as ks_session
 from novaclient import client as nova_client
 import pytest
 
+from testbed import cnf_package
 from testbed import kubeapi
 from testbed import node_lifecycle
 from testbed import polling
 from testbed import pv_manifest
+from testbed import tacker_v2
 from testbed import virtual_vnf
+from tests.tacker_rest import cnf_on_the_cluster as cnf
 from tests.tacker_rest import lifecycle_checks as checks
 
 
@@ -322,6 +326,36 @@ def test_heal_entire_vnf(lab, s):
     assert [v['name'] for v in checks.k8s_vims(lab)] == [checks.K8S_VIM]
     checks.record_nodes(lab, s, 'heal_entire')
     s.done.add('heal_entire')
+
+
+def test_terminate_refused_while_a_v2_cnf_is_on_the_cluster(lab, s,
+                                                            tmp_path):
+    """A v2 CNF on the Kubernetes VIM this v1 VNF registered: the v1 door
+    refuses the terminate too (Tacker counts only v1 VNFs as its users),
+    before Heat deletes anything; the operator fails the operation."""
+    s.need('instantiate')
+    k8s_vim, = checks.k8s_vims(lab)
+    stack_id = lab.stack(s.instance_id).id
+    servers = {v['computeResource']['resourceId']
+               for v in lab.vnfcs(s.instance_id)}
+    v2 = tacker_v2.V2Api(lab.service.api_url, log=lab.log)
+    with cnf.on_the_cluster(lab, v2, s.instance_id, tmp_path,
+                            cnf_package.registered_vim(k8s_vim['id'])
+                            ) as cnf_id:
+        occ = lab.lcm(s.instance_id, 'terminate',
+                      {'terminationType': 'FORCEFUL'})
+        assert occ['operationState'] == 'FAILED_TEMP', occ
+        detail = lab.client.get('/vnflcm/v1/vnf_lcm_op_occs/%s'
+                                % occ['id'])['error']['detail']
+        assert cnf_id in detail and k8s_vim['id'] in detail, detail
+        assert lab.stack(s.instance_id).id == stack_id
+        assert servers == {v['computeResource']['resourceId']
+                           for v in lab.vnfcs(s.instance_id)}
+        assert [v['id'] for v in checks.k8s_vims(lab)] == [k8s_vim['id']]
+        assert lab.op_action(occ['id'], 'fail')['operationState'] == \
+            'FAILED'
+        assert lab.instance(s.instance_id)['instantiationState'] == \
+            'INSTANTIATED'
 
 
 def test_terminate_and_delete(lab, s):

@@ -10,7 +10,9 @@ after the cluster's VIM is registered and is rolled back, instantiate, a
 scale-out that fails after the new Worker joined and is rolled back, scale
 out and in, heal of a Worker, a heal of the Storage server refused while a
 PersistentVolume is Bound and done once the claim is gone, heal of the
-whole VNF, terminate and delete. After each, the checks of the user guide
+whole VNF, a terminate and an entire heal refused while a v2 CNF is on
+the cluster (given by VIM id, then inline), terminate and delete. After
+each, the checks of the user guide
 (tests/tacker_rest/lifecycle_checks.py) and the VIMs: the OpenStack one
 stays the instance's only vimConnectionInfo entry, the cluster's
 Kubernetes VIM is in Tacker's registry with its id in the instance's
@@ -23,7 +25,6 @@ gives the node logins again (``additionalParams``).
 import copy
 import os
 import stat
-import uuid
 
 import pytest
 
@@ -31,6 +32,7 @@ from testbed import cnf_package
 from testbed import faults
 from testbed import pv_manifest
 from testbed import tacker_v2
+from tests.tacker_rest import cnf_on_the_cluster as cnf
 from tests.tacker_rest import lifecycle_checks as checks
 
 STATE_KEY = 'kubernetesMgmtPv'
@@ -320,34 +322,54 @@ def test_heal_entire_vnf(lab, v2, s):
     s.done.add('heal_entire')
 
 
-def test_cnf_instantiate_reaches_the_cluster(lab, v2, s, tmp_path):
-    """A v2 CNF on the Kubernetes VIM the door registered: Tacker's
-    Kubernetes infra driver talks to the cluster's API server (the test
-    one, which need not complete the CNF)."""
-    s.need('instantiate')
+def _refused_while_the_cnf_runs(lab, v2, s, cnf_id, operation, body):
+    """``operation`` of the cluster VNF fails (FAILED_TEMP) naming the CNF
+    and its VIM, before anything is deleted; the operator fails it."""
     k8s_vim = _check_vims(lab, v2, s)
+    stack_id = lab.stack(s.instance_id).id
+    servers = {v['computeResource']['resourceId'] for v in _vnfcs(v2, s)}
+    hosts = {lab.engine.hosts[server] for server in servers}
+    volumes = set(lab.persistent_volumes())
+    occ = v2.lcm(s.instance_id, operation, body)
+    assert occ['operationState'] == 'FAILED_TEMP', occ
+    detail = v2.op_occ(occ['id'])['error']['detail']
+    assert cnf_id in detail and k8s_vim['id'] in detail, detail
+    assert lab.stack(s.instance_id).id == stack_id
+    assert servers == {v['computeResource']['resourceId']
+                       for v in _vnfcs(v2, s)}
+    assert hosts <= set(lab.engine.testbed.hosts)
+    assert _check_vims(lab, v2, s)['id'] == k8s_vim['id']
+    assert set(lab.persistent_volumes()) == volumes
+    assert lab.engine.kubes[stack_id].get('pod', cnf_package.POD)
+    assert v2.op_action(occ['id'], 'fail')['operationState'] == 'FAILED'
+    assert v2.instance(s.instance_id)['instantiationState'] == \
+        'INSTANTIATED'
+
+
+def test_terminate_refused_while_a_cnf_is_on_the_registered_vim(
+        lab, v2, s, tmp_path):
+    """A v2 CNF instantiated on the Kubernetes VIM the door registered
+    (by vimId): Tacker's Kubernetes infra driver completes it on the
+    cluster; the cluster VNF's terminate is refused while it runs."""
+    s.need('instantiate')
+    vim = cnf_package.registered_vim(_check_vims(lab, v2, s)['id'])
+    with cnf.on_the_cluster(lab, v2, s.instance_id, tmp_path, vim) as cnf_id:
+        _refused_while_the_cnf_runs(lab, v2, s, cnf_id, 'terminate',
+                                    {'terminationType': 'FORCEFUL'})
+
+
+def test_entire_heal_refused_while_a_cnf_is_on_the_cluster_inline(
+        lab, v2, s, tmp_path):
+    """A v2 CNF given the cluster inline (API server URL, token, CA; no
+    vimId) keeps the VIM too: the entire-VNF heal is refused."""
+    s.need('instantiate')
     kube = lab.engine.kubes[lab.stack(s.instance_id).id]
-    seen = len(kube.request_log)
-    vnfd_id = str(uuid.uuid4())
-    source = str(tmp_path / 'cnf')
-    cnf_package.source(source, vnfd_id, lab.sample_path('Definitions'))
-    lab.client.onboard_package(cnf_package.name_artifacts(lab.zip_package(
-        source, str(tmp_path / 'cnf.zip'))))
-    cnf_id = v2.create(vnfd_id, 'cnf-on-the-cluster')['id']
-    occ = v2.lcm(cnf_id, 'instantiate',
-                 cnf_package.instantiate_request(k8s_vim['id']),
-                 timeout=600)
-    calls = kube.request_log[seen:]
-    assert ('POST', '/apis/apps/v1/namespaces/default/deployments') in \
-        calls, calls
-    if occ['operationState'] == 'COMPLETED':
-        _completed(v2.lcm(cnf_id, 'terminate',
-                          {'terminationType': 'FORCEFUL'}), 'TERMINATE')
-    else:
-        assert occ['operationState'] == 'FAILED_TEMP', occ
-        assert v2.op_action(occ['id'], 'fail')['operationState'] == \
-            'FAILED'
-    v2.delete(cnf_id)
+    vim = cnf_package.inline_vim(_check_vims(lab, v2, s)['auth_url'],
+                                 kube.token, kube.ca_pem)
+    body = lab.sample_request('heal_entire_cluster.json', 'v2')
+    body['additionalParams']['all'] = True
+    with cnf.on_the_cluster(lab, v2, s.instance_id, tmp_path, vim) as cnf_id:
+        _refused_while_the_cnf_runs(lab, v2, s, cnf_id, 'heal', body)
 
 
 def test_terminate_and_delete(lab, v2, s):

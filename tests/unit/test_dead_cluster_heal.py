@@ -54,16 +54,22 @@ def test_the_flag_lets_an_unchecked_release_go_on(error):
         exceptions.failure_reason(error)
 
 
+@pytest.mark.parametrize('operation', [cluster_feature.HEAL,
+                                       cluster_feature.TERMINATE])
 @pytest.mark.parametrize('users, refused', [
     ({}, False),
     ({'vim-1': ['cnf-1', 'cnf-2']}, True),
     ({'vim-1': []}, True),  # in use, its VNFs could not be listed
 ])
-def test_a_vim_in_use_refuses_the_entire_heal(users, refused):
-    refusal = cluster_feature.vim_in_use_refusal('k8s', users)
+def test_a_vim_in_use_refuses_the_entire_heal_and_terminate(
+        users, refused, operation):
+    refusal = cluster_feature.vim_in_use_refusal('k8s', users, operation)
     assert (refusal is not None) == refused
     if refused:
         assert "VIM 'k8s'" in refusal
         assert 'VIM vim-1: %s' % (', '.join(users['vim-1']) or
                                   'see "openstack vnflcm list"') in refusal
+        assert refusal.startswith({cluster_feature.HEAL: 'Healing',
+                                   cluster_feature.TERMINATE: 'Terminating'}[
+                                       operation])
         assert refusal.endswith('Nothing was changed.')

@@ -143,12 +143,12 @@ IN_USE = {'vim-1': ['cnf-1']}
 @pytest.mark.parametrize('vnfc_ids, users, request_params, expected', [
     # Entire cluster: the storage VM is re-created, then the cluster (and
     # its VIM) too; the PVs go first, while the cluster still answers,
-    # once the VIM is known to be free.
+    # once the VIM is known to be free (and asked again before it goes).
     ((), {}, None, ['vim_users kubernetes_vim', 'release_storage False',
-                    'delete_vim kubernetes_vim']),
+                    'vim_users kubernetes_vim', 'delete_vim kubernetes_vim']),
     ((), {}, {'skip_pv_check_if_unreachable': True},
      ['vim_users kubernetes_vim', 'release_storage True',
-      'delete_vim kubernetes_vim']),
+      'vim_users kubernetes_vim', 'delete_vim kubernetes_vim']),
     # A VIM in use: refused before anything is deleted.
     ((), IN_USE, None, ['vim_users kubernetes_vim']),
     (('v-storage',), IN_USE, {'skip_pv_check_if_unreachable': False},
@@ -190,6 +190,39 @@ def test_heal_start_releases_the_pvs_when_the_storage_vm_is_recreated(
         assert 'vim-1: cnf-1' in str(caught.value)
     else:
         driver.heal_start(None, instance(sample()), request, None, None)
+    assert calls == expected
+
+
+@pytest.mark.parametrize('hook, request_', [
+    ('terminate_start', None),
+    ('heal_start', heal_request()),  # without the storage feature
+])
+@pytest.mark.parametrize('users, expected', [
+    ({}, ['vim_users kubernetes_vim', 'delete_vim kubernetes_vim']),
+    # A v1 or v2 VNF instance on the VIM: refused before anything goes.
+    (IN_USE, ['vim_users kubernetes_vim']),
+])
+def test_terminate_and_entire_heal_refuse_while_the_vim_is_in_use(
+        hook, request_, users, expected):
+    calls = []
+
+    class Driver(mgmt_driver.KubernetesPvMgmtDriver):
+        def delete_vim(self, context, vnf_instance, name):
+            calls.append('delete_vim %s' % name)
+            return True
+
+        def vim_users(self, context, vnf_instance, name):
+            calls.append('vim_users %s' % name)
+            return users
+
+    inst = instance(cluster_only())
+    if users:
+        with pytest.raises(exceptions.MgmtDriverError) as caught:
+            getattr(Driver(), hook)(None, inst, request_, None, None)
+        assert 'vim-1: cnf-1' in str(caught.value)
+        assert str(caught.value).endswith('Nothing was changed.')
+    else:
+        getattr(Driver(), hook)(None, inst, request_, None, None)
     assert calls == expected
 
 

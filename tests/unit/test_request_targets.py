@@ -156,6 +156,10 @@ class Recorder(object):
                 calls.append('delete_vim')
                 return True
 
+            def vim_users(self, context, vnf_instance, name):
+                calls.append('vim_users')
+                return {}
+
         self.driver = Driver()
         self.driver.cluster._workflow = lambda *args: calls.append(
             'cluster workflow') or cluster
@@ -206,9 +210,12 @@ def test_the_pv_feature_alone_refuses_an_unknown_aspect_too():
     assert recorder.calls == []
 
 
-@pytest.mark.parametrize('hook', ['terminate_start', 'terminate_end'])
-def test_terminate_hooks_delete_the_vim_and_contact_no_vm(hook):
+@pytest.mark.parametrize('hook, calls', [
+    ('terminate_start', ['vim_users', 'delete_vim']),
+    ('terminate_end', ['delete_vim']),
+])
+def test_terminate_hooks_delete_the_vim_and_contact_no_vm(hook, calls):
     recorder = Recorder()
     getattr(recorder.driver, hook)(None, instance(sample()), None, None,
                                    None)
-    assert recorder.calls == ['delete_vim']
+    assert recorder.calls == calls

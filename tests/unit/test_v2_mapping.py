@@ -314,6 +314,67 @@ def test_no_openstack_vim_is_an_error():
         v2_mapping.openstack_vim(inst)
 
 
+K8S_VIM_ID, K8S_URL = 'k8s-vim-id', 'https://10.10.0.5:6443'
+
+
+def registered(vim_id, vim_type='ETSINFV.KUBERNETES.V_1',
+               endpoint='https://192.0.2.9:6443'):
+    """An entry as v2 stores a vimId request: completed from the
+    registry (the endpoint is the registered VIM's, whatever it is)."""
+    return {'vimId': vim_id, 'vimType': vim_type,
+            'interfaceInfo': {'endpoint': endpoint},
+            'accessInfo': {'bearer_token': 'token'}}
+
+
+def inline(endpoint, vim_type='ETSINFV.KUBERNETES.V_1'):
+    return {'vimType': vim_type, 'interfaceInfo': {'endpoint': endpoint},
+            'accessInfo': {'bearer_token': 'token'}}
+
+
+@pytest.mark.parametrize('infos, uses', [
+    ({'vim1': registered(K8S_VIM_ID)}, True),
+    ({'vim1': {'vimId': K8S_VIM_ID, 'vimType': 'kubernetes'}}, True),
+    ({'os': v2.vnf_instance()['vimConnectionInfo']['vim1'],
+      'k8s': registered(K8S_VIM_ID)}, True),
+    # Another registered VIM, even at the same address: not this one.
+    ({'vim1': registered('other-vim', endpoint=K8S_URL)}, False),
+    # Inline: by the API server, in any spelling of its URL.
+    ({'vim1': inline(K8S_URL)}, True),
+    ({'vim1': inline('https://10.10.0.5:6443/')}, True),
+    ({'vim1': inline('HTTPS://10.10.0.5:6443')}, True),
+    ({'vim1': inline(K8S_URL, 'ETSINFV.HELM.V_3')}, True),
+    ({'vim1': inline('https://10.10.0.5')}, False),
+    ({'vim1': inline('https://10.10.0.6:6443')}, False),
+    ({'vim1': inline('http://10.10.0.5:6443')}, False),
+    ({'vim1': inline(K8S_URL, 'ETSINFV.OPENSTACK_KEYSTONE.V_3')}, False),
+    ({'vim1': inline('not a url')}, False),
+    ({'vim1': {'vimType': 'ETSINFV.KUBERNETES.V_1'}}, False),
+    ({'vim1': 'garbage'}, False),
+    ('garbage', False),
+    ({}, False),
+    (None, False),
+])
+def test_a_v2_instance_uses_the_vim_by_id_or_inline_endpoint(infos, uses):
+    assert v2_mapping.uses_vim(infos, K8S_VIM_ID, K8S_URL) is uses
+
+
+def test_inline_entries_match_nothing_without_the_vims_endpoint():
+    assert not v2_mapping.uses_vim({'vim1': inline(K8S_URL)}, K8S_VIM_ID,
+                                   None)
+    assert v2_mapping.uses_vim({'vim1': registered(K8S_VIM_ID)},
+                               K8S_VIM_ID, None)
+
+
+def test_the_instances_on_a_vim_are_named_once_each():
+    connections = [('cnf-b', {'vim1': inline(K8S_URL)}),
+                   ('cnf-a', {'vim1': registered(K8S_VIM_ID)}),
+                   ('cnf-a', {'vim1': registered(K8S_VIM_ID)}),  # its op
+                   ('vnf-c', v2.vnf_instance()['vimConnectionInfo']),
+                   ('cnf-d', None)]
+    assert v2_mapping.instances_on_vim(connections, K8S_VIM_ID, K8S_URL) \
+        == ['cnf-a', 'cnf-b']
+
+
 def test_with_state_sets_and_removes_the_one_key():
     inst = v2.vnf_instance(metadata={'other': 1})
     result = v2_mapping.with_state(inst, {'params': {}})
