@@ -76,6 +76,18 @@ def _shown(value, limit=80):
     return text if len(text) <= limit else text[:limit - 3] + '...'
 
 
+class RequestRefused(MgmtDriverError):
+    """An LCM request the driver refuses because it would change the
+    cluster under it: ``problems`` lists (JSON path in the request,
+    reason). Raised in a ``_start`` hook, before Tacker changes anything.
+    """
+
+    def __init__(self, problems):
+        self.problems = list(problems)
+        super().__init__('%s; nothing was changed' % '; '.join(
+            '%s: %s' % problem for problem in self.problems))
+
+
 class HeatLookupError(MgmtDriverError):
     """A Heat resource or one of its attributes needed by the driver is
     missing."""

@@ -19,3 +19,11 @@ PERSISTENT_VOLUME = ('instantiate_end', 'heal_start', 'heal_end',
 # scale_start, which Tacker v1 calls: the v2 door runs the cluster's
 # terminate_start and scale_start at these (v1 never calls them).
 CLUSTER_V2_ROLLBACK = ('instantiate_rollback_start', 'scale_rollback_start')
+# The hooks where the driver refuses a request that would change the
+# cluster under it (request.lcm_guards; the v2 door also keeps a PATCH off
+# its state in metadata). Tacker v1 calls only the first of them with a
+# request (its modify_information_start gets none, it has no package
+# change), so a v1 package needs only V1_GUARDS.
+GUARDS = ('change_external_connectivity_start', 'modify_information_start',
+          'change_current_package_start')
+V1_GUARDS = GUARDS[:1]

@@ -21,6 +21,9 @@ from kubernetes_mgmt_pv import feature_hooks
 from kubernetes_mgmt_pv import redaction
 from kubernetes_mgmt_pv.remote import capacity
 from kubernetes_mgmt_pv.remote import remote
+from kubernetes_mgmt_pv.request import lcm_guards
+from kubernetes_mgmt_pv.request import lcm_requests
+from kubernetes_mgmt_pv.request import param_model
 
 LOG = logging.getLogger(__name__)
 
@@ -71,6 +74,25 @@ def _hook_secrets():
     """The hook's secrets: those of the door and those its sessions
     learned on the way (the VIM's bearer token, the join token)."""
     return list(_current_hook.secrets) + list(_current_hook.sessions.hidden)
+
+
+def _listed(obj, name):
+    """The list obj.name; empty when unset (an unset field of a Tacker
+    object raises instead)."""
+    try:
+        return getattr(obj, name, None) or ()
+    except NotImplementedError:
+        return ()
+
+
+def touched_cps(change_ext_conn_request):
+    """(JSON path, cpd_id) of each external CP a v1 ChangeExtConnRequest
+    sets up anew."""
+    return [('extVirtualLinks[%d].extCps[%d].cpdId' % (index, number),
+             cp.cpd_id)
+            for index, link in enumerate(_listed(change_ext_conn_request,
+                                                 'ext_virtual_links'))
+            for number, cp in enumerate(_listed(link, 'ext_cps'))]
 
 
 def _hook_boundary(hook, method):
@@ -186,7 +208,16 @@ class KubernetesMgmtDriver(tacker_compat.VnflcmMgmtAbstractDriver):
     def change_external_connectivity_start(
             self, context, vnf_instance, change_ext_conn_request, grant,
             grant_request, **kwargs):
-        pass
+        """Refuse a change of the cluster's connection points, which the
+        driver does not follow (request.lcm_guards)."""
+        info = vnf_instance.instantiated_vnf_info
+        lcm_guards.refuse(lcm_guards.connection_point_problems(
+            touched_cps(change_ext_conn_request),
+            lcm_requests.additional_params(vnf_instance).get(
+                param_model.ROOT),
+            [(vnfc.vdu_id, tuple(cp.cpd_id for cp in _listed(
+                vnfc, 'vnfc_cp_info'))) for vnfc in _listed(
+                    info, 'vnfc_resource_info')]))
 
     def change_external_connectivity_end(
             self, context, vnf_instance, change_ext_conn_request, grant,

@@ -15,6 +15,7 @@ for CNF instantiate requests (``"vimConnectionInfo": {"vim1": {"vimId":
 import logging
 
 from kubernetes_mgmt_pv.doors import tacker_compat
+from kubernetes_mgmt_pv.doors import v2_guards
 from kubernetes_mgmt_pv.doors import v2_mapping
 from kubernetes_mgmt_pv import exceptions
 from kubernetes_mgmt_pv import mgmt_driver
@@ -125,6 +126,11 @@ def run(script_dict, secrets, progress, driver_factory=V2Driver):
     state = dict(v2_mapping.state_of(inst))
     request_params = req.get('additionalParams') or {}
     secrets.extend(v2_mapping.secret_values(request_params, inst))
+    v2_guards.check_state_kept(operation, inst)
+    if operation in v2_mapping.GUARD_HOOKS:
+        v2_guards.check(operation, req, inst)
+        progress.setdefault('done', []).append(operation)
+        return {}
     try:
         root = v2_mapping.params_in_effect(operation, request_params, state)
     except exceptions.ParameterErrors:
@@ -191,11 +197,12 @@ def _next_state(operation, state, root, driver, inst):
     if operation in ('terminate_end', 'instantiate_rollback_start'):
         return None
     if operation == 'instantiate_end':
-        if root is None:
-            return None
-        state = {'contractVersion': mgmt_driver.PACKAGE_CONTRACT_VERSION,
-                 'params': v2_mapping.saved_params(root),
-                 'openstackVimId': driver.openstack_vim_id()}
+        # Saved even with the features off: a later hook that finds no
+        # state knows it was erased (v2_guards.check_state_kept).
+        state = {'contractVersion': mgmt_driver.PACKAGE_CONTRACT_VERSION}
+        if root is not None:
+            state.update(params=v2_mapping.saved_params(root),
+                         openstackVimId=driver.openstack_vim_id())
     if driver.deleted:
         state.pop('vim', None)
     if driver.registered:

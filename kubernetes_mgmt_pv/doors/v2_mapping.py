@@ -17,15 +17,18 @@ import secrets
 import urllib.parse
 
 from kubernetes_mgmt_pv import exceptions
+from kubernetes_mgmt_pv import feature_hooks
 from kubernetes_mgmt_pv import redaction
 from kubernetes_mgmt_pv.request import param_model
 from kubernetes_mgmt_pv.request import request_model as model
 
 STATE_KEY = 'kubernetesMgmtPv'
 # The hooks the door runs; every other operation v2 calls is a no-op.
+# The guards (v2_guards) only refuse requests, with no feature step.
+GUARD_HOOKS = feature_hooks.GUARDS
 HOOKS = ('instantiate_end', 'terminate_start', 'terminate_end',
          'scale_start', 'scale_end', 'heal_start', 'heal_end',
-         'instantiate_rollback_start', 'scale_rollback_start')
+         'instantiate_rollback_start', 'scale_rollback_start') + GUARD_HOOKS
 # The driver hook each rollback hook runs: what Tacker v1 calls when it
 # rolls these operations back.
 ROLLBACK_HOOKS = {'instantiate_rollback_start': 'terminate_start',
@@ -101,7 +104,7 @@ def params_in_effect(operation, request_params, state):
         return given
     saved = (state or {}).get('params')
     if saved is None:
-        return None  # not instantiated by this door: the features are off
+        return None  # saved without parameters: the features are off
     if given is not None and not isinstance(given, dict):
         raise exceptions.ParameterErrors([exceptions.ParameterError(
             _REQUEST_PATH, 'must be an object')])

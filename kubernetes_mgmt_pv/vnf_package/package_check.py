@@ -542,6 +542,13 @@ def _check_vnfd(package_dir, flavour, model, found):
                     where, hook), 'Tacker v2 rolls back without terminate or '
                     'scale_start: without %s its rollback leaves the '
                     "cluster's VIM or Nodes behind" % hook)
+    for hook in (feature_hooks.GUARDS if api == 'v2' else
+                 feature_hooks.V1_GUARDS) if wanted else ():
+        if hook not in hooks:
+            found.error('interface-missing', '%s.interfaces.Vnflcm.%s' % (
+                where, hook), 'the driver refuses in %s requests that would '
+                'change the cluster; without it Tacker runs them unchecked'
+                % hook)
     return api
 
 

@@ -21,7 +21,8 @@ from tests.tacker_integration.support import MGMT_NAMESPACE  # noqa: E402
 from tests.tacker_integration.support import rewrite_zip  # noqa: E402
 
 HOOKS_IN_VNFD = ('instantiate_end', 'terminate_start', 'terminate_end',
-                 'scale_start', 'scale_end', 'heal_start', 'heal_end')
+                 'scale_start', 'scale_end', 'heal_start', 'heal_end',
+                 'change_external_connectivity_start')
 
 
 def lcm_driver():

@@ -191,6 +191,21 @@ def test_hook_not_routed_to_the_driver_is_missing(package, validate, body,
          VNF_WHERE + '.interfaces.Vnflcm.' + hook)})
 
 
+@pytest.mark.parametrize('hook, missing', [
+    ('change_external_connectivity_start', True),
+    # Tacker v1 gives it no request, and has no package change.
+    ('modify_information_start', False),
+    ('change_current_package_start', False),
+])
+def test_guard_hooks_a_v1_package_must_route(package, validate, body, hook,
+                                             missing):
+    edit_yaml(package / DF_SIMPLE, lambda document: vnf_node(document)[
+        'interfaces']['Vnflcm'].pop(hook))
+    assert validate.rebuilt(package, body) == (1, {
+        ('interface-missing', VNF_WHERE + '.interfaces.Vnflcm.' + hook)}) \
+        if missing else (0, set())
+
+
 def test_hook_implemented_by_another_driver(package, validate, body):
     def change(document):
         vnf_node(document)['interfaces']['Vnflcm']['terminate_end'] = {

@@ -1,6 +1,7 @@
 """``feature_hooks`` is the one list of the hooks each feature acts at: the
 feature classes, the README table and the sample VNFDs must agree with
-it (package_check and the hashed-file test read it directly)."""
+it (package_check and the hashed-file test read it directly); the README
+example and the sample VNFDs route its guard hooks too."""
 
 import os
 import re
@@ -21,7 +22,8 @@ DEFINITIONS = os.path.join(ROOT, 'samples', 'kubernetes_pv_vnf',
                            'Definitions')
 FEATURES = {'Cluster': feature_hooks.CLUSTER,
             'Persistent volumes': feature_hooks.PERSISTENT_VOLUME}
-ALL = set(feature_hooks.CLUSTER) | set(feature_hooks.PERSISTENT_VOLUME)
+ALL = set(feature_hooks.CLUSTER) | set(feature_hooks.PERSISTENT_VOLUME) | \
+    set(feature_hooks.GUARDS)
 
 
 def readme_lines():

@@ -387,9 +387,10 @@ def test_with_state_sets_and_removes_the_one_key():
 @pytest.mark.parametrize('operation, runs', [
     ('instantiate_end', True), ('terminate_start', True),
     ('instantiate_start', False), ('change_external_connectivity_start',
-                                   False),
-    ('modify_information_end', False), ('change_current_package_start',
-                                        False),
+                                   True),
+    ('modify_information_start', True), ('modify_information_end', False),
+    ('change_current_package_start', True),
+    ('change_current_package_end', False),
     ('scale_rollback_start', True), ('instantiate_rollback_start', True),
     ('scale_rollback_end', False), ('instantiate_rollback_end', False),
 ])
