@@ -155,6 +155,20 @@ class V2Api(object):
         response = self.client.post('/vnflcm/v2/vnf_instances/%s/%s'
                                     % (instance_id, operation), body,
                                     expect=202)
+        return self._finished(operation, response, started, timeout)
+
+    def modify(self, instance_id, patch, timeout=600):
+        """PATCH the instance (Modify VNF Information: a JSON merge patch,
+        where null removes a key), wait for its final state; returns the
+        occurrence (with 'seconds')."""
+        started = time.monotonic()
+        response = self.client.request(
+            'PATCH', '/vnflcm/v2/vnf_instances/%s' % instance_id,
+            data=json.dumps(patch).encode(),
+            content_type='application/merge-patch+json', expect=202)
+        return self._finished('modify', response, started, timeout)
+
+    def _finished(self, operation, response, started, timeout):
         occ = self.wait_op(self.client.op_occ_id(response), timeout)
         occ['seconds'] = round(time.monotonic() - started, 1)
         self.log('v2 %s: %s in %ss%s' % (

@@ -8,7 +8,9 @@ vimConnectionInfo names the registered OpenStack VIM, the fake Keystone),
 then create, an instantiate that fails
 after the cluster's VIM is registered and is rolled back, instantiate, a
 scale-out that fails after the new Worker joined and is rolled back, scale
-out and in, heal of a Worker, a heal of the Storage server refused while a
+out and in, heal of a Worker, a PATCH removing the driver's state and a
+change of a cluster CP's external connectivity refused (a PATCH of
+another metadata key done), a heal of the Storage server refused while a
 PersistentVolume is Bound and done once the claim is gone, heal of the
 whole VNF, a terminate and an entire heal refused while a v2 CNF is on
 the cluster (given by VIM id, then inline), terminate and delete. After
@@ -239,6 +241,56 @@ def test_heal_a_worker(lab, v2, s):
     nodes = checks.record_nodes(lab, s, 'heal_worker')
     assert nodes.get(address) is True and len(nodes) == 3, nodes
     s.done.add('heal_worker')
+
+
+def test_a_patch_cannot_erase_the_drivers_state(lab, v2, s):
+    """modify_information_start refuses a PATCH removing the state (scale,
+    heal and terminate would skip the cluster without it); a PATCH of
+    another metadata key goes through."""
+    s.need('instantiate')
+    saved = v2.instance(s.instance_id)['metadata'][STATE_KEY]
+    occ = v2.modify(s.instance_id, {'metadata': {STATE_KEY: None}})
+    assert occ['operation'] == 'MODIFY_INFO'
+    assert occ['operationState'] == 'FAILED_TEMP'
+    detail = occ['error']['detail']
+    assert 'modify_information_start' in detail, detail
+    assert 'metadata.%s' % STATE_KEY in detail, detail
+    assert v2.instance(s.instance_id)['metadata'][STATE_KEY] == saved
+    assert v2.op_action(occ['id'], 'fail')['operationState'] == 'FAILED'
+    assert v2.instance(s.instance_id)['metadata'][STATE_KEY] == saved
+
+    occ = v2.modify(s.instance_id, {'metadata': {'owner': 'team-a'},
+                                    'vnfInstanceDescription': 'guarded'})
+    _completed(occ, 'MODIFY_INFO')
+    instance = v2.instance(s.instance_id)
+    assert instance['metadata']['owner'] == 'team-a'
+    assert instance['vnfInstanceDescription'] == 'guarded'
+    assert instance['metadata'][STATE_KEY] == saved
+
+
+def test_change_ext_conn_of_a_cluster_cp_is_refused(lab, v2, s):
+    """A new port for the Workers' CP would change addresses the cluster
+    holds: change_external_connectivity_start refuses it, nothing
+    changes."""
+    s.need('instantiate')
+    before = _vnfcs(v2, s)
+    occ = v2.lcm(s.instance_id, 'change_ext_conn', {'extVirtualLinks': [{
+        'id': 'ext-vl-workers', 'resourceId': str(uuid.uuid4()),
+        'extCps': [{'cpdId': 'workerNode_CP2', 'cpConfig': {'port1': {
+            'cpProtocolData': [{'layerProtocol': 'IP_OVER_ETHERNET',
+                                'ipOverEthernet': {'ipAddresses': [{
+                                    'type': 'IPV4',
+                                    'numDynamicAddresses': 1}]}}]}}}]}]})
+    assert occ['operation'] == 'CHANGE_EXT_CONN'
+    assert occ['operationState'] == 'FAILED_TEMP'
+    detail = occ['error']['detail']
+    assert 'change_external_connectivity_start' in detail, detail
+    assert 'extVirtualLinks[0].extCps[0].cpdId' in detail, detail
+    assert 'workerNode_CP2' in detail, detail
+    assert v2.op_action(occ['id'], 'fail')['operationState'] == 'FAILED'
+    assert _vnfcs(v2, s) == before
+    assert v2.instance(s.instance_id)['instantiationState'] == \
+        'INSTANTIATED'
 
 
 def test_heal_storage_server_refused_while_a_pv_is_bound(lab, v2, s):
