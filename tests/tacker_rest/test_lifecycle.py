@@ -4,7 +4,8 @@ An operator's session, in order (each test is one step and needs the ones
 before it; a failed step skips the rest): register the OpenStack VIM,
 build the sample package with ``kubernetes-mgmt-pv package`` and onboard
 it, create and instantiate the VNF with samples/requests/
-instantiate_simple.json, scale the Workers out and in, heal a Worker, heal
+instantiate_simple.json, scale the Workers out and in, heal a Worker, try
+to change the external connectivity of the Workers' CP (refused), heal
 a Worker whose VM was stopped (``openstack server stop``), try to heal
 the Storage server while a PersistentVolume is Bound (refused:
 FAILED_TEMP with the driver's message), release the claim, fail the
@@ -183,6 +184,27 @@ def test_heal_a_worker(lab, s):
     checks.check_storage_and_pvs(lab, s.instance_id)
     checks.record_nodes(lab, s, 'heal_worker')
     s.done.add('heal_worker')
+
+
+def test_change_ext_conn_of_a_cluster_cp_is_refused(lab, s):
+    """v1 calls change_external_connectivity_start with the request: a
+    new port for the Workers' CP is refused, nothing changes."""
+    s.need('instantiate')
+    before = lab.vnfcs(s.instance_id)
+    occ = lab.lcm(s.instance_id, 'change_ext_conn', {'extVirtualLinks': [{
+        'id': 'ext-vl-workers', 'resourceId': 'net-workers',
+        'extCps': [{'cpdId': 'workerNode_CP2', 'cpConfig': [{
+            'cpProtocolData': [{'layerProtocol': 'IP_OVER_ETHERNET',
+                                'ipOverEthernet': {'ipAddresses': [{
+                                    'type': 'IPV4',
+                                    'numDynamicAddresses': 1}]}}]}]}]}]})
+    assert occ['operationState'] == 'FAILED_TEMP'
+    shown = lab.client.get('/vnflcm/v1/vnf_lcm_op_occs/%s' % occ['id'])
+    detail = shown['error']['detail']
+    assert 'extVirtualLinks[0].extCps[0].cpdId' in detail, detail
+    assert 'workerNode_CP2' in detail, detail
+    assert lab.op_action(occ['id'], 'fail')['operationState'] == 'FAILED'
+    assert lab.vnfcs(s.instance_id) == before
 
 
 def stop_server(lab, server_id):
