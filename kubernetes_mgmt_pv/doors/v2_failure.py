@@ -18,7 +18,7 @@ from kubernetes_mgmt_pv import redaction
 FAILURE_KEY = 'failure'
 # Errors of the request itself: Tacker's retry sends the same request.
 _REQUEST_ERRORS = (exceptions.ParameterError, exceptions.ParameterErrors,
-                   exceptions.UnknownTargetError)
+                   exceptions.UnknownTargetError, exceptions.RequestRefused)
 
 
 def ascii_line(text):
