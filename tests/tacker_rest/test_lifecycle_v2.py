@@ -275,7 +275,7 @@ def test_change_ext_conn_of_a_cluster_cp_is_refused(lab, v2, s):
     s.need('instantiate')
     before = _vnfcs(v2, s)
     occ = v2.lcm(s.instance_id, 'change_ext_conn', {'extVirtualLinks': [{
-        'id': 'ext-vl-workers', 'resourceId': str(uuid.uuid4()),
+        'id': 'ext-vl-workers', 'resourceId': 'net-workers',
         'extCps': [{'cpdId': 'workerNode_CP2', 'cpConfig': {'port1': {
             'cpProtocolData': [{'layerProtocol': 'IP_OVER_ETHERNET',
                                 'ipOverEthernet': {'ipAddresses': [{
