@@ -68,6 +68,11 @@ def _vnfcs(v2, s, vdu_id=None):
     return tacker_v2.vnfcs(v2.instance(s.instance_id), vdu_id)
 
 
+def _vim_name(s):
+    """The v2 samples give no vim_name: the per-instance default."""
+    return 'kubernetes_vim_%s' % s.instance_id
+
+
 def _check_vims(lab, v2, s):
     """vimConnectionInfo: only the OpenStack VIM; the Kubernetes VIM in
     the registry, its id in metadata."""
@@ -77,9 +82,7 @@ def _check_vims(lab, v2, s):
     assert vims[tacker_v2.VIM_KEY]['vimId'] == s.vim_id
     assert vims[tacker_v2.VIM_KEY]['vimType'] == tacker_v2.VIM_TYPE
     registered = checks.k8s_vims(lab)
-    # The v2 samples give no vim_name: the per-instance default.
-    assert [v['name'] for v in registered] == [
-        'kubernetes_vim_%s' % s.instance_id]
+    assert [v['name'] for v in registered] == [_vim_name(s)]
     saved = instance['metadata'][STATE_KEY]
     assert saved['vim']['id'] == registered[0]['id']
     assert 'password' not in repr(saved)
@@ -136,7 +139,7 @@ def test_failed_instantiate_is_rolled_back(lab, v2, s):
                                            request)
     stack_id = lab.stack(s.instance_id).id
     registered = checks.k8s_vims(lab)
-    assert [v['name'] for v in registered] == [checks.K8S_VIM]
+    assert [v['name'] for v in registered] == [_vim_name(s)]
     # Tacker keeps only userScriptErrHandlingData of a failed hook.
     handed = occ['error']['userScriptErrHandlingData'][STATE_KEY]
     assert handed['registeredVim']['id'] == registered[0]['id']
