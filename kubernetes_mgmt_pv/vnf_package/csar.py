@@ -74,6 +74,12 @@ class BuildResult(object):
     driver_replaced: bool
 
 
+def within(path, directory):
+    """Whether ``path`` is ``directory`` or below it (both normalised)."""
+    path, directory = posixpath.normpath(path), posixpath.normpath(directory)
+    return path == directory or path.startswith(directory.rstrip('/') + '/')
+
+
 def installed_driver_file():
     """The file Tacker hashes: the module defining the entry-point class."""
     return inspect.getfile(mgmt_driver)

@@ -12,7 +12,6 @@ path of the request, or a file of the package.
 
 import dataclasses
 import os
-import posixpath
 
 from kubernetes_mgmt_pv import exceptions
 from kubernetes_mgmt_pv import feature_hooks
@@ -21,6 +20,7 @@ from kubernetes_mgmt_pv.request import param_model
 from kubernetes_mgmt_pv import safe_yaml
 from kubernetes_mgmt_pv.storage import manifests
 from kubernetes_mgmt_pv.vnf_package import csar
+from kubernetes_mgmt_pv.vnf_package import driver_artifact
 
 ERROR, WARNING = 'error', 'warning'
 _CP_TYPES = ('OS::Neutron::Port', 'OS::Neutron::FloatingIP')
@@ -120,11 +120,6 @@ def _mapping(value):
     return value if isinstance(value, dict) else {}
 
 
-def _within(path, directory):
-    path, directory = posixpath.normpath(path), posixpath.normpath(directory)
-    return path == directory or path.startswith(directory.rstrip('/') + '/')
-
-
 # -- TOSCA.meta ---------------------------------------------------------------
 
 def _check_meta(package_dir, found):
@@ -203,7 +198,7 @@ def _check_script(package_dir, model, invalid_paths, found):
         return
     root = os.path.realpath(package_dir)
     path = os.path.realpath(os.path.join(root, model.script_path))
-    if not (_within(path, root) and os.path.isfile(path)):
+    if not (csar.within(path, root) and os.path.isfile(path)):
         found.error('script-missing', where,
                     '%s is not a file of the package; the cluster install '
                     'uploads it to every node' % model.script_path)
@@ -213,7 +208,7 @@ def _check_offline_files(package_dir, model, found):
     root = os.path.realpath(package_dir)
     for where, relative, _ in model.offline.package_files():
         path = os.path.realpath(os.path.join(root, relative))
-        if not (_within(path, root) and os.path.isfile(path)):
+        if not (csar.within(path, root) and os.path.isfile(path)):
             found.error('offline-file-missing', where,
                         '%s is not a file of the package; the cluster '
                         'install uploads it to every node' % relative)
@@ -233,12 +228,12 @@ def _check_manifests(package_dir, model, found):
     # An export outside every mount_to is a parameter error
     # (param_model.parse).
     for where, directory in exports:
-        if not any(_within(pv.nfs_path, directory) for pv in loaded):
+        if not any(csar.within(pv.nfs_path, directory) for pv in loaded):
             found.warning('export-unused', where,
                           '%s is exported but no PersistentVolume of '
                           'pv_registration_params uses it' % directory)
     for registration, pv in zip(registrations, loaded):
-        if not any(_within(pv.nfs_path, d) for _, d in exports):
+        if not any(csar.within(pv.nfs_path, d) for _, d in exports):
             found.warning('pv-not-exported',
                           registration.json_path + '.pv_manifest_file_path',
                           'spec.nfs.path %s of PersistentVolume %s is not in '
@@ -533,7 +528,7 @@ def _check_vnfd(package_dir, flavour, model, found):
                             implementation, feature_hooks.DRIVER_NAME))
     if not driver_used:
         return None
-    api = _check_driver_artifact(package_dir, where, _mapping(
+    api = driver_artifact.check(package_dir, where, _mapping(
         _mapping(vnf.get('artifacts')).get(feature_hooks.DRIVER_NAME)), found)
     if api == 'v2' and model.script_path is not None:
         for hook in feature_hooks.CLUSTER_V2_ROLLBACK:
@@ -581,46 +576,6 @@ def _check_master_aspect(relative, template, model, found):
                     'the aspect or set max_scale_level to 0' % (level,))
 
 
-def _check_driver_artifact(package_dir, where, artifact, found):
-    """The package's API, by what its driver artifact is: the hashed
-    driver file (v1) or another Python file, a script Tacker v2 runs."""
-    where = '%s.artifacts.%s' % (where, feature_hooks.DRIVER_NAME)
-    if not artifact:
-        found.error('artifact-missing', where,
-                    'the Vnflcm interfaces name artifact %s, which the VNF '
-                    'node does not define' % feature_hooks.DRIVER_NAME)
-        return None
-    relative = artifact.get('file')
-    if not isinstance(relative, str):
-        relative = None
-    if relative not in (None, csar.DRIVER_PATH):
-        _check_v2_script(package_dir, where, relative, found)
-        return 'v2'
-    # Tacker joins the artifact file to the package root, not to the VNFD.
-    path = os.path.join(package_dir, relative or '')
-    if relative is None or not os.path.isfile(path):
-        found.error('artifact-file-missing', where,
-                    'file %r is not in the package; `kubernetes-mgmt-pv '
-                    'package` adds the installed driver as %s'
-                    % (relative, csar.DRIVER_PATH))
-        return 'v1'
-    installed = csar.installed_driver_file()
-    try:
-        packaged = csar.file_hash(path)
-    except OSError as error:
-        found.error('artifact-file-missing', where, 'file %r cannot be '
-                    'read: %s' % (relative, error.strerror))
-        return 'v1'
-    if packaged != csar.file_hash(installed):
-        found.error('driver-mismatch', where,
-                    '%s differs from the driver installed here (%s): Tacker '
-                    'raises MgmtDriverHashMatchFailure on every hook unless '
-                    'it is byte-identical to the driver installed with '
-                    'tacker-conductor; rebuild with `kubernetes-mgmt-pv '
-                    'package`' % (relative, installed))
-    return 'v1'
-
-
 # -- Tacker v2 ----------------------------------------------------------------
 
 # The nfv keys of a BaseHOT that Tacker v2's default UserData fills in
@@ -630,30 +585,6 @@ V2_DEFAULT_NFV_KEYS = {
             'locationConstraints'),
     'CP': ('network', 'fixed_ips')}
 _USER_DATA = 'lcm-operation-user-data'
-
-
-def _check_v2_script(package_dir, where, relative, found):
-    """Tacker v2 joins the artifact file to Definitions/ and runs it with
-    the conductor's interpreter: it must be a file of the package that
-    runs this driver's v2 door."""
-    root = os.path.realpath(package_dir)
-    path = os.path.realpath(os.path.join(root, 'Definitions', relative))
-    if not (_within(path, root) and os.path.isfile(path)):
-        found.error('artifact-file-missing', where,
-                    'file %r (relative to Definitions/, as Tacker v2 reads '
-                    'it) is not in the package; `kubernetes-mgmt-pv package '
-                    '--api v2` adds %s' % (relative, csar.V2_SCRIPT_PATH))
-        return
-    try:
-        text = safe_yaml.read_text(path, 1024 * 1024)
-    except safe_yaml.LoadError as error:
-        found.error('artifact-file-missing', where,
-                    '%r %s' % (relative, error))
-        return
-    if 'kubernetes_mgmt_pv.doors' not in text:
-        found.warning('script-not-door', where,
-                      '%r does not run kubernetes_mgmt_pv.doors.tacker_v2: '
-                      'the driver is not called by it' % relative)
 
 
 def _check_request_api(request, api, found):
@@ -688,7 +619,7 @@ def _check_user_data(package_dir, flavour, request, api, found):
     if isinstance(user_data, str):
         root = os.path.realpath(package_dir)
         path = os.path.realpath(os.path.join(root, user_data))
-        if not (_within(path, root) and os.path.isfile(path)):
+        if not (csar.within(path, root) and os.path.isfile(path)):
             found.error('userdata-missing', 'additionalParams.' + _USER_DATA,
                         '%s is not a file of the package' % user_data)
         return
