@@ -140,6 +140,21 @@ def test_report_summary_counts_changed_and_unchanged_steps():
 IN_USE = {'vim-1': ['cnf-1']}
 
 
+def _vim_recording_driver(calls, users):
+    """The entry-point driver whose VIM registry records each call into
+    ``calls`` and finds ``users`` ({vim id: VNF ids}) on the VIM."""
+    class Driver(mgmt_driver.KubernetesPvMgmtDriver):
+        def delete_vim(self, context, vnf_instance, name):
+            calls.append('delete_vim %s' % name)
+            return True
+
+        def vim_users(self, context, vnf_instance, name):
+            calls.append('vim_users %s' % name)
+            return users
+
+    return Driver()
+
+
 @pytest.mark.parametrize('vnfc_ids, users, request_params, expected', [
     # Entire cluster: the storage VM is re-created, then the cluster (and
     # its VIM) too; the PVs go first, while the cluster still answers,
@@ -164,20 +179,11 @@ def test_heal_start_releases_the_pvs_when_the_storage_vm_is_recreated(
         release_storage=lambda skip_if_unreachable: calls.append(
             'release_storage %s' % skip_if_unreachable))
 
-    class Driver(mgmt_driver.KubernetesPvMgmtDriver):
-        def delete_vim(self, context, vnf_instance, name):
-            calls.append('delete_vim %s' % name)
-            return True
-
-        def vim_users(self, context, vnf_instance, name):
-            calls.append('vim_users %s' % name)
-            return users
-
     cluster = types.SimpleNamespace(
         topology=types.SimpleNamespace(healed=lambda servers: [
             '%s %s' % (s.role, s.server_id) for s in servers]),
         remove=lambda nodes: calls.append('remove %s' % nodes))
-    driver = Driver()
+    driver = _vim_recording_driver(calls, users)
     driver.storage.workflow = lambda context, vnf_instance, **requests: \
         workflow
     driver.cluster._workflow = lambda *args: cluster
@@ -205,24 +211,15 @@ def test_heal_start_releases_the_pvs_when_the_storage_vm_is_recreated(
 def test_terminate_and_entire_heal_refuse_while_the_vim_is_in_use(
         hook, request_, users, expected):
     calls = []
-
-    class Driver(mgmt_driver.KubernetesPvMgmtDriver):
-        def delete_vim(self, context, vnf_instance, name):
-            calls.append('delete_vim %s' % name)
-            return True
-
-        def vim_users(self, context, vnf_instance, name):
-            calls.append('vim_users %s' % name)
-            return users
-
+    driver = _vim_recording_driver(calls, users)
     inst = instance(cluster_only())
     if users:
         with pytest.raises(exceptions.MgmtDriverError) as caught:
-            getattr(Driver(), hook)(None, inst, request_, None, None)
+            getattr(driver, hook)(None, inst, request_, None, None)
         assert 'vim-1: cnf-1' in str(caught.value)
         assert str(caught.value).endswith('Nothing was changed.')
     else:
-        getattr(Driver(), hook)(None, inst, request_, None, None)
+        getattr(driver, hook)(None, inst, request_, None, None)
     assert calls == expected
 
 
