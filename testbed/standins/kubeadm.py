@@ -485,8 +485,8 @@ def token_delete(tokens):
         token_id = token.partition('.')[0]
         if not re.fullmatch(r'[a-z0-9]{6}', token_id):
             raise node.KubeadmError(
-                f'given token didn\'t match pattern "[a-z0-9]{{6}}" or '
-                f'"[a-z0-9]{{6}}\\.[a-z0-9]{{16}}"')
+                'given token didn\'t match pattern "[a-z0-9]{6}" or '
+                '"[a-z0-9]{6}\\.[a-z0-9]{16}"')
         api.expect('DELETE', node.secret_path(f'bootstrap-token-{token_id}'),
                    what=f'failed to delete bootstrap token "{token_id}"')
         print(f'bootstrap token "{token_id}" deleted')
