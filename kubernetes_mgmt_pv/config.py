@@ -91,6 +91,12 @@ ssh_opts = [
              'host may leave any command (the install script too) without '
              'an answer. Abandoned commands are never re-run '
              'automatically.'),
+    cfg.IntOpt(
+        'command_output_limit', default=16 * 1024 * 1024, min=65536,
+        help='Bytes a remote command may print on each of its output '
+             'streams (stdout, stderr). A command printing more is '
+             'abandoned and its step fails, naming the host and the '
+             'command, so a VM cannot fill tacker-conductor\'s memory.'),
     cfg.FloatOpt(
         'package_install_timeout', default=1800.0, min=1.0,
         help='Seconds an apt-get update or install may run.'),

@@ -23,6 +23,8 @@ from kubernetes_mgmt_pv import exceptions
 SCRIPT_PATH = '/usr/local/lib/kubernetes-mgmt-pv/install_k8s_cluster.sh'
 INFO_BEGIN = '----- BEGIN KUBERNETES CLUSTER INFO -----'
 INFO_END = '----- END KUBERNETES CLUSTER INFO -----'
+# Where kubeadm uploads the control-plane certificates for joining Masters.
+CERTIFICATES_SECRET = 'kubeadm-certs'
 INFO_KEYS = ('server', 'token', 'ca_cert_hash', 'certificate_key', 'ca_cert')
 # The line by which an install script says it reads the join secrets from
 # its standard input; scripts without it (packages built for earlier

@@ -50,6 +50,8 @@ class ClusterWorkflow(flow.Flow):
                          sessions=sessions)
         self.script = script
         self.node_files = tuple(node_files)
+        # The bootstrap tokens the Master runs of this hook printed.
+        self._issued_tokens = []
 
     # -- lookups (no host touched) -----------------------------------------
 
@@ -139,8 +141,10 @@ class ClusterWorkflow(flow.Flow):
                         'kubernetes-mgmt-pv-join-secrets: stdin" line: it '
                         'gets the join token and certificate key on its '
                         'command line, where any user of %s sees them '
-                        'while it runs. Update it to read them from '
-                        'standard input (see the install script contract).',
+                        'while it runs and sudo\'s log (syslog, the '
+                        'journal) records them for good. Update it to read '
+                        'them from standard input (see the install script '
+                        'contract).',
                         node.address)
         return (cluster.script_argv(role, plan, node, endpoint,
                                     self.params.network, join_info,
@@ -168,7 +172,26 @@ class ClusterWorkflow(flow.Flow):
         join_info = cluster.parse_join_info(
             self._run_script(sessions, node, call, env, report).stdout)
         sessions.hide(*join_info.secrets)
+        self._issued_tokens.append(join_info.token)
         return join_info
+
+    def _remove_join_secrets(self, leader, report):
+        """Delete the bootstrap tokens the Master runs created and the
+        certificates they uploaded (the kubeadm-certs Secret): the joins
+        are over, and a token would let anyone who saw it join a node for
+        two hours. The tokens go by their ID, which is no secret."""
+        tokens, self._issued_tokens = self._issued_tokens, []
+        token_ids = sorted({token.partition('.')[0] for token in tokens})
+        with step_report.step(leader.host, 'join secret removal'):
+            if token_ids:
+                leader.run(['kubeadm', 'token', 'delete'] + token_ids,
+                           sudo=True)
+            self._kubectl(leader, ['delete', 'secret', '--ignore-not-found',
+                                   '-n', 'kube-system',
+                                   cluster.CERTIFICATES_SECRET])
+        report.record(leader.host, 'join secrets removed', True,
+                      '%d bootstrap token(s), secret %s'
+                      % (len(token_ids), cluster.CERTIFICATES_SECRET))
 
     def _wait_ready(self, executor, names):
         """Until every Node is Ready: one listing, then kubectl wait (a
@@ -273,10 +296,15 @@ class ClusterWorkflow(flow.Flow):
             self._ha_round(sessions, sequence, 0, vip, report)
             leader = self.session(sessions, plan.leader)
             self._delete_stale_nodes(leader, plan.stale_api_nodes)
-            call = self._lead(sessions, plan, endpoint, fip, report)
-            call = self._join_masters(sessions, leader, sequence, vip, call,
-                                      report)
-            self._join_workers(sessions, plan, call, report)
+            try:
+                call = self._lead(sessions, plan, endpoint, fip, report)
+                call = self._join_masters(sessions, leader, sequence, vip,
+                                          call, report)
+                self._join_workers(sessions, plan, call, report)
+            except Exception:
+                self._try_remove_join_secrets(leader, report)
+                raise
+            self._remove_join_secrets(leader, report)
             self._wait_ready(leader, sequence.ready_names)
             self._check_etcd(leader, sequence.etcd_expected, report)
             token, ca_cert = self._vim_credentials(sessions, leader,
@@ -297,6 +325,15 @@ class ClusterWorkflow(flow.Flow):
                 'leader', plan, plan.leader, endpoint,
                 floating_ip=floating_ip), env, report)
         return endpoint, env, join_info
+
+    def _try_remove_join_secrets(self, leader, report):
+        """``_remove_join_secrets`` after a failed join, without hiding
+        that failure: a removal that fails too is logged."""
+        try:
+            self._remove_join_secrets(leader, report)
+        except exceptions.MgmtDriverError as error:
+            LOG.warning('Join secrets not removed after the failed join: %s',
+                        error)
 
     def _delete_stale_nodes(self, leader, names):
         """Nodes of the cluster with the name or address of a VM that

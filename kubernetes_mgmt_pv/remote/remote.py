@@ -22,7 +22,6 @@ closed.
 """
 
 import hashlib
-import io
 import re
 import select
 import shlex
@@ -107,6 +106,52 @@ def describe_error(error):
     text = str(error).strip()
     name = type(error).__name__
     return '%s: %s' % (name, text) if text else name
+
+
+class _TooMuchOutput(Exception):
+    """A command printed more than ``command_output_limit`` on a stream."""
+
+    def __init__(self, stream, stdout, stderr):
+        super().__init__(stream)
+        self.stream = stream
+        self.stdout = stdout
+        self.stderr = stderr
+
+
+class BoundedOutput(object):
+    """One output stream of a command, held in at most ``limit`` bytes:
+    its head and its tail, the middle left out once the stream outgrows
+    the limit."""
+
+    def __init__(self, limit):
+        self.limit = limit
+        self.size = 0
+        self._head_limit = limit // 2
+        self._tail_limit = limit - self._head_limit
+        self._head = bytearray()
+        self._tail = bytearray()
+
+    def add(self, data):
+        self.size += len(data)
+        room = self._head_limit - len(self._head)
+        if room > 0:
+            self._head += data[:room]
+            data = data[room:]
+        self._tail += data
+        excess = len(self._tail) - self._tail_limit
+        if excess > 0:
+            del self._tail[:excess]
+
+    @property
+    def overflowed(self):
+        return self.size > self.limit
+
+    def getvalue(self):
+        left_out = self.size - len(self._head) - len(self._tail)
+        if not left_out:
+            return bytes(self._head + self._tail)
+        return b'%s\n[... %d bytes left out ...]\n%s' % (
+            self._head, left_out, self._tail)
 
 
 class _RecordNewHostKey(paramiko.MissingHostKeyPolicy):
@@ -342,6 +387,15 @@ class RemoteCommandExecutor(object):
         except _Silent as silent:
             self.close()
             raise self._no_answer(description, silent.seconds)
+        except _TooMuchOutput as flood:
+            self.close()  # the command may still run: never reuse the session
+            raise exceptions.RemoteCommandError(
+                self.host, description, None,
+                self._redact_bytes(flood.stdout),
+                self._redact_bytes(flood.stderr), reason=(
+                    'printed more than %d bytes on %s (command_output_limit)'
+                    '; abandoned' % (self._conf.command_output_limit,
+                                     flood.stream)))
         except (paramiko.SSHException, OSError, EOFError) as error:
             quiet = time.monotonic() - self._last_heard
             self.close()
@@ -411,7 +465,8 @@ class RemoteCommandExecutor(object):
                 channel.close()
 
     def _collect(self, channel, deadline):
-        """Read stdout and stderr until the command exits or time runs out.
+        """Read stdout and stderr until the command exits or time runs out,
+        or a stream outgrows ``command_output_limit`` (``_TooMuchOutput``).
 
         Blocks on the channel's file descriptor, which paramiko wakes when
         data arrives on either stream, the remote end sends EOF or the
@@ -423,15 +478,20 @@ class RemoteCommandExecutor(object):
         # is no proof of silence.
         interval = min(self._conf.ssh_keepalive_interval,
                        self._conf.command_timeout / 2)
-        stdout, stderr = io.BytesIO(), io.BytesIO()
+        limit = self._conf.command_output_limit
+        stdout, stderr = BoundedOutput(limit), BoundedOutput(limit)
         while True:
             heard = False
-            while channel.recv_ready():
-                stdout.write(channel.recv(65536))
+            while channel.recv_ready() and not stdout.overflowed:
+                stdout.add(channel.recv(65536))
                 heard = True
-            while channel.recv_stderr_ready():
-                stderr.write(channel.recv_stderr(65536))
+            while channel.recv_stderr_ready() and not stderr.overflowed:
+                stderr.add(channel.recv_stderr(65536))
                 heard = True
+            for stream, output in (('stdout', stdout), ('stderr', stderr)):
+                if output.overflowed:
+                    raise _TooMuchOutput(stream, stdout.getvalue(),
+                                         stderr.getvalue())
             now = time.monotonic()
             if heard:
                 self._last_heard = now

@@ -17,6 +17,7 @@ accepts only the command lines of the cluster contract:
                   --apiserver-advertise-address IP]
     kubeadm join --config FILE   (a JoinConfiguration, see kubeadm_config.py)
     kubeadm token create [--ttl DURATION]
+    kubeadm token delete TOKEN_OR_ID...
     kubeadm init phase upload-certs --upload-certs
     kubeadm reset [-f]
     kubeadm version [-o short|json]
@@ -84,6 +85,7 @@ FLAGS = {
              'control-plane': False, 'certificate-key': True,
              'apiserver-advertise-address': True, 'config': True},
     'token create': {'ttl': True},
+    'token delete': {},
     'reset': {'force': False},
     'version': {'output': True},
 }
@@ -460,13 +462,34 @@ def admin_api():
 
 
 def cmd_token(options, positional):
+    if positional[:1] == ['delete']:
+        token_delete(positional[1:])
+        return
     if positional != ['create']:
-        raise node.KubeadmError('testbed: only "kubeadm token create" is '
-                                'supported')
+        raise node.KubeadmError('testbed: only "kubeadm token create" and '
+                                '"delete" are supported')
     ttl = parse_duration(options.get('ttl', '24h0m0s'))
     api, _ = admin_api()
     print(node.create_bootstrap_token(api, ttl,
                                       'testbed: kubeadm token create'))
+
+
+def token_delete(tokens):
+    """Delete each bootstrap token (given whole or by its ID) as kubeadm
+    does: its Secret; the first that fails ends the command."""
+    if not tokens:
+        raise node.KubeadmError('missing argument; "token delete" is missing '
+                                'token of form "[a-z0-9]{6}"')
+    api, _ = admin_api()
+    for token in tokens:
+        token_id = token.partition('.')[0]
+        if not re.fullmatch(r'[a-z0-9]{6}', token_id):
+            raise node.KubeadmError(
+                'given token didn\'t match pattern "[a-z0-9]{6}" or '
+                '"[a-z0-9]{6}\\.[a-z0-9]{16}"')
+        api.expect('DELETE', node.secret_path(f'bootstrap-token-{token_id}'),
+                   what=f'failed to delete bootstrap token "{token_id}"')
+        print(f'bootstrap token "{token_id}" deleted')
 
 
 def cmd_upload_certs(options, positional):

@@ -41,6 +41,7 @@ API_SERVER = '/usr/lib/testbed/kube-apiserver-standin'
 API_SERVER_PID = '/run/kube-apiserver-standin.pid'
 API_SERVER_LOG = '/var/log/kube-apiserver-standin.log'
 API_PORT = 6443
+API_SERVER_MANIFEST = '/etc/kubernetes/manifests/kube-apiserver.yaml'
 DEFAULT_TIMEOUT = 60.0  # seconds; kube-upstream.json "timeout" overrides
 CERTS_SECRET = 'kubeadm-certs'
 CERT_KEY_HASH = 'certificate-key.sha256'
@@ -554,6 +555,25 @@ def control_plane_addresses(api):
             if address.get('type') == 'InternalIP']
 
 
+def api_server_manifest(address, environ):
+    """kube-apiserver's static Pod (JSON, which is YAML), as far as kubeadm
+    writes it from its environment: like kubeadm, it carries every
+    ``*_proxy`` variable kubeadm runs with (its GetProxyEnvVars)."""
+    env = [{'name': name, 'value': value}
+           for name, value in sorted(environ.items())
+           if name.lower().endswith('_proxy')]
+    return {'apiVersion': 'v1', 'kind': 'Pod',
+            'metadata': {'name': 'kube-apiserver',
+                         'namespace': 'kube-system'},
+            'spec': {'hostNetwork': True, 'containers': [{
+                'name': 'kube-apiserver',
+                'image': f'registry.k8s.io/kube-apiserver:{VERSION}',
+                'command': ['kube-apiserver',
+                            f'--advertise-address={address}',
+                            f'--secure-port={API_PORT}'],
+                'env': env}]}}
+
+
 def start_api_server(address, deadline):
     """Start the forwarder detached (own session, output to its log), so
     it outlives this command like a static pod and dies with the host."""
@@ -565,6 +585,8 @@ def start_api_server(address, deadline):
              '--upstream', upstream_address, '--pid-file', API_SERVER_PID],
             stdin=subprocess.DEVNULL, stdout=log, stderr=log,
             start_new_session=True, close_fds=True)
+    write_file(API_SERVER_MANIFEST, json.dumps(
+        api_server_manifest(address, os.environ), indent=2) + '\n')
     print(f'[control-plane] Creating static Pod manifest for '
           f'"kube-apiserver" (testbed: forwarder {address}:{API_PORT} -> '
           f'{upstream_address}, pid {process.pid})')

@@ -22,8 +22,10 @@ starts from a first instantiate_end; the reference end state comes from a
 clean run on the same cluster.
 """
 
+import base64
 import dataclasses
 import glob
+import json
 import re
 import socket
 import ssl
@@ -34,6 +36,7 @@ import paramiko
 import pytest
 import yaml
 
+from kubernetes_mgmt_pv.cluster import cluster as cluster_module
 from kubernetes_mgmt_pv.cluster import etcd
 from kubernetes_mgmt_pv import exceptions
 from testbed import faults
@@ -593,6 +596,18 @@ def etcd_member_names(master):
     return sorted(m.name for m in etcd.parse_members(result.stdout))
 
 
+def join_secrets_left(master):
+    """The uploaded certificates and the bootstrap tokens `kubeadm token
+    create` made (the Master runs' join tokens) left in the cluster."""
+    items = json.loads(virtual_vnf.kubectl(
+        master, 'get', 'secrets', '-n', 'kube-system', '-o', 'json'))['items']
+    return sorted(
+        item['metadata']['name'] for item in items
+        if item['metadata']['name'] == cluster_module.CERTIFICATES_SECRET or
+        base64.b64decode(item.get('data', {}).get('description', '')) ==
+        b'testbed: kubeadm token create')
+
+
 @pytest.mark.parametrize('joining, skip', [('master2', 0), ('master3', 1)])
 def test_a_half_joined_master_is_reset_and_joined_again(ha_cluster, joining,
                                                         skip):
@@ -612,6 +627,8 @@ def test_a_half_joined_master_is_reset_and_joined_again(ha_cluster, joining,
     assert virtual_vnf.node_readiness(master1)[joining] == 'True'
     assert joining not in etcd_member_names(master1)
     assert cluster.vims == {}
+    # The failed hook removed the join secrets its Master runs created.
+    assert join_secrets_left(master1) == []
 
     cluster.instantiate_end()
 

@@ -117,3 +117,11 @@ def test_joins_show_no_secret_to_other_users(two_masters, monkeypatch):
     assert join['config']['controlPlane']['certificateKey'] == '***'
     assert join['config']['discovery']['bootstrapToken'][
         'apiServerEndpoint'] == '%s:16443' % two_masters.vip
+    # The joins over, no bootstrap token the Masters printed nor the
+    # uploaded certificates are left in the cluster.
+    names = {item['metadata']['name'] for item in json.loads(
+        virtual_vnf.kubectl(two_masters.host('master1'), 'get', 'secrets',
+                            '-n', 'kube-system', '-o', 'json'))['items']}
+    assert cluster.CERTIFICATES_SECRET not in names
+    assert not {'bootstrap-token-%s' % info.token.partition('.')[0]
+                for info in learnt} & names

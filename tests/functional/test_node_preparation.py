@@ -27,6 +27,7 @@ PACKAGES = KUBERNETES + ('containerd', 'runc')
 KEYRING = '/etc/apt/keyrings/kubernetes-apt-keyring.asc'
 SOURCE_LIST = '/etc/apt/sources.list.d/kubernetes.list'
 FAILED_STEP = 'apt-get update of the Kubernetes apt repository'
+PROXY_PASSWORD = 'pr0xy-s3cret'
 # What the stand-ins record of one preparation, in this order.
 STOOD_IN = [['swapoff', '-a'], ['modprobe', 'overlay'],
             ['modprobe', 'br_netfilter'], ['sysctl', '--system'],
@@ -180,7 +181,10 @@ def test_nodes_reach_the_repository_through_the_proxy(fresh, repository):
     since = len(repository.log)
     with http_proxy.TinyProxy(fresh.testbed.bridge_ip,
                               fresh.testbed.subnet) as proxy:
-        fresh.proxy = {'http_proxy': proxy.url,
+        # tinyproxy asks for no credentials; the nodes send them all the
+        # same, as to a site's authenticating proxy.
+        url = proxy.url.replace('http://', 'http://mgmt:%s@' % PROXY_PASSWORD)
+        fresh.proxy = {'http_proxy': url,
                        'k8s_node_cidr': fresh.testbed.subnet}
         fresh.instantiate_end()
         log = proxy.log()
@@ -190,9 +194,23 @@ def test_nodes_reach_the_repository_through_the_proxy(fresh, repository):
     assert clients == {repository.address}
     for node in fresh.nodes():
         for unit in ('containerd', 'kubelet'):
-            assert 'Environment="HTTP_PROXY=%s"' % proxy.url in \
-                node.read_file('/etc/systemd/system/%s.service.d/'
-                               'http-proxy.conf' % unit)
+            directory = '/etc/systemd/system/%s.service.d/' % unit
+            # The drop-in, which systemd shows any user, names the file
+            # that holds the credentials, which only root reads.
+            assert node.read_file(directory + 'http-proxy.conf') == (
+                '[Service]\nEnvironmentFile=%shttp-proxy.env\n' % directory)
+            assert 'HTTP_PROXY="%s"' % url in node.read_file(
+                directory + 'http-proxy.env')
+            assert node.run('runuser -u ubuntu -- cat %shttp-proxy.env'
+                            % directory, check=False).returncode != 0
+    # kubeadm copies its *_proxy variables into the static Pod manifests,
+    # which anyone who may read kube-system's Pods sees: not the proxy's.
+    master = fresh.host('master1')
+    manifest = master.read_file('/etc/kubernetes/manifests/'
+                                'kube-apiserver.yaml')
+    assert 'no_proxy' in manifest
+    assert master.run('grep -rlF %s /etc/kubernetes' % PROXY_PASSWORD,
+                      check=False).stdout == ''
     assert repository.url + 'InRelease' in log
     assert repository.url + 'Packages' in log
     assert 'kubeadm_' in log and 'containerd_' in log

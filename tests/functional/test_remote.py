@@ -359,3 +359,55 @@ def test_dropped_connection_is_named_and_the_next_command_reconnects(
     assert message.startswith(host.ip + ': ')
     assert 'connection lost' in message, message
     assert executor.run(['true']).ok
+
+
+def _rss_bytes():
+    with open('/proc/self/status') as status:
+        for line in status:
+            if line.startswith('VmRSS:'):
+                return int(line.split()[1]) * 1024
+
+
+def test_a_host_printing_without_end_fails_the_command_in_bounded_memory(
+        executor, host, options):
+    """1 GiB on stdout: the command is abandoned at command_output_limit,
+    well within command_timeout, naming host and command, while this
+    process's memory stays far below what it was sent."""
+    config.CONF.set_override('command_timeout', 60, config.GROUP_NAME)
+    limit = options.command_output_limit
+    baseline, peak = _rss_bytes(), [0]
+    done = threading.Event()
+
+    def sample():
+        while not done.is_set():
+            peak[0] = max(peak[0], _rss_bytes())
+            time.sleep(0.05)
+
+    sampler = threading.Thread(target=sample, daemon=True)
+    sampler.start()
+    started = time.monotonic()
+    try:
+        with pytest.raises(exceptions.RemoteCommandError) as caught:
+            executor.run(['sh', '-c', 'yes | head -c 1G'],
+                         description='print a gibibyte')
+    finally:
+        done.set()
+        sampler.join()
+    assert time.monotonic() - started < options.command_timeout
+    error = caught.value
+    assert error.host == host.ip and error.description == 'print a gibibyte'
+    assert str(error).startswith('%s: `print a gibibyte`' % host.ip)
+    assert str(limit) in str(error) and 'stdout' in str(error)
+    assert limit <= len(error.stdout) <= limit + 100
+    assert peak[0] - baseline < 8 * limit
+    assert executor.run(['true']).ok  # a new connection serves the next
+
+
+def test_output_limit_applies_to_stderr_too(executor, options):
+    config.CONF.set_override('command_output_limit', 65536, config.GROUP_NAME)
+    config.CONF.set_override('command_timeout', 10, config.GROUP_NAME)
+    with pytest.raises(exceptions.RemoteCommandError) as caught:
+        executor.run(['sh', '-c', 'echo first >&2; yes >&2'])
+    assert 'stderr' in str(caught.value)
+    assert caught.value.stderr.startswith('first\ny\n')
+    assert 'bytes left out' in caught.value.stderr

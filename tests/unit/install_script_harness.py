@@ -60,6 +60,7 @@ def log():
         stream.write(json.dumps({
             'cmd': os.path.basename(sys.argv[0]), 'argv': sys.argv[1:],
             'http_proxy': os.environ.get('http_proxy'),
+            'https_proxy': os.environ.get('https_proxy'),
             'no_proxy': os.environ.get('no_proxy'),
             'config': config_file()}) + '\\n')
 log()

@@ -2,13 +2,16 @@
 
 import base64
 import json
+import logging
 import os
+import types
 
 import pytest
 
 from kubernetes_mgmt_pv import admin_kubectl
 from kubernetes_mgmt_pv.cluster import cluster
 from kubernetes_mgmt_pv.cluster import cluster_feature
+from kubernetes_mgmt_pv.cluster import cluster_workflow
 from kubernetes_mgmt_pv.cluster import etcd
 from kubernetes_mgmt_pv import exceptions
 from kubernetes_mgmt_pv.openstack import vnf_topology
@@ -608,3 +611,17 @@ def test_a_missing_admin_kubeconfig_says_which_file_and_what_to_do():
     message = admin_kubectl.MISSING_ADMIN_KUBECONFIG
     assert message.startswith('/etc/kubernetes/admin.conf is missing')
     assert 'every Master' in message and 'root' in message
+
+
+def test_a_script_of_the_earlier_contract_is_warned_of_sudo_logs(caplog):
+    """Its join secrets are arguments of `sudo`, whose log keeps them."""
+    flow = types.SimpleNamespace(
+        script=b'#!/bin/bash\n', params=types.SimpleNamespace(
+            network=param_model.ClusterNetwork(), offline=None))
+    with caplog.at_level(logging.WARNING):
+        argv, _ = cluster_workflow.ClusterWorkflow._script_call(
+            flow, 'worker', plan(), W1, '10.0.0.5:16443', INFO)
+    assert TOKEN in argv
+    warning, = [record.getMessage() for record in caplog.records
+                if record.levelno == logging.WARNING]
+    assert W1.address in warning and 'sudo' in warning

@@ -227,15 +227,17 @@ def test_preparation_writes_proxy_dropins_for_containerd_and_kubelet(node):
         no_proxy='.example.com')
     assert result.returncode == 0, result.stderr
     for unit in ('containerd', 'kubelet'):
-        path = node.systemd / (unit + '.service.d') / 'http-proxy.conf'
-        lines = path.read_text().splitlines()
-        assert lines[0] == '[Service]'
-        # systemd expands %: it must arrive as one.
-        assert lines[1] == (
-            'Environment="HTTP_PROXY=http://u:p%%40ss@proxy:3128"')
-        assert lines[2].startswith('Environment="NO_PROXY=.example.com,')
-        assert len(lines) == 3              # https_proxy is not set
-        assert stat.S_IMODE(path.stat().st_mode) == 0o600
+        directory = node.systemd / (unit + '.service.d')
+        env_file = directory / 'http-proxy.env'
+        # The drop-in, which systemd shows to any user, names a file that
+        # only root reads; the credentials are there alone.
+        assert (directory / 'http-proxy.conf').read_text() == (
+            '[Service]\nEnvironmentFile=%s\n' % env_file)
+        lines = env_file.read_text().splitlines()
+        assert lines[0] == 'HTTP_PROXY="http://u:p%40ss@proxy:3128"'
+        assert lines[1].startswith('NO_PROXY=".example.com,')
+        assert len(lines) == 2              # https_proxy is not set
+        assert stat.S_IMODE(env_file.stat().st_mode) == 0o600
     assert node.argvs('systemctl') == [
         ['daemon-reload'], ['enable', 'containerd', 'kubelet'],
         ['restart', 'containerd']]
@@ -362,6 +364,25 @@ def test_proxy_reaches_kubeadm_with_cluster_addresses_in_no_proxy(node):
     for entry in ('localhost', THIS_IP, OTHER_IP, '10.0.0.100',
                   '10.96.0.0/12'):
         assert entry in entries
+
+
+@pytest.mark.parametrize('proxy, seen_by_kubeadm', [
+    ('http://u:secret@proxy:3128', None),
+    ('u:secret@proxy:3128', None),
+    ('http://proxy:3128', 'http://proxy:3128'),
+    ('http://proxy:3128/a@b', 'http://proxy:3128/a@b'),
+])
+def test_proxy_credentials_stay_out_of_kubeadm(node, proxy, seen_by_kubeadm):
+    """kubeadm init and join copy *_proxy into the static Pod
+    manifests: a proxy with credentials never reaches them."""
+    result = node.run_main('-m', THIS_IP, '-i', VIP, http_proxy=proxy,
+                           https_proxy=proxy)
+    assert result.returncode == 0, result.stderr
+    init = node.calls('kubeadm')[0]
+    assert init['argv'][0] == 'init'
+    assert (init['http_proxy'], init['https_proxy']) == (
+        seen_by_kubeadm, seen_by_kubeadm)
+    assert init['no_proxy']
 
 
 def test_without_proxy_nothing_is_invented(node):

@@ -33,3 +33,20 @@ def test_a_lost_connection_is_silence_only_after_unanswered_intervals(
 def test_no_answer_names_the_host_and_the_seconds_of_silence(seconds,
                                                              reason):
     assert remote.no_answer_reason('10.0.0.5', seconds) == reason
+
+
+@pytest.mark.parametrize('chunks, value, overflowed', [
+    ([b'abc', b'def'], b'abcdef', False),
+    ([b'abcdefgh'], b'abcdefgh', False),
+    # Past the limit: the head and the tail, the middle counted.
+    ([b'abcdefghi'], b'abcd\n[... 1 bytes left out ...]\nfghi', True),
+    ([b'ab', b'cdefg', b'hijklmnop'],
+     b'abcd\n[... 8 bytes left out ...]\nmnop', True),
+])
+def test_output_keeps_head_and_tail_within_the_limit(chunks, value,
+                                                     overflowed):
+    output = remote.BoundedOutput(8)
+    for chunk in chunks:
+        output.add(chunk)
+    assert output.getvalue() == value
+    assert output.overflowed is overflowed

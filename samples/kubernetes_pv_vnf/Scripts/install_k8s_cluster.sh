@@ -78,10 +78,12 @@
 #
 # Environment:
 #   http_proxy, https_proxy, no_proxy
-#       When set, exported to apt-get, curl and kubeadm; while the node is
-#       prepared they are also written for containerd (image pulls) and
-#       kubelet as systemd drop-ins (http-proxy.conf in
-#       /etc/systemd/system/containerd.service.d and kubelet.service.d).
+#       When set, exported to apt-get, curl and kubeadm (kubeadm init and
+#       join, which copy them into the static Pod manifests, do not get a
+#       proxy URL with user@); while the node is prepared they are also
+#       written for containerd (image pulls) and kubelet to http-proxy.env
+#       (root only) named by the systemd drop-in http-proxy.conf, in
+#       /etc/systemd/system/containerd.service.d and kubelet.service.d.
 #       When a proxy is set, no_proxy is extended with localhost, the
 #       Master addresses, the endpoint host, this node and the pod and
 #       service networks.
@@ -399,29 +401,55 @@ export_proxy_environment() {
     if [ -n "${https_proxy:-}" ]; then export https_proxy; fi
 }
 
-# systemd would expand % and \ in Environment= values.
-systemd_quote() {
+# A double-quoted value of a systemd EnvironmentFile= (quotes are refused
+# by check_options): \ $ and ` are escaped.
+env_file_quote() {
     local value="${1//\\/\\\\}"
-    printf '%s' "${value//%/%%}"
+    value="${value//\$/\\\$}"
+    printf '"%s"' "${value//\`/\\\`}"
 }
 
-# Writes <unit>.d/http-proxy.conf for containerd and kubelet when a proxy
-# variable is set; writes nothing otherwise.
+# Writes the proxy variables that are set for containerd and kubelet, when
+# one is: <unit>.d/http-proxy.env (root only, mode 0600) and the drop-in
+# <unit>.d/http-proxy.conf that names it. Not Environment= lines: any user
+# reads those over D-Bus (`systemctl show -p Environment`), with the
+# proxy's user name and password.
 write_proxy_dropins() {
     local unit lines='' name upper value
     for name in http_proxy https_proxy no_proxy; do
         value="${!name:-}"
         [ -n "$value" ] || continue
         upper="${name^^}"
-        lines+="Environment=\"${upper}=$(systemd_quote "$value")\""$'\n'
+        lines+="${upper}=$(env_file_quote "$value")"$'\n'
     done
     [ -n "$lines" ] || return 0
     for unit in containerd kubelet; do
         mkdir -p "$SYSTEMD_DIR/$unit.service.d"
-        (umask 077; printf '[Service]\n%s' "$lines" \
-            > "$SYSTEMD_DIR/$unit.service.d/http-proxy.conf")
+        (umask 077
+         printf '%s' "$lines" > "$SYSTEMD_DIR/$unit.service.d/http-proxy.env"
+         printf '[Service]\nEnvironmentFile=%s\n' \
+             "$SYSTEMD_DIR/$unit.service.d/http-proxy.env" \
+             > "$SYSTEMD_DIR/$unit.service.d/http-proxy.conf")
     done
 }
+
+# Whether a proxy URL carries a user name (and password): user@host.
+has_credentials() {
+    [[ "$1" =~ ^([A-Za-z][A-Za-z0-9+.-]*://)?[^/@]*@ ]]
+}
+
+# kubeadm without a proxy variable that holds credentials: kubeadm copies
+# its *_proxy variables into the static Pod manifests of the control
+# plane, which anyone allowed to read kube-system's Pods sees. A subshell:
+# the script keeps its variables.
+kubeadm_without_proxy_credentials() (
+    for name in http_proxy https_proxy; do
+        if has_credentials "${!name:-}"; then
+            unset "$name"
+        fi
+    done
+    kubeadm "$@"
+)
 
 # --- node preparation ------------------------------------------------------
 
@@ -629,7 +657,8 @@ create_cluster() {
     find_addon_manifest
     mkdir -p "$LIB_DIR"
     : > "$(addon_pending_marker)"
-    run_masked 'kubeadm init' kubeadm init "${args[@]}"
+    run_masked 'kubeadm init' kubeadm_without_proxy_credentials init \
+        "${args[@]}"
     apply_network_addon
 }
 
@@ -673,7 +702,8 @@ join_cluster() {
     join_config="$(umask 077; mktemp "$RUN_DIR/kubeadm-join.XXXXXXXX")" ||
         fail "mktemp $RUN_DIR/kubeadm-join.XXXXXXXX" "$?"
     write_join_config > "$join_config"
-    run_masked 'kubeadm join' kubeadm join --config "$join_config"
+    run_masked 'kubeadm join' kubeadm_without_proxy_credentials join \
+        --config "$join_config"
     remove_join_config
 }
 
