@@ -44,7 +44,7 @@ LOG = logging.getLogger(__name__)
 CONFIG_ENV = 'KUBERNETES_MGMT_PV_TACKER_CONF'
 DEFAULT_CONFIG = '/etc/tacker/tacker.conf'
 _CONFIG_OPTIONS = ('--config-file', '--config-dir')
-_MASTER_TITLE = re.compile(r'^[^\[]*: master process \[(.*)\]$')
+_MASTER_TITLE = re.compile(r'[^\[]*: master process \[(.*)\]')
 LOG_NAME = 'kubernetes-mgmt-pv-v2.log'
 # Tacker's own default state_path, for a configuration without Tacker's.
 TACKER_STATE_PATH = '/var/lib/tacker'
@@ -79,7 +79,7 @@ def _untitled(argv):
     """The command line of a process that retitled itself: Tacker 16's
     conductor master keeps its own, space-joined, in brackets (its
     workers, the script's parents, keep none)."""
-    match = len(argv) == 1 and _MASTER_TITLE.match(argv[0])
+    match = len(argv) == 1 and _MASTER_TITLE.fullmatch(argv[0])
     return match.group(1).split() if match else argv
 
 

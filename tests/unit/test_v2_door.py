@@ -439,6 +439,8 @@ MASTER = ['tacker-conductor: master process [/usr/bin/tacker-conductor '
       '--config-dir', '/etc/tacker/conf.d']),
     ({}, [['pytest']], True, ['--config-file', tacker_v2.DEFAULT_CONFIG]),
     ({}, [WORKER, ['pytest']], False, []),
+    # A title with a line break is no master's: not read.
+    ({}, [WORKER, [MASTER[0] + '\n']], False, []),
     ({}, [], False, []),
 ])
 def test_config_args(environ, ancestors, default, expected):
