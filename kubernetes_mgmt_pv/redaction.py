@@ -114,6 +114,31 @@ def safe_cause(error, secrets=()):
     return error if redact(text, secrets) == text else None
 
 
+def redacted_error(error, secrets=()):
+    """``error`` again, of its own class, with its message and the text of
+    its attributes hidden, and no chain: what a hook lets out when the
+    error shows a secret. Its class, step and host stay readable for the
+    door that reports it."""
+    clean = type(error).__new__(type(error))
+    Exception.__init__(clean, redact(str(error), secrets))
+    for name, value in vars(error).items():
+        setattr(clean, name, _redacted_value(value, secrets))
+    return clean
+
+
+def _redacted_value(value, secrets):
+    if isinstance(value, str):
+        return redact(value, secrets)
+    if isinstance(value, BaseException):
+        return redacted_error(value, secrets)
+    if isinstance(value, dict):
+        return {key: _redacted_value(item, secrets)
+                for key, item in value.items()}
+    if type(value) in (list, tuple):
+        return type(value)(_redacted_value(item, secrets) for item in value)
+    return value
+
+
 def redacted_traceback(error, secrets=()):
     """The traceback of ``error``, its chain included, with secrets
     hidden: for the log, instead of ``LOG.exception``."""

@@ -117,8 +117,7 @@ def _hook_boundary(hook, method):
                     raise
                 LOG.error('%s failed: %s', hook,
                           redaction.redacted_traceback(error, secrets))
-                raise exceptions.MgmtDriverError(
-                    redaction.redact(str(error), secrets)) from None
+                raise redaction.redacted_error(error, secrets) from None
             except Exception as error:
                 secrets = _hook_secrets()
                 LOG.error('%s failed unexpectedly: %s', hook,

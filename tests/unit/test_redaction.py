@@ -401,3 +401,31 @@ def test_a_token_the_hook_learned_never_leaves_it(error_type, caplog,
 ])
 def test_tokens_the_driver_never_read_are_hidden(text, expected):
     assert redaction.redact(text) == expected
+
+
+def test_a_step_error_showing_a_secret_keeps_its_class_and_step(
+        monkeypatch):
+    """A node whose login is ubuntu/ubuntu: the message shows the user
+    name, which is the password. It leaves as the same NodeStepError, step
+    and hosts readable (the v2 door reports them), every text redacted."""
+    access_info = {'auth_url': 'http://127.0.0.1:1/v3', 'username': 'admin',
+                   'password': 'ubuntu', 'project_name': 'admin'}
+
+    def fail(access):
+        raise exceptions.NodeStepError('pre-flight check', {
+            '10.0.0.7': exceptions.StepError(
+                'pre-flight check', '10.0.0.7', exceptions.RemoteConnectError(
+                    "authentication failed for user 'ubuntu'"))})
+    driver = _driver_failing_with(fail, access_info, monkeypatch)
+
+    with pytest.raises(exceptions.NodeStepError) as raised:
+        _instantiate_end(driver)
+
+    error = raised.value
+    assert error.step == 'pre-flight check'
+    assert list(error.failures) == ['10.0.0.7']
+    assert error.failures['10.0.0.7'].host == '10.0.0.7'
+    assert "user '***'" in str(error) and "user '***'" in error.reason
+    assert 'ubuntu' not in shown(error)
+    assert 'ubuntu' not in str(error.failures['10.0.0.7'].cause)
+    assert exceptions.failure_of(error).host == '10.0.0.7'
