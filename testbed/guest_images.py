@@ -6,8 +6,9 @@ changes only what the driver and the install script read of an image:
 * ``/etc/os-release`` (the driver's OS check, the kubelet stand-in's
   ``osImage``), as the image's base-files writes it;
 * no ``apt-key``: apt 2.9 and later (Debian 13's apt 3.0, Ubuntu 26.04's
-  apt 3.1) no longer ship it, so a script that still called it fails here
-  as on the image;
+  apt 3.1) no longer ship it, so a script that still calls it fails here
+  as on the image (exit 127). The runner's apt 2.6 itself still verifies
+  signatures through ``apt-key verify``: only that call gets through;
 * the containerd the image's archive installs: Debian 13's 1.7.24, whose
   ``containerd config default`` is a version 2 configuration, and
   Ubuntu 26.04's 2.2.2 (source containerd-app), whose default is a
@@ -60,7 +61,23 @@ BUG_REPORT_URL="https://bugs.debian.org/"
 IMAGES = {image.name: image for image in (UBUNTU_2604, DEBIAN_13)}
 
 
+APT_KEY = '/usr/bin/apt-key'
+# Where the runner's apt-key goes, for its own apt's `apt-key verify`.
+APT_KEY_FOR_APT = '/usr/lib/testbed/apt-key-for-apt'
+NO_APT_KEY = f"""#!/bin/sh
+# testbed look-alike (testbed/guest_images.py): apt 3 has no apt-key.
+for arg; do
+    [ "$arg" != verify ] || exec {APT_KEY_FOR_APT} "$@"
+done
+echo "$0: not found (no apt-key on this image)" >&2
+exit 127
+"""
+
+
 def make(host, image):
     """Make a booted test host look like a VM of ``image``."""
     host.write_file('/etc/os-release', image.os_release)
-    host.run('rm -f /usr/bin/apt-key')
+    host.run(f'mkdir -p {APT_KEY_FOR_APT.rsplit("/", 1)[0]} && '
+             f'mv {APT_KEY} {APT_KEY_FOR_APT}')
+    host.write_file(APT_KEY, NO_APT_KEY)
+    host.run(f'chmod 755 {APT_KEY}')
