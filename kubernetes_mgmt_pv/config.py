@@ -129,7 +129,8 @@ step_opts = [
              'progresses when all are taken).'),
     cfg.ListOpt(
         'supported_os', default=['ubuntu:20.04', 'ubuntu:22.04',
-                                 'ubuntu:24.04', 'debian:11', 'debian:12'],
+                                 'ubuntu:24.04', 'ubuntu:26.04', 'debian:11',
+                                 'debian:12', 'debian:13'],
         help='Operating systems (os-release ID:VERSION_ID) the driver '
              'configures (Kubernetes nodes and the Storage server). Other '
              'systems are refused before any change is made.'),

@@ -412,8 +412,7 @@ class RemoteCommandExecutor(object):
                 self._redact_bytes(stderr), timed_out=True,
                 reason='timed out after %.0fs' % timeout)
         result = facts.CommandResult(exit_status, stdout, stderr)
-        if sudo and exit_status == 1 and 'password is required' in \
-                result.stderr:
+        if sudo and facts.sudo_wants_password(result):
             raise exceptions.RemoteCommandError(
                 self.host, description, exit_status,
                 reason='user %r needs passwordless sudo on this host'

@@ -70,7 +70,7 @@ def kubernetes_version(package_version=None):
     return 'v' + (package_version or k8s_package_version()).split('-')[0]
 
 
-def packages(k8s_version=None):
+def packages(k8s_version=None, containerd_version=CONTAINERD_VERSION):
     """(name, version, description, [(source module, installed path)])."""
     k8s_version = k8s_version or k8s_package_version()
     return [
@@ -83,20 +83,24 @@ def packages(k8s_version=None):
           ('kube_apiserver_standin.py', API_SERVER)]),
         ('kubelet', k8s_version, 'kubelet stand-in for the testbed',
          [('kubelet.py', '/usr/bin/kubelet')]),
-        ('containerd', CONTAINERD_VERSION,
+        ('containerd', containerd_version,
          'containerd stand-in for the testbed',
          [('containerd.py', '/usr/bin/containerd')]),
     ]
 
 
-def build_packages(outdir, k8s_version=None):
+def build_packages(outdir, k8s_version=None,
+                   containerd_version=CONTAINERD_VERSION):
     """Build the stand-in .debs into outdir and return their paths.
 
     Uncompressed (-Znone): they are a few KB and built once per testbed.
+    ``containerd_version`` decides which default configuration the
+    containerd stand-in prints (1.x's or 2.x's).
     """
     paths = []
     with tempfile.TemporaryDirectory(prefix='standins-') as workdir:
-        for name, version, description, files in packages(k8s_version):
+        for name, version, description, files in packages(
+                k8s_version, containerd_version):
             root = os.path.join(workdir, name)
             for module, target in files:
                 with open(os.path.join(HERE, module)) as handle:
