@@ -12,6 +12,7 @@ from kubernetes_mgmt_pv import exceptions
 from kubernetes_mgmt_pv import mgmt_driver
 from kubernetes_mgmt_pv.request import lcm_requests
 from kubernetes_mgmt_pv.request import param_model
+from kubernetes_mgmt_pv.storage import pv
 from kubernetes_mgmt_pv.storage import server_steps
 from tests.unit import v2_dicts as v2
 
@@ -218,3 +219,21 @@ def test_a_kept_volume_is_never_formatted(probe, plan):
         with pytest.raises(exceptions.StorageSetupError) as refused:
             server_steps.plan_filesystem('/dev/vdb', probe, zeros, kept=True)
         assert str(refused.value).startswith('/dev/vdb ' + plan)
+
+
+def test_the_refusal_names_the_bound_volumes_and_their_claims():
+    live = {
+        'nfs-pv1': {'status': {'phase': 'Bound'}, 'spec': {'claimRef': {
+            'kind': 'PersistentVolumeClaim', 'namespace': 'apps',
+            'name': 'data'}}},
+        'nfs-pv2': {'status': {'phase': 'Available'}, 'spec': {}},
+        'nfs-pv3': {'status': {'phase': 'Bound'}, 'spec': {}},
+    }
+    with pytest.raises(exceptions.PersistentVolumeInUseError) as refused:
+        pv.refuse_if_bound(live, '10.0.0.5')
+    assert refused.value.names == ['nfs-pv1', 'nfs-pv3']
+    assert refused.value.claims == ['apps/data']
+    assert refused.value.host == '10.0.0.5'
+    assert str(refused.value).startswith(
+        'PersistentVolume(s) nfs-pv1, nfs-pv3 are Bound to a '
+        'PersistentVolumeClaim (apps/data); ')
