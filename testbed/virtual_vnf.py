@@ -543,18 +543,25 @@ class VirtualCluster(object):
             instantiate_vnf_request=request, grant=None, grant_request=None,
             vnf={})
 
-    def heal_start(self, vnfc_ids=(), **request_params):
-        self._heal('heal_start', vnfc_ids, request_params)
+    def heal_start(self, vnfc_ids=(), removed_storage=None,
+                   **request_params):
+        self._heal('heal_start', vnfc_ids, removed_storage, request_params)
 
-    def heal_end(self, vnfc_ids=(), **request_params):
-        self._heal('heal_end', vnfc_ids, request_params, vnf={})
+    def heal_end(self, vnfc_ids=(), removed_storage=None, **request_params):
+        self._heal('heal_end', vnfc_ids, removed_storage, request_params,
+                   vnf={})
 
-    def _heal(self, hook, vnfc_ids, request_params, **extra):
+    def _heal(self, hook, vnfc_ids, removed_storage, request_params,
+              **extra):
         """A heal hook; no vnfc ids means the entire cluster (SOL003);
-        ``request_params``: the request's additionalParams."""
+        ``request_params``: the request's additionalParams;
+        ``removed_storage``: the volume ids a v2 grant removes (None: a v1
+        request, which does not tell)."""
         request = types.SimpleNamespace(vnfc_instance_id=list(vnfc_ids),
                                         cause=None,
                                         additional_params=request_params)
+        if removed_storage is not None:
+            request.removed_storage = tuple(removed_storage)
         getattr(self.driver(), hook)(
             context=None, vnf_instance=self.vnf_instance(),
             heal_vnf_request=request, grant=None, grant_request=None,

@@ -238,12 +238,16 @@ def instance(vnf_instance, root, aliases=None):
     the ids their heal request gave (heal_end)."""
     info = vnf_instance.get('instantiatedVnfInfo') or {}
     names = dict(_vnfc_ids(info), **(aliases or {}))
+    volumes = _volume_ids(info)
     vnfcs = tuple(model.Vnfc(
         id=names.get(vnfc['id'], vnfc['id']),
         compute_resource=model.ComputeResource(
             (vnfc.get('computeResource') or {}).get('resourceId')),
         vnfc_cp_info=tuple(model.VnfcCp(cp.get('cpdId'))
-                           for cp in vnfc.get('vnfcCpInfo') or []))
+                           for cp in vnfc.get('vnfcCpInfo') or []),
+        volume_ids=tuple(volumes[storage_id]
+                         for storage_id in vnfc.get('storageResourceIds')
+                         or [] if storage_id in volumes))
         for vnfc in info.get('vnfcResourceInfo') or [])
     scale_status = tuple(model.ScaleStatus(s['aspectId'],
                                            s.get('scaleLevel', 0))
@@ -256,8 +260,27 @@ def instance(vnf_instance, root, aliases=None):
             vnfc_resource_info=vnfcs, scale_status=scale_status))
 
 
-def request(operation, request_dict, root):
-    """The model of the LCM request of ``operation``."""
+def _volume_ids(info):
+    """{virtualStorageResourceInfo id: its Cinder volume id}."""
+    return {storage['id']: (storage.get('storageResource') or {}).get(
+        'resourceId') for storage in info.get('virtualStorageResourceInfo')
+        or [] if storage.get('id')}
+
+
+def removed_volumes(grant_request):
+    """The volume ids of a v2 grant request's STORAGE removeResources:
+    the volumes its heal re-creates. None without a grant request (then
+    nothing tells that a volume is kept)."""
+    if not grant_request:
+        return None
+    return tuple(res['resource'].get('resourceId') for res in
+                 grant_request.get('removeResources') or []
+                 if res.get('type') == 'STORAGE' and res.get('resource'))
+
+
+def request(operation, request_dict, root, grant_request=None):
+    """The model of the LCM request of ``operation``; a heal's with the
+    volumes its ``grant_request`` removes."""
     request_dict = request_dict or {}
     extra = {key: value for key, value in
              (request_dict.get('additionalParams') or {}).items()
@@ -272,7 +295,9 @@ def request(operation, request_dict, root):
         aspect_id=request_dict.get('aspectId'),
         number_of_steps=request_dict.get('numberOfSteps'),
         vnfc_instance_id=tuple(heal_ids) if heal_ids else None,
-        termination_type=request_dict.get('terminationType'))
+        termination_type=request_dict.get('terminationType'),
+        removed_storage=removed_volumes(grant_request)
+        if operation.startswith('heal_') else None)
 
 
 def removed_member_stacks(vnf_instance, grant_request):

@@ -26,12 +26,14 @@ gives the node logins again (``additionalParams``).
 
 import copy
 import os
+import re
 import stat
 
 import pytest
 
 from testbed import cnf_package
 from testbed import faults
+from testbed import nfs
 from testbed import pv_manifest
 from testbed import tacker_v2
 from tests.tacker_rest import cnf_on_the_cluster as cnf
@@ -296,11 +298,65 @@ def test_change_ext_conn_of_a_cluster_cp_is_refused(lab, v2, s):
         'INSTANTIATED'
 
 
-def test_heal_storage_server_refused_while_a_pv_is_bound(lab, v2, s):
-    s.need('instantiate')
+def _bind_the_claim(lab):
     lab.ssh(lab.masters()[0], "cat > /tmp/claim.yaml <<'EOF'\n%sEOF\n"
             % pv_manifest.BOUND_CLAIM)
     lab.kubectl('apply', '-f', '/tmp/claim.yaml')
+
+
+def test_heal_storage_server_keeping_its_volume_while_a_pv_is_bound(
+        lab, v2, s):
+    """Without additionalParams.all Tacker v2 replaces only the Storage
+    server; its Cinder volume and port stay, attached to the new VM. The
+    heal goes ahead while the claim is Bound: the claim stays Bound, the
+    file on the volume stays, the export is served and writable again."""
+    s.need('instantiate')
+    _bind_the_claim(lab)
+    assert lab.persistent_volumes()['nfs-pv1']['status']['phase'] == 'Bound'
+    storage, = _vnfcs(v2, s, 'storage_server')
+    old_host = lab.host_at(lab.cp_address(s.instance_id))
+    export = checks.EXPORTS[0]  # nfs-pv1's, the claim's
+    old_host.write_file(export + '/keep.txt', 'precious')
+    old_host.write_file('/root-fs-probe', 'old VM')
+    versions = {name: pv['metadata']['resourceVersion']
+                for name, pv in lab.persistent_volumes().items()}
+    request = lab.sample_request('heal_storage_server.json', 'v2')
+    request['vnfcInstanceId'] = [storage['vnfcInfoId']]
+    occ = s.ops['heal_storage_kept'] = v2.lcm(s.instance_id, 'heal', request)
+    _completed(occ, 'HEAL')
+    healed, = _vnfcs(v2, s, 'storage_server')
+    assert healed['computeResource']['resourceId'] != \
+        storage['computeResource']['resourceId']
+    host = lab.host_at(lab.cp_address(s.instance_id))
+    assert host.ip == old_host.ip  # the port stayed
+    assert host.run('cat /root-fs-probe', check=False).returncode != 0
+    assert host.read_file(export + '/keep.txt') == 'precious'
+    found = lab.storage_checks(s.instance_id)
+    assert re.search(r'^/dev/vdb\s.*\s/volume$', found['df'], re.M), \
+        found['df']
+    for path in checks.EXPORTS:
+        assert re.search(r'^%s\s' % re.escape(path), found['exportfs'],
+                         re.M), found['exportfs']
+    volumes = lab.persistent_volumes()
+    assert volumes['nfs-pv1']['status']['phase'] == 'Bound'
+    assert {name: pv['metadata']['resourceVersion']
+            for name, pv in volumes.items()} == versions
+    worker = lab.engine.testbed.hosts[lab.engine.hosts[_vnfcs(
+        v2, s, 'workerNode')[0]['computeResource']['resourceId']]]
+    nfs.start_ganesha(host)
+    try:
+        nfs.nfs_write(worker, host.ip, export, 'after.txt', 'healed')
+        assert nfs.nfs_read(worker, host.ip, export, 'keep.txt') == \
+            'precious'
+    finally:
+        nfs.stop_ganesha(host)
+    assert host.read_file(export + '/after.txt') == 'healed'
+    s.done.add('heal_storage_kept')
+
+
+def test_heal_storage_server_refused_while_a_pv_is_bound(lab, v2, s):
+    s.need('instantiate')
+    _bind_the_claim(lab)
     assert lab.persistent_volumes()['nfs-pv1']['status']['phase'] == 'Bound'
     storage, = _vnfcs(v2, s, 'storage_server')
     s.storage_vnfc = storage
@@ -316,6 +372,7 @@ def test_heal_storage_server_refused_while_a_pv_is_bound(lab, v2, s):
     error = v2.op_occ(occ['id'])['error']
     detail = error['detail']
     assert 'nfs-pv1' in detail and 'Bound' in detail, detail
+    assert 'default/data' in detail, detail  # the claim
     assert 'nfs-pv2' not in detail
     # Tacker's "<hook> failed: " and the repr of the script's stderr: one
     # ASCII line naming the step and the Master it ran on, the hook once.
