@@ -71,15 +71,17 @@ def load(directory, name):
                                % path)
         raise KeyFileError('%s cannot be opened: %s'
                            % (path, os.strerror(error.errno)))
-    with os.fdopen(descriptor, 'rb') as handle:
-        status = os.fstat(handle.fileno())
+    try:
+        status = os.fstat(descriptor)
         problem = key_file_problem(KeyFileFacts(
             is_regular=stat.S_ISREG(status.st_mode),
             mode=stat.S_IMODE(status.st_mode),
             owner_uid=status.st_uid), os.geteuid())
         if problem:
             raise KeyFileError('%s %s' % (path, problem))
-        data = handle.read(MAX_KEY_BYTES + 1)
+        data = os.read(descriptor, MAX_KEY_BYTES + 1)
+    finally:
+        os.close(descriptor)
     if len(data) > MAX_KEY_BYTES:
         raise KeyFileError('%s is larger than %d bytes: not a private key'
                            % (path, MAX_KEY_BYTES))
