@@ -7,8 +7,8 @@ import os
 import paramiko
 import pytest
 
-from kubernetes_mgmt_pv import exceptions
 from kubernetes_mgmt_pv.doors import v2_mapping
+from kubernetes_mgmt_pv import exceptions
 from kubernetes_mgmt_pv.openstack import vnf_topology
 from kubernetes_mgmt_pv.remote import ssh_keys
 from kubernetes_mgmt_pv.request import param_model
@@ -19,7 +19,7 @@ ME = os.geteuid()
 Facts = ssh_keys.KeyFileFacts
 
 
-# -- the decision --------------------------------------------------------------
+# -- the decision -----------------------------------------------------------
 
 @pytest.mark.parametrize('facts, problem', [
     (Facts(True, 0o600, ME), None),
@@ -43,7 +43,7 @@ def test_which_key_files_are_accepted(facts, problem):
         assert found.startswith(problem)
 
 
-# -- reading the file ------------------------------------------------------------
+# -- reading the file -------------------------------------------------------
 
 def _private_key_text(key):
     out = io.StringIO()
@@ -156,7 +156,7 @@ def test_every_unusable_key_is_named_by_its_json_path(tmp_path, key_texts):
                                  str(tmp_path))) == {'good'}
 
 
-# -- the parameters ------------------------------------------------------------
+# -- the parameters ---------------------------------------------------------
 
 def _with_logins(**logins):
     """The user guide's parameters, each role's login replaced."""
@@ -246,7 +246,7 @@ def test_a_request_overrides_the_login_of_its_nodes(request_params,
     assert [e.path for e in caught.value.errors] == [error]
 
 
-# -- Tacker v2: the key file names are kept ---------------------------------------
+# -- Tacker v2: the key file names are kept ---------------------------------
 
 def _v2_saved(**logins):
     root = _with_logins(**logins)[ROOT]
