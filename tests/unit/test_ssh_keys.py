@@ -208,12 +208,6 @@ def test_password_logins_are_listed_for_validate():
     assert param_model.password_logins(params) == []
 
 
-def test_a_password_is_not_shown_by_the_model():
-    params = param_model.parse(test_params.sample())
-    assert 'ubuntu\'' not in repr(params.worker).replace("username='ubuntu'",
-                                                         '')
-
-
 def test_the_key_files_of_params_and_overrides_are_named_by_json_path():
     params = param_model.parse(_with_logins(
         master_node={'ssh_key': 'masters'}, storage_server={'ssh_key': 'nfs'}))
