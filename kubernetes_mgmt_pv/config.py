@@ -56,6 +56,14 @@ ssh_opts = [
              'keys is still checked. "warn": accept any key and log a '
              'warning.'),
     cfg.StrOpt(
+        'ssh_key_dir', default='/etc/tacker/kubernetes-mgmt-pv/keys',
+        help='Directory of the SSH private keys that requests name by file '
+             'name (ssh_key of master_node, worker_node and storage_server), '
+             'so no password is in the request, which Tacker shows in its '
+             'API. Each key file must be a regular file (not a symbolic '
+             'link) owned by tacker-conductor\'s user, mode 0600, holding '
+             'an unencrypted Ed25519, ECDSA or RSA key.'),
+    cfg.StrOpt(
         'known_hosts_file',
         default='/var/lib/tacker/kubernetes_mgmt_pv_known_hosts',
         help='known_hosts file used by the "reject" and "known_hosts" host '

@@ -17,7 +17,8 @@ terminate and delete. The lifecycle runs twice, through both of the
 driver's front doors: first Tacker's v1 API (``/vnflcm/v1``, the driver's
 entry point), then its v2 API (``/vnflcm/v2``, a v2 package whose VNFD
 runs Scripts/kubernetes_mgmt_v2.py, the request's vimConnectionInfo
-naming the OpenStack VIM, the node logins in every request). Each LCM
+naming the OpenStack VIM). The requests log in with the key files the
+lab places in the conductor's ssh_key_dir, as the samples do. Each LCM
 operation is printed with its API version and its result as Tacker reports
 it (GET /vnflcm/v{1,2}/vnf_lcm_op_occs/{id}), followed by the checks of
 the user guide: df -h and sudo exportfs -v on the Storage server, kubectl
@@ -127,10 +128,11 @@ class V1Door(object):
                                     expect=201).body['id']
 
     def instantiate_request(self, vim_id):
-        return self.lab.instantiate_request(vim_id, api=self.api)
+        return self.lab.instantiate_request(vim_id, api=self.api,
+                                            login='key')
 
     def sample_request(self, name):
-        return self.lab.sample_request(name, self.api)
+        return self.lab.sample_request(name, self.api, login='key')
 
     def lcm(self, instance_id, operation, body):
         return self.lab.lcm(instance_id, operation, body)
@@ -155,8 +157,7 @@ class V1Door(object):
 
 class V2Door(V1Door):
     """Tacker's v2 API: the package built with ``--api v2`` (its VNFD runs
-    Scripts/kubernetes_mgmt_v2.py), samples/requests-v2 (the node logins
-    in every request)."""
+    Scripts/kubernetes_mgmt_v2.py), samples/requests-v2."""
 
     api = 'v2'
 

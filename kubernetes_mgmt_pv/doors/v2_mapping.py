@@ -112,12 +112,12 @@ def params_in_effect(operation, request_params, state):
     merged, errors = copy.deepcopy(saved), []
     _check_unchanged(given, saved, _REQUEST_PATH, errors)
     for role, key in _secret_paths(saved) + _role_logins(saved):
-        value = (given.get(role) or {}).get(key) \
-            if isinstance(given.get(role), dict) else None
-        flat = request_params.get('%s_%s' % (role, key))
-        value = value if value is not None else flat
+        value = _given(given, request_params, role, key)
+        key_given = _given(given, request_params, role, 'ssh_key')
         if value is not None:
             merged.setdefault(role, {})[key] = value
+            if key == 'password' and key_given is None:
+                merged[role].pop('ssh_key', None)  # replaces the saved key
         elif _withheld(saved, role, key):
             if operation in NO_LOGIN_HOOKS:
                 del merged[role][key]  # terminate sets up no node
@@ -129,7 +129,8 @@ def params_in_effect(operation, request_params, state):
                     '(metadata.%s.params.proxy.%s is null); give it in '
                     'every scale and heal request, or new nodes are set up '
                     'without the proxy' % (STATE_KEY, key)))
-        elif key == 'password' and role in merged:
+        elif key == 'password' and role in merged and key_given is None \
+                and merged[role].get('ssh_key') is None:
             if operation in NO_LOGIN_HOOKS:
                 # Never sent anywhere: terminate logs in to no VM.
                 merged[role][key] = secrets.token_urlsafe(24)
@@ -138,23 +139,38 @@ def params_in_effect(operation, request_params, state):
                     '%s.%s.password' % (_REQUEST_PATH, role),
                     'required: Tacker v2 keeps no password between '
                     'operations (metadata.%s holds the other parameters); '
-                    'give the node logins in every scale and heal request'
+                    'give the node logins in every scale and heal request, '
+                    'or log in with a key file (ssh_key), which is kept'
                     % STATE_KEY))
     if errors:
         raise exceptions.ParameterErrors(errors)
     return merged
 
 
+def _given(given, request_params, role, key):
+    """The value of ``role``'s ``key`` in the request: nested, else the
+    flat ``<role>_<key>`` of Tacker's sample driver."""
+    value = (given.get(role) or {}).get(key) \
+        if isinstance(given.get(role), dict) else None
+    return value if value is not None else request_params.get(
+        '%s_%s' % (role, key))
+
+
 def _role_logins(saved):
-    return [(role, 'username') for role in ROLES
+    """The login keys a later request may give again: not secrets (the
+    saved ones hold), but a healed VM may take another login."""
+    return [(role, key) for role in ROLES for key in _LOGIN_KEYS
             if isinstance(saved.get(role), dict)]
+
+
+_LOGIN_KEYS = ('username', 'ssh_key')
 
 
 def _check_unchanged(given, saved, path, errors):
     """Keys of the request that are no secret must equal the saved ones."""
     for key, value in given.items():
         here = '%s.%s' % (path, key)
-        if key in PROXY_URLS or key in ('password', 'username'):
+        if key in PROXY_URLS or key in ('password',) + _LOGIN_KEYS:
             continue
         if isinstance(value, dict) and isinstance(saved.get(key), dict):
             _check_unchanged(value, saved[key], here, errors)

@@ -89,6 +89,13 @@ def check(package_dir, request, found):
         found.error('param-invalid', error.path, error.reason)
     for warning in parsed.params.warnings:
         found.warning('param-warning', warning.path, warning.reason)
+    for path in param_model.password_logins(parsed.params):
+        found.warning('password-login', path,
+                      'Tacker shows additionalParams in plain text in its '
+                      'API (GET /vnf_lcm_op_occs) and sends them to the '
+                      'NFVO in grant requests; give ssh_key, the file name '
+                      'of a private key in ssh_key_dir of the conductor '
+                      'host, instead')
     # The cross-checks see only the values that parsed: an invalid one is
     # already a param-invalid finding, and cannot name a file or resource.
     invalid_paths = {error.path for error in parsed.errors}

@@ -20,11 +20,14 @@ stays the instance's only vimConnectionInfo entry, the cluster's
 Kubernetes VIM is in Tacker's registry with its id in the instance's
 metadata.
 
-v2 keeps no password between operations: every scale and heal request
-gives the node logins again (``additionalParams``).
+The requests log in with key files only (``ssh_key``: the lab placed the
+testbed's client key in the conductor's ssh_key_dir). v2 keeps no password
+between operations, but it keeps the key file names (the driver's
+metadata): the sample scale and heal requests name them again, the heal of
+a Worker gives no login at all. No GET of the VNF instance or of its LCM
+operation occurrences shows a node password.
 """
 
-import copy
 import os
 import re
 import stat
@@ -57,13 +60,9 @@ def _completed(occ, operation):
     assert occ['operationState'] == 'COMPLETED', occ.get('error')
 
 
-def _with_logins(lab, body):
-    """A request with the node logins, as the v2 sample requests give
-    them."""
-    body = copy.deepcopy(body)
-    body.setdefault('additionalParams', {}).update(lab.sample_request(
-        'scale_out_worker.json', 'v2')['additionalParams'])
-    return body
+def _sample(lab, name):
+    """A request of samples/requests-v2, its logins the key files."""
+    return lab.sample_request(name, 'v2', login='key')
 
 
 def _vnfcs(v2, s, vdu_id=None):
@@ -136,7 +135,7 @@ def test_failed_instantiate_is_rolled_back(lab, v2, s):
     deletes the VIM before Heat deletes the stack."""
     s.need('package')
     s.instance_id = v2.create(s.vnfd_id, 'kubernetes-pv-v2')['id']
-    request = lab.instantiate_request(s.vim_id, api='v2')
+    request = lab.instantiate_request(s.vim_id, api='v2', login='key')
     occ, _ = _fails_after_the_cluster_part(lab, v2, s, 'instantiate',
                                            request)
     stack_id = lab.stack(s.instance_id).id
@@ -161,7 +160,7 @@ def test_instantiate(lab, v2, s):
         s.instance_id = v2.create(s.vnfd_id, 'kubernetes-pv-v2')['id']
     # The same instance again, after the rollback: its VIM name is free.
     # samples/requests-v2: vimConnectionInfo names the registered VIM.
-    request = lab.instantiate_request(s.vim_id, api='v2')
+    request = lab.instantiate_request(s.vim_id, api='v2', login='key')
     assert list(request['vimConnectionInfo']) == [tacker_v2.VIM_KEY]
     occ = s.ops['instantiate'] = v2.lcm(s.instance_id, 'instantiate',
                                         request)
@@ -184,8 +183,7 @@ def test_failed_scale_out_is_rolled_back(lab, v2, s):
     workers = {v['id'] for v in _vnfcs(v2, s, 'workerNode')}
     nodes_before = checks.ready_nodes(lab)
     occ, (new_host,) = _fails_after_the_cluster_part(
-        lab, v2, s, 'scale', lab.sample_request('scale_out_worker.json',
-                                                'v2'))
+        lab, v2, s, 'scale', _sample(lab, 'scale_out_worker.json'))
     joined = checks.ready_nodes(lab)
     assert joined.get(new_host.ip) is True and len(joined) == 4, joined
     occ = v2.op_action(occ['id'], 'rollback')
@@ -200,8 +198,7 @@ def test_scale_out_and_in(lab, v2, s):
     s.need('instantiate')
     before = {v['id'] for v in _vnfcs(v2, s, 'workerNode')}
     occ = s.ops['scale_out'] = v2.lcm(
-        s.instance_id, 'scale', lab.sample_request('scale_out_worker.json',
-                                                   'v2'))
+        s.instance_id, 'scale', _sample(lab, 'scale_out_worker.json'))
     _completed(occ, 'SCALE')
     workers = _vnfcs(v2, s, 'workerNode')
     added = [v for v in workers if v['id'] not in before]
@@ -212,8 +209,7 @@ def test_scale_out_and_in(lab, v2, s):
     assert nodes.get(host.ip) is True and len(nodes) == 4, nodes
 
     occ = s.ops['scale_in'] = v2.lcm(
-        s.instance_id, 'scale', lab.sample_request('scale_in_worker.json',
-                                                   'v2'))
+        s.instance_id, 'scale', _sample(lab, 'scale_in_worker.json'))
     _completed(occ, 'SCALE')
     after = _vnfcs(v2, s, 'workerNode')
     assert len(after) == 2
@@ -231,9 +227,10 @@ def test_heal_a_worker(lab, v2, s):
     worker = _vnfcs(v2, s, 'workerNode')[0]
     old_server = worker['computeResource']['resourceId']
     host_name = lab.engine.hosts[old_server]
-    occ = s.ops['heal_worker'] = v2.lcm(s.instance_id, 'heal', _with_logins(
-        lab, {'vnfcInstanceId': [worker['vnfcInfoId']],
-              'cause': 'Heal a Worker node'}))
+    # No login in the request: the saved key file names are used.
+    occ = s.ops['heal_worker'] = v2.lcm(s.instance_id, 'heal', {
+        'vnfcInstanceId': [worker['vnfcInfoId']],
+        'cause': 'Heal a Worker node'})
     _completed(occ, 'HEAL')
     # The same VM name and address, a new server (fresh root fs): v2's
     # VNFC ids are its server's, so they changed too.
@@ -362,7 +359,7 @@ def test_heal_storage_server_refused_while_a_pv_is_bound(lab, v2, s):
     s.storage_vnfc = storage
     # all: the Storage server's volume is healed (re-created) too, as
     # Tacker v1 does by default.
-    request = lab.sample_request('heal_storage_server.json', 'v2')
+    request = _sample(lab, 'heal_storage_server.json')
     request['vnfcInstanceId'] = [storage['vnfcInfoId']]
     request['additionalParams']['all'] = True
     s.heal_storage_request = request
@@ -420,7 +417,7 @@ def test_heal_entire_vnf(lab, v2, s):
     old_stack = lab.stack(s.instance_id).id
     old_servers = {v['computeResource']['resourceId']
                    for v in _vnfcs(v2, s)}
-    body = lab.sample_request('heal_entire_cluster.json', 'v2')
+    body = _sample(lab, 'heal_entire_cluster.json')
     body['additionalParams']['all'] = True  # v2: re-create the stack
     occ = s.ops['heal_entire'] = v2.lcm(s.instance_id, 'heal', body)
     _completed(occ, 'HEAL')
@@ -478,10 +475,19 @@ def test_entire_heal_refused_while_a_cnf_is_on_the_cluster_inline(
     kube = lab.engine.kubes[lab.stack(s.instance_id).id]
     vim = cnf_package.inline_vim(_check_vims(lab, v2, s)['auth_url'],
                                  kube.token, kube.ca_pem)
-    body = lab.sample_request('heal_entire_cluster.json', 'v2')
+    body = _sample(lab, 'heal_entire_cluster.json')
     body['additionalParams']['all'] = True
     with cnf.on_the_cluster(lab, v2, s.instance_id, tmp_path, vim) as cnf_id:
         _refused_while_the_cnf_runs(lab, v2, s, cnf_id, 'heal', body)
+
+
+def test_no_password_shown_by_the_api(lab, v2, s):
+    """Every operation so far logged in with key files: neither the
+    instance (its metadata keeps the driver's state) nor any operation
+    occurrence shows a password."""
+    s.need('instantiate')
+    checks.check_no_password_shown(v2.client, '/vnflcm/v2', s.instance_id,
+                                   [occ['id'] for occ in s.ops.values()])
 
 
 def test_terminate_and_delete(lab, v2, s):
@@ -499,6 +505,8 @@ def test_terminate_and_delete(lab, v2, s):
     assert not hosts & set(lab.engine.testbed.hosts)
     assert stack_id not in lab.engine.kubes
     assert checks.k8s_vims(lab) == []
+    checks.check_no_password_shown(v2.client, '/vnflcm/v2', s.instance_id,
+                                   [occ['id'] for occ in s.ops.values()])
     v2.delete(s.instance_id)
     assert v2.client.request('GET', '/vnflcm/v2/vnf_instances/%s'
                              % s.instance_id).status == 404
