@@ -9,9 +9,11 @@ inside a Worker, where the kubelet would mount a pod's NFS volume:
     nfs_fuse.py SERVER EXPORT MOUNTPOINT [OPTION,OPTION...]
 
 OPTIONs are the PersistentVolume's mountOptions; parse_options() says
-which are honoured. It stays in the foreground until unmounted
-(``umount MOUNTPOINT``). It imports nothing of the testbed, so the agent
-can copy it into a host.
+which are honoured. Known limit: libnfs 4.0's NFSv4 WRITE to a file
+opened without creating it fails (ERANGE), so a file can be created and
+written, and read anywhere, but not rewritten in place. It stays in the
+foreground until unmounted (``umount MOUNTPOINT``). It imports nothing of
+the testbed, so the agent can copy it into a host.
 """
 
 import ctypes

@@ -86,6 +86,8 @@ def assert_pod_volume_follows_the_pod(cluster):
         assert other is not worker
         assert other.read_file(f'{moved_path}/pod.txt') == \
             'written by the pod\n'
+        other.write_file(f'{moved_path}/moved.txt', 'written there\n')
+        assert storage.read_file(f'{export}/moved.txt') == 'written there\n'
 
         kubectl(master, 'delete', 'deployment', 'app',
                 '--cascade=foreground')
