@@ -19,6 +19,7 @@ from kubernetes_mgmt_pv.request import param_checks
 from kubernetes_mgmt_pv.request import param_model
 from kubernetes_mgmt_pv import safe_yaml
 from kubernetes_mgmt_pv.storage import manifests
+from kubernetes_mgmt_pv.vnf_package import cnf_check
 from kubernetes_mgmt_pv.vnf_package import csar
 from kubernetes_mgmt_pv.vnf_package import driver_artifact
 
@@ -77,6 +78,9 @@ def check(package_dir, request, found):
         found.error('request-not-instantiate', 'flavourId',
                     'an Instantiate request needs a flavourId; heal and '
                     'scale requests cannot be checked against the package')
+        return
+    if cnf_check.is_cnf_request(request):
+        cnf_check.check(package_dir, request, found)
         return
     if not param_checks.is_resource_name(flavour):
         # It names the directory BaseHOT/<flavourId> of the package.

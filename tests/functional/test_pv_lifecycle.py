@@ -13,6 +13,7 @@ from testbed.virtual_vnf import dpkg_log_size
 from testbed.virtual_vnf import installed
 from testbed.virtual_vnf import kubectl
 from testbed.virtual_vnf import persistent_volumes
+from tests.functional import pod_volumes
 
 PV_NAMES = ['nfs-pv1', 'nfs-pv2', 'nfs-pv3']
 
@@ -60,6 +61,8 @@ def test_instantiate_end_sets_up_storage_clients_and_pvs(instantiated):
     assert storage.read_file(export + '/hello.txt') == 'written by NFS'
     assert storage.run('stat -c %U ' + export + '/hello.txt').stdout.strip() \
         == 'nobody'
+    # A pod's claim of a PV: mounted on its Worker, kept when it moves.
+    pod_volumes.assert_pod_volume_follows_the_pod(cluster)
 
 
 def test_guest_device_names_win_over_novas(cluster):

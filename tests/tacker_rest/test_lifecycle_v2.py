@@ -449,7 +449,8 @@ def _refused_while_the_cnf_runs(lab, v2, s, cnf_id, operation, body):
     assert hosts <= set(lab.engine.testbed.hosts)
     assert _check_vims(lab, v2, s)['id'] == k8s_vim['id']
     assert set(lab.persistent_volumes()) == volumes
-    assert lab.engine.kubes[stack_id].get('pod', cnf_package.POD)
+    deployment = lab.engine.kubes[stack_id].get('deployment', cnf.DEPLOYMENT)
+    assert deployment['status']['readyReplicas'] == 1, deployment
     assert v2.op_action(occ['id'], 'fail')['operationState'] == 'FAILED'
     assert v2.instance(s.instance_id)['instantiationState'] == \
         'INSTANTIATED'
