@@ -6,7 +6,8 @@ so a module-scoped fixture (a testbed, a shared cluster) is built once
 and tests that lean on their module's earlier steps keep their order.
 Every tests/tacker_rest module is in one group: they share the session's
 one TackerLab (MariaDB, RabbitMQ, tacker-server, tacker-conductor), which
-a second worker would start a second time.
+a second worker would start a second time; the modules in LAB_FREE need
+no lab and are groups of their own.
 
 The modules in ALONE time what they test (fault timeouts, SSH silence
 detection, stand-in start-up budgets): each of their tests runs while no
@@ -20,6 +21,9 @@ import fcntl
 import os
 
 TACKER_LAB_GROUP = 'tacker-lab'
+LAB_FREE = frozenset((
+    'tests/tacker_rest/test_heat_engine.py',  # its own Heat engine only
+))
 ALONE = frozenset((
     'testbed/tests/test_standins.py',
     'tests/functional/test_faults.py',
@@ -34,7 +38,7 @@ def module_of(nodeid):
 def xdist_group(nodeid):
     """The group of a test, by its node id."""
     module = module_of(nodeid)
-    if module.startswith('tests/tacker_rest/'):
+    if module.startswith('tests/tacker_rest/') and module not in LAB_FREE:
         return TACKER_LAB_GROUP
     return module
 

@@ -13,6 +13,8 @@ from testbed import run_groups
      'tests/functional/test_faults.py'),
     ('tests/tacker_rest/test_lifecycle.py::test_instantiate', 'tacker-lab'),
     ('tests/tacker_rest/test_v2_hooks.py::test_hooks', 'tacker-lab'),
+    ('tests/tacker_rest/test_heat_engine.py::test_x',
+     'tests/tacker_rest/test_heat_engine.py'),
     ('tests/tacker_integration/test_v2_vim.py::test_x',
      'tests/tacker_integration/test_v2_vim.py'),
 ])
