@@ -10,6 +10,7 @@ and mounts vanish, which is how a VM lost to a heal is simulated.
 """
 
 import contextlib
+import fcntl
 import ipaddress
 import os
 import re
@@ -167,6 +168,16 @@ def _used_networks():
 # The test clusters' Service network (Kubernetes' default): the driver
 # refuses a node network that overlaps it, so no testbed network is in it.
 KUBERNETES_SERVICE_NETWORK = ipaddress.ip_network('10.96.0.0/12')
+NETWORK_LOCK = os.path.join(tempfile.gettempdir(), 'testbed-networks.lock')
+
+
+@contextlib.contextmanager
+def _network_lock():
+    """Held from picking a subnet until its bridge has it: testbeds
+    starting side by side (xdist workers) never pick the same one."""
+    with open(NETWORK_LOCK, 'a') as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # closing the file releases it
+        yield
 
 
 def _free_subnet():
@@ -387,12 +398,14 @@ class Testbed:
             _run(['ssh-keygen', '-q', '-t', 'ed25519', '-N', '', '-C',
                   f'{self.prefix}-client', '-f', self.client_key_file])
             self._build_base()
-            self._subnet = self._subnet or _free_subnet()
-            self.bridge_ip = str(self._subnet[1])
-            self._add_bridge(self.bridge, self._subnet)
-            if self.cluster_bridge:
-                self.cluster_subnet = _free_subnet()  # after the first
-                self._add_bridge(self.cluster_bridge, self.cluster_subnet)
+            with _network_lock():
+                self._subnet = self._subnet or _free_subnet()
+                self.bridge_ip = str(self._subnet[1])
+                self._add_bridge(self.bridge, self._subnet)
+                if self.cluster_bridge:
+                    self.cluster_subnet = _free_subnet()  # after the first
+                    self._add_bridge(self.cluster_bridge,
+                                     self.cluster_subnet)
         except BaseException:
             self.stop()
             raise
