@@ -317,7 +317,7 @@ def test_heal_storage_server_keeping_its_volume_while_a_pv_is_bound(
     old_host.write_file('/root-fs-probe', 'old VM')
     versions = {name: pv['metadata']['resourceVersion']
                 for name, pv in lab.persistent_volumes().items()}
-    request = lab.sample_request('heal_storage_server.json', 'v2')
+    request = _sample(lab, 'heal_storage_server.json')
     request['vnfcInstanceId'] = [storage['vnfcInfoId']]
     occ = s.ops['heal_storage_kept'] = v2.lcm(s.instance_id, 'heal', request)
     _completed(occ, 'HEAL')
