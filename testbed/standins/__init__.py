@@ -66,7 +66,7 @@ def k8s_package_version(script=INSTALL_SCRIPT):
 
 
 def kubernetes_version(package_version=None):
-    """'v1.31.4' for package version '1.31.4-1.1' (default: the script's)."""
+    """'v1.35.4' for package version '1.35.4-1.1' (default: the script's)."""
     return 'v' + (package_version or k8s_package_version()).split('-')[0]
 
 

@@ -554,7 +554,7 @@ def cmd_version(options, positional):
     major, minor = node.VERSION.lstrip('v').split('.')[:2]
     info = {'major': major, 'minor': minor, 'gitVersion': node.VERSION,
             'gitCommit': '0' * 40, 'gitTreeState': 'clean',
-            'buildDate': '2024-12-10T00:00:00Z', 'goVersion': 'go1.22.9',
+            'buildDate': '2026-04-14T00:00:00Z', 'goVersion': 'go1.25.8',
             'compiler': 'gc', 'platform': 'linux/amd64'}
     if output == 'json':
         print(json.dumps({'clientVersion': info}, indent=2))
