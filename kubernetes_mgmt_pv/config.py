@@ -175,6 +175,14 @@ cluster_opts = [
              'controller are deleted and PodDisruptionBudgets are ignored '
              '(pods are deleted instead of evicted). Only for clusters '
              'whose workloads tolerate losing pods without warning.'),
+    cfg.IntOpt(
+        'cert_renewal_days', default=60, min=0,
+        help='Every cluster hook reads "kubeadm certs check-expiration" on '
+             'the Masters; a Master with a certificate that expires within '
+             'this many days renews them ("kubeadm certs renew all"), one '
+             'Master at a time, and restarts its control-plane static pods, '
+             'waiting for its API server to answer again. 0 only reads '
+             'them.'),
     cfg.FloatOpt(
         'vim_token_timeout', default=120.0, min=1.0,
         help='Seconds to wait for Kubernetes to fill in the token of the '

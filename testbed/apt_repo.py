@@ -30,6 +30,7 @@ import shutil
 import subprocess
 import tempfile
 import threading
+import warnings
 
 from testbed import hosts
 from testbed.kubeapi import kubectl
@@ -81,13 +82,26 @@ class SigningKey(object):
 
 
 def kubectl_for(minor):
-    """The real kubectl binary of a minor version ('v1.31'), from the Cloud
-    SDK's versioned ones."""
-    path = os.path.join(kubectl.GCLOUD_KUBECTL_DIR,
-                        'kubectl.' + minor.lstrip('v'))
-    if not os.access(path, os.X_OK):
-        raise RuntimeError(f'no kubectl {minor} at {path}')
-    return path
+    """The real kubectl binary of a minor version ('v1.35'), from the Cloud
+    SDK's versioned ones; the newest older one when the runner has none of
+    that minor (the Cloud SDK lags behind upstream), with a warning: the
+    driver uses only kubectl commands that every supported release has."""
+    wanted = int(minor.lstrip('v').split('.')[1])
+    found = {}
+    for path in glob.glob(os.path.join(kubectl.GCLOUD_KUBECTL_DIR,
+                                       'kubectl.1.*')):
+        match = re.search(r'\.1\.(\d+)$', path)
+        if match and os.access(path, os.X_OK):
+            found[int(match[1])] = path
+    older = [number for number in found if number <= wanted]
+    if not older:
+        raise RuntimeError(f'no kubectl {minor} or older in '
+                           f'{kubectl.GCLOUD_KUBECTL_DIR}')
+    best = max(older)
+    if best != wanted:
+        warnings.warn(f'no kubectl {minor} on this machine: the test apt '
+                      f'repository serves kubectl 1.{best} as {minor}')
+    return found[best]
 
 
 def build_kubectl(outdir, version, binary):

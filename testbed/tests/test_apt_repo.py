@@ -34,7 +34,7 @@ def verify(tmp_path, armored, signed):
 
 
 def test_the_index_is_signed_by_its_key_only(tmp_path, key):
-    packages = b'Package: kubeadm\nVersion: 1.31.4-1.1\n'
+    packages = b'Package: kubeadm\nVersion: 1.35.4-1.1\n'
     (tmp_path / 'Packages').write_bytes(packages)
     release = tmp_path / 'Release'
     apt_repo.write_release(str(release), {'Packages': packages})
@@ -57,10 +57,10 @@ def test_the_kubectl_package_holds_the_binary(tmp_path):
     binary = tmp_path / 'kubectl'
     binary.write_text('#!/bin/sh\necho kubectl\n')
     binary.chmod(0o755)
-    deb = apt_repo.build_kubectl(str(tmp_path), '1.31.4-1.1', str(binary))
+    deb = apt_repo.build_kubectl(str(tmp_path), '1.35.4-1.1', str(binary))
     fields = subprocess.run(['dpkg-deb', '-f', deb, 'Package', 'Version'],
                             capture_output=True, text=True, check=True)
-    assert fields.stdout == 'Package: kubectl\nVersion: 1.31.4-1.1\n'
+    assert fields.stdout == 'Package: kubectl\nVersion: 1.35.4-1.1\n'
     listing = subprocess.run(['dpkg-deb', '-c', deb], capture_output=True,
                              text=True, check=True).stdout
     assert './usr/bin/kubectl' in listing

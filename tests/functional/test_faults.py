@@ -643,7 +643,9 @@ def test_a_half_joined_master_is_reset_and_joined_again(ha_cluster, joining,
             if argv[1] in ('join', 'reset')] == ['join', 'reset', 'join']
     assert 'kubernetes_vim_test' in cluster.vims
     cluster.instantiate_end()  # converged: a third run changes nothing
-    assert cluster.kubeadm_calls(joining) == calls
+    # (it only reads the certificates' expiry, as every hook does)
+    assert [argv for argv in cluster.kubeadm_calls(joining)
+            if argv[1:3] != ['certs', 'check-expiration']] == calls
 
 
 def etcd_learners(master):

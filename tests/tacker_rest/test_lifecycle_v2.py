@@ -8,7 +8,8 @@ vimConnectionInfo names the registered OpenStack VIM, the fake Keystone),
 then create, an instantiate that fails
 after the cluster's VIM is registered and is rolled back, instantiate, a
 scale-out that fails after the new Worker joined and is rolled back, scale
-out and in, heal of a Worker, a PATCH removing the driver's state and a
+out (renewing the Master's certificates, set to expire in 10 days) and
+in, heal of a Worker, a PATCH removing the driver's state and a
 change of a cluster CP's external connectivity refused (a PATCH of
 another metadata key done), a heal of the Storage server refused while a
 PersistentVolume is Bound and done once the claim is gone, heal of the
@@ -28,6 +29,7 @@ a Worker gives no login at all. No GET of the VNF instance or of its LCM
 operation occurrences shows a node password.
 """
 
+import datetime
 import os
 import re
 import stat
@@ -38,6 +40,7 @@ from testbed import cnf_package
 from testbed import faults
 from testbed import nfs
 from testbed import pv_manifest
+from testbed import standins
 from testbed import tacker_v2
 from tests.tacker_rest import cnf_on_the_cluster as cnf
 from tests.tacker_rest import lifecycle_checks as checks
@@ -194,12 +197,31 @@ def test_failed_scale_out_is_rolled_back(lab, v2, s):
     assert nodes == nodes_before and all(nodes.values()), nodes
 
 
-def test_scale_out_and_in(lab, v2, s):
+def _master_host(lab, v2, s):
+    master, = _vnfcs(v2, s, 'masterNode')
+    return lab.engine.testbed.hosts[lab.engine.hosts[
+        master['computeResource']['resourceId']]]
+
+
+def test_scale_out_renews_certificates_expiring_in_10_days_and_in(
+        lab, v2, s):
+    """The Master's kubeadm certificates, signed again to expire in 10
+    days, are renewed by the scale-out (cert_renewal_days: 60); then a
+    scale-in."""
     s.need('instantiate')
+    master = _master_host(lab, v2, s)
+    standins.expire_certificates(master, 10)
+    now = datetime.datetime.utcnow()
+    assert all(date - now < datetime.timedelta(days=11)
+               for date in standins.certificate_expiry(master).values())
     before = {v['id'] for v in _vnfcs(v2, s, 'workerNode')}
     occ = s.ops['scale_out'] = v2.lcm(
         s.instance_id, 'scale', _sample(lab, 'scale_out_worker.json'))
     _completed(occ, 'SCALE')
+    renewed = standins.certificate_expiry(master)
+    assert len(renewed) == 4 and all(
+        datetime.timedelta(days=364) < date - now <
+        datetime.timedelta(days=366) for date in renewed.values()), renewed
     workers = _vnfcs(v2, s, 'workerNode')
     added = [v for v in workers if v['id'] not in before]
     assert len(workers) == 3 and len(added) == 1
