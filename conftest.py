@@ -55,6 +55,15 @@ def pytest_configure_node(node):
     node.workerinput[LOCK_DIR] = stash[LOCK_DIR_KEY]
 
 
+def pytest_collection_modifyitems(config, items):
+    problems = [run_groups.shared_fixture_problem(item.nodeid, {
+        name: definitions[-1].scope for name, definitions in
+        item._fixtureinfo.name2fixturedefs.items()}) for item in items]
+    problems = [problem for problem in problems if problem]
+    if problems:
+        raise pytest.UsageError('\n'.join(problems))
+
+
 @pytest.hookimpl(hookwrapper=True)
 def pytest_runtest_protocol(item, nextitem):
     lock = item.config.stash.get(RUN_LOCK_KEY, None)

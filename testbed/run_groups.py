@@ -1,9 +1,14 @@
 """Which tests share a pytest-xdist worker, and which run alone
 (the hooks are in the top-level conftest.py).
 
-A group runs on one worker, in file order. Each module is its own group,
-so a module-scoped fixture (a testbed, a shared cluster) is built once
-and tests that lean on their module's earlier steps keep their order.
+A group runs on one worker, in file order. A functional test whose
+fixtures are all its own (a fresh virtual cluster per test) is a group by
+itself, so the workers share the slow modules test by test; any other
+module is one group, so a module-scoped fixture (a testbed, a shared
+cluster) is built once and tests that lean on their module's earlier
+steps keep their order. ``SHARED_FIXTURE_MODULES`` names the functional
+modules that share fixtures; ``shared_fixture_problem`` keeps that list
+true at collection.
 Every tests/tacker_rest module is in one group: they share the session's
 one TackerLab (MariaDB, RabbitMQ, tacker-server, tacker-conductor), which
 a second worker would start a second time; the modules in LAB_FREE need
@@ -24,6 +29,17 @@ TACKER_LAB_GROUP = 'tacker-lab'
 LAB_FREE = frozenset((
     'tests/tacker_rest/test_heat_engine.py',  # its own Heat engine only
 ))
+PER_TEST_DIR = 'tests/functional/'
+SHARED_FIXTURE_MODULES = frozenset((
+    'tests/functional/test_concurrency.py',
+    'tests/functional/test_faults.py',
+    'tests/functional/test_ha.py',
+    'tests/functional/test_host_keys.py',
+    'tests/functional/test_key_logins.py',
+    'tests/functional/test_node_preparation.py',
+    'tests/functional/test_remote.py',
+))
+SHARED_SCOPES = frozenset(('class', 'module', 'package'))
 ALONE = frozenset((
     'testbed/tests/test_standins.py',
     'tests/functional/test_faults.py',
@@ -40,7 +56,25 @@ def xdist_group(nodeid):
     module = module_of(nodeid)
     if module.startswith('tests/tacker_rest/') and module not in LAB_FREE:
         return TACKER_LAB_GROUP
+    if module.startswith(PER_TEST_DIR) and module not in \
+            SHARED_FIXTURE_MODULES:
+        return nodeid
     return module
+
+
+def shared_fixture_problem(nodeid, fixture_scopes):
+    """Why a test that runs as a group by itself would break, or None:
+    a fixture of a wider scope than the test ({name: scope}) would be
+    built once per worker that runs one of its module's tests, and
+    tests built on their module's earlier steps would lose their order."""
+    if xdist_group(nodeid) != nodeid:
+        return None
+    shared = sorted(name for name, scope in fixture_scopes.items()
+                    if scope in SHARED_SCOPES)
+    if not shared:
+        return None
+    return (f'{nodeid} uses the shared fixtures {", ".join(shared)}: add '
+            f'{module_of(nodeid)} to run_groups.SHARED_FIXTURE_MODULES')
 
 
 def runs_alone(nodeid):

@@ -17,9 +17,32 @@ from testbed import run_groups
      'tests/tacker_rest/test_heat_engine.py'),
     ('tests/tacker_integration/test_v2_vim.py::test_x',
      'tests/tacker_integration/test_v2_vim.py'),
+    ('tests/functional/test_cluster.py::test_x[a::b]',
+     'tests/functional/test_cluster.py::test_x[a::b]'),
+    ('testbed/tests/test_hosts.py::test_x', 'testbed/tests/test_hosts.py'),
 ])
-def test_a_module_is_a_group_and_tacker_rest_is_one(nodeid, group):
+def test_groups(nodeid, group):
+    """A module is a group, tacker_rest is one, and a functional test
+    with fixtures of its own only is a group by itself."""
     assert run_groups.xdist_group(nodeid) == group
+
+
+@pytest.mark.parametrize('nodeid, scopes, problem', [
+    ('tests/functional/test_cluster.py::test_x',
+     {'cluster': 'function', 'tmp_path_factory': 'session'}, False),
+    ('tests/functional/test_cluster.py::test_x',
+     {'cluster': 'module'}, True),
+    ('tests/functional/test_cluster.py::test_x', {'cluster': 'class'}, True),
+    ('tests/functional/test_ha.py::test_x', {'bed': 'module'}, False),
+    ('testbed/tests/test_hosts.py::test_x', {'bed': 'module'}, False),
+])
+def test_a_test_alone_in_its_group_has_no_shared_fixture(
+        nodeid, scopes, problem):
+    found = run_groups.shared_fixture_problem(nodeid, scopes)
+    assert bool(found) is problem
+    if problem:
+        assert 'tests/functional/test_cluster.py' in found
+        assert 'cluster' in found
 
 
 def test_the_timing_modules_run_alone():
