@@ -14,5 +14,9 @@ demo: bootstrap
 demo-hooks: bootstrap
 	.venv/bin/python -m tools.demo
 
+# Every env of tox.ini's envlist, side by side (they share the machine's
+# run lock, see conftest.py); then how long each env and its slowest
+# tests took.
 test: bootstrap
-	.venv/bin/tox
+	.venv/bin/tox run-parallel --parallel all --parallel-no-spinner
+	.venv/bin/python tools/slowest_tests.py --top 10

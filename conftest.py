@@ -1,12 +1,18 @@
 """pytest-xdist groups and the tests that run alone (tox.ini runs the
-testbed, functional and tacker envs with ``-n 2 --dist loadgroup``);
-the rules are in testbed/run_groups.py.
+testbed, functional and tacker envs with ``--dist loadgroup``); the rules
+are in testbed/run_groups.py.
 
 The groups are given to xdist as its scheduler's scopes: xdist's own
 ``xdist_group`` marker works by rewriting a test's node id, which pytest 9
 no longer allows, so the marker would be silently ignored.
+
+The run lock is shared by every pytest run that names the same directory
+in ``TEST_RUN_LOCK_DIR`` (``make test`` runs the tox envs side by side and
+gives them one), else by the workers of this run only.
 """
 
+import contextlib
+import os
 import shutil
 import tempfile
 
@@ -16,8 +22,10 @@ from xdist import scheduler
 from testbed import run_groups
 
 LOCK_DIR = 'run_lock_dir'  # workerinput: the controller's directory
-LOCK_DIR_KEY = pytest.StashKey()
+LOCK_DIR_ENV = 'TEST_RUN_LOCK_DIR'
+OWN_LOCK_DIR_KEY = pytest.StashKey()  # a directory this run must remove
 RUN_LOCK_KEY = pytest.StashKey()
+ALONE_HOLD_KEY = pytest.StashKey()
 
 
 class RunGroupScheduling(scheduler.LoadScopeScheduling):
@@ -42,17 +50,23 @@ def pytest_configure(config):
 
 
 def pytest_unconfigure(config):
-    if LOCK_DIR_KEY in config.stash:
-        shutil.rmtree(config.stash[LOCK_DIR_KEY], ignore_errors=True)
+    if OWN_LOCK_DIR_KEY in config.stash:
+        shutil.rmtree(config.stash[OWN_LOCK_DIR_KEY], ignore_errors=True)
 
 
 @pytest.hookimpl(optionalhook=True)
 def pytest_configure_node(node):
     """On the controller: each worker gets the run's lock directory."""
     stash = node.config.stash
-    if LOCK_DIR_KEY not in stash:
-        stash[LOCK_DIR_KEY] = tempfile.mkdtemp(prefix='pytest-run-lock-')
-    node.workerinput[LOCK_DIR] = stash[LOCK_DIR_KEY]
+    directory = os.environ.get(LOCK_DIR_ENV)
+    if directory:
+        os.makedirs(directory, exist_ok=True)
+    else:
+        if OWN_LOCK_DIR_KEY not in stash:
+            stash[OWN_LOCK_DIR_KEY] = tempfile.mkdtemp(
+                prefix='pytest-run-lock-')
+        directory = stash[OWN_LOCK_DIR_KEY]
+    node.workerinput[LOCK_DIR] = directory
 
 
 def pytest_collection_modifyitems(config, items):
@@ -70,5 +84,19 @@ def pytest_runtest_protocol(item, nextitem):
     if lock is None:
         yield
         return
-    with lock.hold(exclusive=run_groups.runs_alone(item.nodeid)):
-        yield
+    if not run_groups.runs_alone(item.nodeid):
+        with lock.hold(exclusive=False):
+            yield
+        return
+    # A module that runs alone keeps the lock from its first test to its
+    # last: it waits once for the tests in flight, not once per test.
+    stash = item.config.stash
+    if ALONE_HOLD_KEY not in stash:
+        held = contextlib.ExitStack()
+        held.enter_context(lock.hold(exclusive=True))
+        stash[ALONE_HOLD_KEY] = held
+    yield
+    if nextitem is None or (run_groups.module_of(nextitem.nodeid) !=
+                            run_groups.module_of(item.nodeid)):
+        stash[ALONE_HOLD_KEY].close()
+        del stash[ALONE_HOLD_KEY]
