@@ -70,6 +70,18 @@ def repository_for(url, current, target):
     return url.replace(old, new, 1) if old in url else url
 
 
+def script_sources(options, current, target):
+    """Of the install script's source ``options`` (argv), those ``-U
+    kubeadm`` uses: ``-r`` (the target minor's repository) and ``-g``."""
+    kept = []
+    for option, value in zip(options[::2], options[1::2]):
+        if option == '-r':
+            kept += [option, repository_for(value, current, target)]
+        elif option == '-g':
+            kept += [option, value]
+    return kept
+
+
 @dataclasses.dataclass(frozen=True)
 class ApiNode(object):
     """A Node as the API server lists it."""

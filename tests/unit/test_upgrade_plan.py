@@ -35,6 +35,14 @@ def test_repository_for(url, expected):
     assert up.repository_for(url, V35, V36) == expected
 
 
+def test_script_sources():
+    options = ['-r', 'http://m/k8s/v1.35/', '-g', '/k.asc', '-n', '/c.yaml',
+               '-M', 'http://reg', '-P', 'pause']
+    assert up.script_sources(options, V35, V36) == [
+        '-r', 'http://m/k8s/v1.36/', '-g', '/k.asc']
+    assert up.script_sources([], V35, V36) == []
+
+
 def nodes_json(*nodes):
     return json.dumps({'items': [{
         'metadata': {'name': name}, 'spec': {'unschedulable': cordoned},
