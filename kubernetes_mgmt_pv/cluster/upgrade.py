@@ -220,8 +220,7 @@ class _Upgrade(object):
         argv = ['bash', cluster.SCRIPT_PATH, '-U', stage]
         if stage == 'kubeadm':
             argv += upgrade_plan.script_sources(
-                self.flow.params.offline.script_options(),
-                plan.cluster_version, self.target)
+                self.flow.params.offline.script_options(), self.target)
         env = cluster.script_environment(
             self.flow.params.proxy, self.flow.params.network,
             self.endpoint, [node.fixed_ip

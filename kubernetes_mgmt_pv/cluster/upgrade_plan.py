@@ -26,6 +26,7 @@ _SCRIPT_VERSION = re.compile(
     rb"^readonly K8S_PACKAGE_VERSION='(\d+\.\d+\.\d+-[0-9A-Za-z.+~]+)'$",
     re.M)
 _VERSION = re.compile(r'v?(\d+)\.(\d+)\.(\d+)')
+_MINOR_SEGMENT = re.compile(r'/v\d+\.\d+/')
 _CLUSTER_VERSION = re.compile(r'^kubernetesVersion: *"?(v[0-9.]+)"?$', re.M)
 # Read on every node: kubeadm's version, the packages' dpkg state and, on
 # a Master, the image of its kube-apiserver static pod.
@@ -58,25 +59,21 @@ def script_package_version(script):
     return match[1].decode('ascii') if match else None
 
 
-def repository_for(url, current, target):
-    """The apt repository of the ``target`` minor: a pkgs.k8s.io-like
-    ``url`` of the ``current`` minor (a path segment 'v1.35') with that
-    segment replaced; None keeps the script's default (pkgs.k8s.io of its
-    own minor); any other URL is kept, a mirror of several minors."""
-    if not url:
-        return None
-    old = '/v%d.%d/' % current[:2]
-    new = '/v%d.%d/' % target[:2]
-    return url.replace(old, new, 1) if old in url else url
+def repository_for(url, target):
+    """The apt repository of the ``target`` minor: in a pkgs.k8s.io-like
+    ``url`` (a path segment 'v1.35', whichever minor the instance was
+    installed or last upgraded with) that segment is the target's; any
+    other URL is kept, a mirror of several minors."""
+    return _MINOR_SEGMENT.sub('/v%d.%d/' % target[:2], url, count=1)
 
 
-def script_sources(options, current, target):
+def script_sources(options, target):
     """Of the install script's source ``options`` (argv), those ``-U
     kubeadm`` uses: ``-r`` (the target minor's repository) and ``-g``."""
     kept = []
     for option, value in zip(options[::2], options[1::2]):
         if option == '-r':
-            kept += [option, repository_for(value, current, target)]
+            kept += [option, repository_for(value, target)]
         elif option == '-g':
             kept += [option, value]
     return kept

@@ -26,21 +26,22 @@ def test_script_package_version(script, expected):
 
 
 @pytest.mark.parametrize('url, expected', [
-    (None, None),
     ('http://m/core:/stable:/v1.35/deb/', 'http://m/core:/stable:/v1.36/deb/'),
     ('http://m/k8s/v1.35/', 'http://m/k8s/v1.36/'),
+    # A re-run after the first Master's apply: the same repository.
+    ('http://m/k8s/v1.36/', 'http://m/k8s/v1.36/'),
     ('http://m/all-minors/', 'http://m/all-minors/'),
 ])
 def test_repository_for(url, expected):
-    assert up.repository_for(url, V35, V36) == expected
+    assert up.repository_for(url, V36) == expected
 
 
 def test_script_sources():
     options = ['-r', 'http://m/k8s/v1.35/', '-g', '/k.asc', '-n', '/c.yaml',
                '-M', 'http://reg', '-P', 'pause']
-    assert up.script_sources(options, V35, V36) == [
+    assert up.script_sources(options, V36) == [
         '-r', 'http://m/k8s/v1.36/', '-g', '/k.asc']
-    assert up.script_sources([], V35, V36) == []
+    assert up.script_sources([], V36) == []
 
 
 def nodes_json(*nodes):

@@ -584,7 +584,8 @@ install_packages() {
     apt-mark hold kubelet kubeadm kubectl
 }
 
-# upgrade_packages NAME...: each at exactly K8S_PACKAGE_VERSION, held.
+# upgrade_packages NAME...: each at exactly K8S_PACKAGE_VERSION, held
+# (as install_packages, whatever version another source installed).
 upgrade_packages() {
     local name versions=()
     for name in "$@"; do
@@ -592,7 +593,7 @@ upgrade_packages() {
     done
     apt-mark unhold "$@" > /dev/null
     apt-get install "${APT_OPTIONS[@]}" --allow-change-held-packages \
-        "${versions[@]}"
+        --allow-downgrades "${versions[@]}"
     apt-mark hold "$@"
 }
 
