@@ -20,8 +20,6 @@ import urllib.request
 
 import pytest
 
-from kubernetes_mgmt_pv.cluster import cluster_feature
-from kubernetes_mgmt_pv.cluster import upgrade
 from kubernetes_mgmt_pv.cluster import upgrade_plan
 from kubernetes_mgmt_pv import exceptions
 from testbed import apt_repo
@@ -54,16 +52,6 @@ def ha():
         storage.write_file(virtual.export_dirs()[0] + '/keep.txt', 'kept')
         virtual.repository = repository
         yield virtual
-
-
-def run_upgrade(virtual, package_version, **kwargs):
-    """upgrade_cluster as the v2 door calls it, with the cluster's
-    workflow and the new package's script."""
-    feature = cluster_feature.ClusterFeature(virtual.driver())
-    instance = virtual.vnf_instance()
-    workflow = feature._workflow(None, instance, feature._params(instance))
-    return upgrade.upgrade_cluster(
-        workflow, standins.script_at(package_version), **kwargs)
 
 
 def kubelet_versions(virtual):
@@ -121,7 +109,7 @@ def test_a_two_minor_jump_is_refused_before_any_change(ha):
     two_minors = standins.next_minor(NEXT)
     before = {name: package_versions(ha.host(name)) for name in NODES}
     with pytest.raises(exceptions.NodeStepError) as raised:
-        run_upgrade(ha, two_minors)
+        ha.upgrade(two_minors)
     error = raised.value
     assert error.step == upgrade_plan.CHECK_STEP
     # The cluster's version is named on the Master asked, each Node too
@@ -144,7 +132,7 @@ def test_an_upgrade_failed_on_the_second_master_converges_on_a_rerun(ha):
             fault = injected.command(master2, 'kubeadm',
                                      match='upgrade node')
             with pytest.raises(exceptions.StepError) as raised:
-                run_upgrade(ha, NEXT)
+                ha.upgrade(NEXT)
             assert fault.hits, str(raised.value)
         error = raised.value
         assert (error.host, error.step) == (master2.ip,
@@ -156,7 +144,7 @@ def test_an_upgrade_failed_on_the_second_master_converges_on_a_rerun(ha):
         assert upgrade_calls(ha, 'master1') == ['upgrade apply %s --yes'
                                                 % NEW]
 
-        plan, report = run_upgrade(ha, NEXT)
+        plan, report = ha.upgrade(NEXT)
     assert probe.silences == [] and probe.answers > 5, probe.silences
     assert [(step.name, step.action, step.done) for step in plan.steps] == [
         ('master1', 'node', True), ('master2', 'node', False),
@@ -179,7 +167,7 @@ def test_an_upgrade_failed_on_the_second_master_converges_on_a_rerun(ha):
     assert ha.host('storage').read_file(
         ha.export_dirs()[0] + '/keep.txt') == 'kept'
     # A further run finds every node at the target and changes nothing.
-    plan, report = run_upgrade(ha, NEXT)
+    plan, report = ha.upgrade(NEXT)
     assert plan.pending == ()
     assert all(upgrade_calls(ha, name) == calls for name, calls in (
         ('master1', ['upgrade apply %s --yes' % NEW]),
