@@ -29,11 +29,11 @@ def timing_nodes(seconds):
     seconds, machine load) of each node to ``seconds``."""
     def wrap(original):
         @functools.wraps(original)
-        def wrapper(self, sessions, kubectl, step, plan):
+        def wrapper(self, sessions, kubectl, step):
             busy = bench_common._busy_cpu_seconds()
             started = time.monotonic()
             try:
-                return original(self, sessions, kubectl, step, plan)
+                return original(self, sessions, kubectl, step)
             finally:
                 wall = time.monotonic() - started
                 seconds.append((step.name, step.action, wall, (
