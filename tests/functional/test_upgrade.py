@@ -71,6 +71,14 @@ def upgrade_calls(virtual, name):
             if argv[1] == 'upgrade']
 
 
+def upgrade_times(virtual, name):
+    """When each kubeadm upgrade command ran on a host."""
+    log = virtual.host(name).run(
+        'cat /var/log/kubeadm-standin.log 2>/dev/null || true').stdout
+    return [entry['time'] for entry in map(json.loads, log.splitlines())
+            if entry['argv'][1:2] == ['upgrade']]
+
+
 class VipProbe(object):
     """GET /healthz through the VIP every second, in a thread: the times
     nothing answered."""
@@ -152,6 +160,11 @@ def test_an_upgrade_failed_on_the_second_master_converges_on_a_rerun(ha):
     assert kubelet_versions(ha) == dict.fromkeys(NODES, NEW)
     for name in NODES:
         assert package_versions(ha.host(name)) == [NEXT] * 3, name
+    # One node after the other, in the plan's order.
+    times = [upgrade_times(ha, name)[-1] for name in NODES]
+    assert times == sorted(times)
+    assert [outcome.step for outcome in report.outcomes
+            if outcome.step.startswith('drain of')] == ['drain of worker1']
     # The re-run did not apply again on the first Master.
     assert upgrade_calls(ha, 'master1') == ['upgrade apply %s --yes' % NEW]
     assert upgrade_calls(ha, 'worker1') == ['upgrade node']
