@@ -12,6 +12,11 @@ the image's own archive. ``Packages`` is written by dpkg-scanpackages;
 ``Release`` by ``write_release``, signed with a throwaway GnuPG key into
 ``InRelease`` and ``Release.gpg``.
 
+It serves two minors, each at its own path as pkgs.k8s.io does
+(``k8s/v1.35/`` and ``k8s/v1.36/``, one key): the install script's and
+the next (``standins.next_minor``), which has only kubeadm, kubelet and
+kubectl, for the upgrade to the next minor's package.
+
 The HTTP server listens on an address of a bridge of its own, which no
 test host has a route to until ``route_from`` gives it one: a host
 without the route reaches the repository only through a proxy on the
@@ -141,11 +146,15 @@ def debian_debs():
     return found
 
 
-def populate(directory, image=None):
+def populate(directory, image=None, version=None):
     """Put every package of the repository into ``directory``: with a
-    guest ``image``, its containerd is the stand-in at its version."""
-    version = standins.k8s_package_version()
-    wanted = ('kubeadm', 'kubelet') + (('containerd',) if image else ())
+    guest ``image``, its containerd is the stand-in at its version. A
+    ``version`` other than the install script's: its kubeadm, kubelet and
+    kubectl only (the next minor's repository)."""
+    extra = version is None
+    version = version or standins.k8s_package_version()
+    wanted = ('kubeadm', 'kubelet') + (('containerd',) if image and extra
+                                       else ())
     containerd = image.containerd_version if image \
         else standins.CONTAINERD_VERSION
     with tempfile.TemporaryDirectory(prefix='standin-debs-') as built:
@@ -154,8 +163,13 @@ def populate(directory, image=None):
                 shutil.copy(deb, directory)
     minor = re.match(r'\d+\.\d+', version).group()
     build_kubectl(directory, version, kubectl_for('v' + minor))
-    for deb in [] if image else debian_debs():
+    for deb in [] if image or not extra else debian_debs():
         shutil.copy(deb, directory)
+
+
+def minor_path(package_version):
+    """'v1.35' of '1.35.4-1.1'."""
+    return 'v' + re.match(r'\d+\.\d+', package_version).group()
 
 
 def write_index(directory, key):
@@ -246,7 +260,13 @@ class AptRepository(object):
 
     @property
     def url(self):
-        return f'http://{self.address}:{self._server.server_port}/k8s/'
+        """The install script's minor's repository."""
+        return self.url_for(standins.k8s_package_version())
+
+    def url_for(self, package_version):
+        """The repository of that version's minor (k8s/v1.35/)."""
+        return (f'http://{self.address}:{self._server.server_port}/k8s/'
+                f'{minor_path(package_version)}/')
 
     @property
     def log(self):
@@ -259,11 +279,14 @@ class AptRepository(object):
     def start(self):
         try:
             self.directory = tempfile.mkdtemp(prefix='testbed-apt-')
-            packages = os.path.join(self.directory, 'k8s')
-            os.makedirs(packages)
-            populate(packages, self.image)
             self.key = SigningKey()
-            write_index(packages, self.key)
+            current = standins.k8s_package_version()
+            for version in (None, standins.next_minor(current)):
+                packages = os.path.join(self.directory, 'k8s', minor_path(
+                    version or current))
+                os.makedirs(packages)
+                populate(packages, self.image, version)
+                write_index(packages, self.key)
             self.subnet = hosts._free_subnet()
             self.address = str(self.subnet[1])
             self._add_bridge()

@@ -74,6 +74,10 @@ class ClusterWorkflow(flow.Flow):
                     % network.cluster_fip_name)
         return cluster.control_plane_endpoint(masters, vip), vip, fip
 
+    def control_plane_endpoint(self):
+        """HOST:PORT the nodes reach the API servers at."""
+        return self._addresses()[0]
+
     # -- steps --------------------------------------------------------------
 
     def _gather(self, sessions, nodes):
@@ -396,7 +400,7 @@ class ClusterWorkflow(flow.Flow):
 
     # -- etcd -----------------------------------------------------------------
 
-    def _etcd_session(self, executor, report):
+    def etcd_session(self, executor, report):
         """The Master's session, with etcdctl installed."""
         dpkg.ensure_installed(executor, [etcd.PACKAGE], self.params.proxy,
                               self.conf.package_install_timeout, report)
@@ -407,7 +411,7 @@ class ClusterWorkflow(flow.Flow):
         ``install``, else only looked for (the check mode records that it
         would be installed)."""
         if install:
-            self._etcd_session(executor, report)
+            self.etcd_session(executor, report)
             return True
         missing = dpkg.missing_packages(
             [etcd.PACKAGE], {etcd.PACKAGE: dpkg.query_status(
@@ -441,7 +445,7 @@ class ClusterWorkflow(flow.Flow):
     def _remove_stale_members(self, leader, joining, report):
         """Members left over from earlier VMs of the joining Masters."""
         with step_report.step(leader.host, 'etcd stale members'):
-            self._etcd_session(leader, report)
+            self.etcd_session(leader, report)
             stale = etcd.stale_members(etcd.members(leader),
                                        [node.fixed_ip for node in joining])
             for member_id in stale:
@@ -455,7 +459,7 @@ class ClusterWorkflow(flow.Flow):
         if not expected:
             return
         with step_report.step(leader.host, 'etcd check'):
-            self._etcd_session(leader, report)
+            self.etcd_session(leader, report)
             etcd.check_members(etcd.members(leader), expected)
             etcd.check_health(leader)
 
@@ -574,7 +578,7 @@ class ClusterWorkflow(flow.Flow):
                                                            facts),
                                vip, report)
         with step_report.step(leader.host, 'etcd member removal'):
-            self._etcd_session(leader, report)
+            self.etcd_session(leader, report)
             member = cluster_sequence.leaving_member(etcd.members(leader),
                                                      removal)
             if member is not None:

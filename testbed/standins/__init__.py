@@ -46,6 +46,15 @@ KUBEADM_CONFIG = '/usr/lib/testbed/kubeadm_config.py'
 KUBEADM_NODE = '/usr/lib/testbed/kubeadm_node.py'
 # Its etcd certificates (kubeadm_pki.py).
 KUBEADM_PKI = '/usr/lib/testbed/kubeadm_pki.py'
+# Its `kubeadm upgrade` and the kubeadm-config ConfigMap.
+KUBEADM_UPGRADE = '/usr/lib/testbed/kubeadm_upgrade.py'
+# The kubelet package's postinst: a member's kubelet "restarts" at the
+# package's version (kubelet.py).
+KUBELET_POSTINST = '''#!/bin/sh
+if [ "$1" = configure ] && [ -f /etc/kubernetes/kubelet.conf ]; then
+    /usr/bin/kubelet --testbed-restart || true
+fi
+'''
 # While it exists on a host, a Master's join there leaves a started,
 # unpromoted etcd learner (kubeadm_etcd.STOP_BEFORE_PROMOTION).
 STOP_BEFORE_PROMOTION = '/etc/testbed/kubeadm-join-stops-before-promotion'
@@ -66,6 +75,27 @@ def k8s_package_version(script=INSTALL_SCRIPT):
     return match[1]
 
 
+def next_minor(package_version=None):
+    """The package version of the next minor's first patch release the
+    test apt repository serves: '1.36.1-1.1' after '1.35.4-1.1'."""
+    major, minor = (package_version or k8s_package_version()).split('.')[:2]
+    return f'{major}.{int(minor) + 1}.1-1.1'
+
+
+def script_at(package_version, script=INSTALL_SCRIPT):
+    """The install script (bytes) with its K8S_PACKAGE_VERSION set to
+    ``package_version``: the script of a VNF package of that version."""
+    with open(script, 'rb') as handle:
+        text = handle.read()
+    changed, count = re.subn(
+        rb"^readonly K8S_PACKAGE_VERSION='[^']+'$",
+        f"readonly K8S_PACKAGE_VERSION='{package_version}'".encode(), text,
+        flags=re.M)
+    if count != 1:
+        raise ValueError(f'no K8S_PACKAGE_VERSION line in {script}')
+    return changed
+
+
 def kubernetes_version(package_version=None):
     """'v1.35.4' for package version '1.35.4-1.1' (default: the script's)."""
     return 'v' + (package_version or k8s_package_version()).split('-')[0]
@@ -81,6 +111,7 @@ def packages(k8s_version=None, containerd_version=CONTAINERD_VERSION):
           ('kubeadm_config.py', KUBEADM_CONFIG),
           ('kubeadm_node.py', KUBEADM_NODE),
           ('kubeadm_pki.py', KUBEADM_PKI),
+          ('kubeadm_upgrade.py', KUBEADM_UPGRADE),
           ('kube_apiserver_standin.py', API_SERVER),
           ('crictl.py', '/usr/bin/crictl')]),
         ('kubelet', k8s_version, 'kubelet stand-in for the testbed',
@@ -125,6 +156,11 @@ def build_packages(outdir, k8s_version=None,
                         f'Description: {description}\n'
                         ' Python stand-in installed in the test hosts of\n'
                         ' kubernetes-mgmt-pv (testbed/standins).\n')
+            if name == 'kubelet':
+                postinst = os.path.join(root, 'DEBIAN', 'postinst')
+                with open(postinst, 'w') as handle:
+                    handle.write(KUBELET_POSTINST)
+                os.chmod(postinst, 0o755)
             deb = os.path.join(outdir, f'{name}_{version}_all.deb')
             subprocess.run(['dpkg-deb', '--root-owner-group', '-Znone',
                             '--build', root, deb],

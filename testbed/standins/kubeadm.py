@@ -23,6 +23,7 @@ accepts only the command lines of the cluster contract:
     kubeadm version [-o short|json]
     kubeadm certs check-expiration
     kubeadm certs renew all
+    kubeadm upgrade plan | apply vX.Y.Z [--yes] | node   (kubeadm_upgrade.py)
 
 Every call is appended to /var/log/kubeadm-standin.log as one JSON line
 {"argv": [...], "time": <epoch seconds>} so tests can check what was run;
@@ -65,6 +66,7 @@ import kubeadm_config  # noqa: E402
 import kubeadm_etcd as etcd  # noqa: E402
 import kubeadm_node as node  # noqa: E402
 import kubeadm_pki as pki  # noqa: E402
+import kubeadm_upgrade as upgrade  # noqa: E402
 
 
 CALL_LOG = '/var/log/kubeadm-standin.log'
@@ -91,8 +93,9 @@ FLAGS = {
     'reset': {'force': False},
     'version': {'output': True},
     'certs': {},
+    **upgrade.FLAGS,
 }
-SHORT_FLAGS = {'o': 'output', 'f': 'force'}
+SHORT_FLAGS = {'o': 'output', 'f': 'force', 'y': 'yes'}
 GLOBAL_FLAGS = {'v': True}  # klog verbosity: >= 5 logs etcd retries
 # The flags kubeadm accepts next to --config (its isAllowedFlag).
 WITH_CONFIG = {'config', 'ignore-preflight-errors', 'dry-run', 'kubeconfig',
@@ -251,6 +254,7 @@ def cmd_init(options, positional):
     if options.get('upload-certs'):
         key = node.upload_certs(api, config['ca_pem'])
         print(f'[upload-certs] Using certificate key:\n{key}')
+    upgrade.upload_config(api, node.VERSION, endpoint)
     node.register_node(api, address, control_plane=True)
     print('[mark-control-plane] Marking the node as control-plane')
     token = node.create_bootstrap_token(
@@ -590,7 +594,10 @@ COMMANDS = {('init', 'phase', 'upload-certs'): ('init phase upload-certs',
             ('token',): ('token create', cmd_token),
             ('reset',): ('reset', cmd_reset),
             ('version',): ('version', cmd_version),
-            ('certs',): ('certs', cmd_certs)}
+            ('certs',): ('certs', cmd_certs),
+            ('upgrade', 'plan'): ('upgrade plan', upgrade.cmd_plan),
+            ('upgrade', 'apply'): ('upgrade apply', upgrade.cmd_apply),
+            ('upgrade', 'node'): ('upgrade node', upgrade.cmd_node)}
 
 
 def main(argv):

@@ -28,6 +28,7 @@
 #                      -s sha256:HASH [SOURCES] < JOIN_SECRETS
 #   SOURCES (air-gapped sites): [-r URL] [-g FILE] [-n FILE]
 #                      [-M URL [-R NAMES]] [-P IMAGE]
+#   Upgrade:       install_k8s_cluster.sh -U kubeadm|kubelet [-r URL] [-g FILE]
 #
 # Options:
 #   -m IPS        Comma-separated addresses of all Masters. The Master that
@@ -67,6 +68,15 @@
 #                 PAUSE_IMAGE.
 #                 -r, -g, -M, -R and -P take effect while the node is
 #                 prepared (step 1); a prepared node keeps its sources.
+#   -U STAGE      Upgrade this node's packages to K8S_PACKAGE_VERSION, a
+#                 node of a cluster one minor older (the management driver
+#                 runs `kubeadm upgrade apply|node` and the drain between
+#                 the stages): `kubeadm` points the Kubernetes apt
+#                 repository at this minor's (-r, -g as in step 1) and
+#                 installs kubeadm; `kubelet` installs kubelet and kubectl
+#                 and restarts the kubelet. Each package is unheld, set to
+#                 exactly K8S_PACKAGE_VERSION and held again; the new
+#                 versions are printed. -m, -w and -i are not used.
 #   -o FILE       Also append the output to FILE (created 0600). The
 #                 cluster info block is not written to it.
 #   -d            Trace every command (set -x) on stderr. The trace shows
@@ -210,6 +220,7 @@ token='' ca_hash='' cert_key='' log_file='' debug='' join_config=''
 master_list=() node_ip='' role='' member=''
 k8s_repo="$K8S_REPO" apt_key='' cni_manifest='' registry_mirror=''
 mirrored_registries='' sandbox_image="$PAUSE_IMAGE" addon_manifest=''
+upgrade_stage=''
 
 readonly IP_RE='^[0-9A-Fa-f.:]+$'
 readonly CIDR_RE='^[0-9A-Fa-f.:/]+(,[0-9A-Fa-f.:/]+)?$'
@@ -227,7 +238,7 @@ readonly IMAGE_RE='^[A-Za-z0-9][A-Za-z0-9._/:@-]*$'
 parse_options() {
     local option address
     OPTIND=1
-    while getopts ':m:w:i:p:a:e:s:r:g:n:M:R:P:o:dh' option; do
+    while getopts ':m:w:i:p:a:e:s:r:g:n:M:R:P:U:o:dh' option; do
         case "$option" in
             m) masters="$OPTARG" ;;
             w) worker="$OPTARG" ;;
@@ -242,6 +253,7 @@ parse_options() {
             M) registry_mirror="$OPTARG" ;;
             R) mirrored_registries="$OPTARG" ;;
             P) sandbox_image="$OPTARG" ;;
+            U) upgrade_stage="$OPTARG" ;;
             o) log_file="$OPTARG" ;;
             d) debug=1 ;;
             h) usage; exit 0 ;;
@@ -251,6 +263,14 @@ parse_options() {
     done
     shift $((OPTIND - 1))
     [ "$#" -eq 0 ] || fail_usage "unexpected argument '$1'"
+    if [ -n "$upgrade_stage" ]; then
+        case "$upgrade_stage" in
+            kubeadm|kubelet) ;;
+            *) fail_usage "-U: '$upgrade_stage' is neither kubeadm nor kubelet" ;;
+        esac
+        check_source_options
+        return 0
+    fi
 
     [ -n "$endpoint" ] || fail_usage '-i HOST:PORT is required'
     [[ "$endpoint" =~ $ENDPOINT_RE ]] ||
@@ -564,6 +584,39 @@ install_packages() {
     apt-mark hold kubelet kubeadm kubectl
 }
 
+# upgrade_packages NAME...: each at exactly K8S_PACKAGE_VERSION, held
+# (as install_packages, whatever version another source installed).
+upgrade_packages() {
+    local name versions=()
+    for name in "$@"; do
+        versions+=("${name}=${K8S_PACKAGE_VERSION}")
+    done
+    apt-mark unhold "$@" > /dev/null
+    apt-get install "${APT_OPTIONS[@]}" --allow-change-held-packages \
+        --allow-downgrades "${versions[@]}"
+    apt-mark hold "$@"
+}
+
+# -U: one stage of the upgrade of a member to this script's minor.
+upgrade_node() {
+    export DEBIAN_FRONTEND=noninteractive
+    if [ "$upgrade_stage" = 'kubeadm' ]; then
+        add_kubernetes_repository
+        upgrade_packages kubeadm
+        echo "kubeadm $(kubeadm version -o short)"
+    else
+        upgrade_packages kubelet kubectl
+        if [ -d /run/systemd/system ]; then
+            systemctl daemon-reload
+        fi
+        restart_kubelet
+        echo "kubelet $(kubelet --version)"
+        echo "kubectl $(kubectl version --client -o json |
+            sed -n 's/.*"gitVersion": *"\([^"]*\)".*/\1/p')"
+    fi
+    echo 'Upgrade Success!'
+}
+
 prepare_node() {
     export DEBIAN_FRONTEND=noninteractive
     prepare_kernel
@@ -762,6 +815,12 @@ print_cluster_info() {
 main() {
     parse_options "$@"
     [ "$(id -u)" -eq 0 ] || fail_usage 'must be run as root (sudo)'
+    if [ -n "$upgrade_stage" ]; then
+        echo "$SCRIPT_NAME: upgrade stage $upgrade_stage to ${K8S_PACKAGE_VERSION}"
+        export_proxy_environment
+        upgrade_node
+        return 0
+    fi
     find_role
 
     # The cluster info block goes to the original stdout only.

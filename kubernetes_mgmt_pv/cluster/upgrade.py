@@ -1,0 +1,293 @@
+"""The Kubernetes minor upgrade of a cluster, free of Tacker: what the
+v2 door runs for ChangeCurrentVnfPackage when the new VNF package's
+install script installs the next minor.
+
+Every decision is taken by ``upgrade_plan`` from facts read first; this
+module only sequences the steps, one node at a time, so that a re-run
+after a failure anywhere converges. The package commands are the new
+install script's (``-U kubeadm``, ``-U kubelet``); kubeadm, the drain and
+the waits are the driver's. haproxy and keepalived are left alone: with
+HA, the other Masters serve the VIP while one Master's control plane
+restarts.
+"""
+
+import functools
+import time
+
+from oslo_log import log as logging
+
+from kubernetes_mgmt_pv.cluster import cert_renewal
+from kubernetes_mgmt_pv.cluster import cluster
+from kubernetes_mgmt_pv.cluster import etcd
+from kubernetes_mgmt_pv.cluster import upgrade_plan
+from kubernetes_mgmt_pv import exceptions
+from kubernetes_mgmt_pv.request import param_model
+from kubernetes_mgmt_pv import step_report
+
+LOG = logging.getLogger(__name__)
+
+SCRIPT_PATH_PARAM = param_model.ROOT + '.script_path'
+
+
+def upgrade_cluster(workflow, new_script, drain_force=None,
+                    check_only=False):
+    """Upgrade the cluster of ``workflow`` in place to the Kubernetes
+    version the new package's install script installs.
+
+    ``workflow``: a ``cluster_workflow.ClusterWorkflow`` of the hook (the
+    VNF instance's parameters, its Heat stack, the hook's SessionPool;
+    its own ``script`` is not used). ``new_script``: the bytes of the new
+    VNF package's install script; its ``K8S_PACKAGE_VERSION`` is the
+    target, and it is uploaded to every node before that node's packages
+    change (its ``-U`` upgrade mode switches the apt source to the new
+    minor's repository and installs the held packages). ``drain_force``:
+    None takes the driver's ``drain_force`` option; True lets a Worker's
+    drain delete pods that a PodDisruptionBudget protects.
+    ``check_only``: gather the facts and refuse or plan, changing nothing
+    (for a ``change_current_package_start`` hook).
+
+    Order: the first Master ``kubeadm upgrade apply``, the other Masters
+    ``kubeadm upgrade node``, then each Worker drained (Eviction API),
+    upgraded, its kubelet restarted and uncordoned; each node Ready at the
+    target version before the next starts. A node already at the target
+    version is skipped. Afterwards the certificates are checked (kubeadm
+    renewed them) and admin.conf copied again.
+
+    Returns ``(upgrade_plan.UpgradePlan, step_report.Report)``.
+
+    Raises, before any change:
+      ``exceptions.ParameterErrors`` when ``new_script`` names no
+      K8S_PACKAGE_VERSION;
+      ``exceptions.NodeStepError`` with step ``'upgrade check'`` and
+      ``failures`` {host address: ClusterInstallError(reason)}: a jump of
+      more than one minor or a downgrade (host: the Master asked), a Node
+      not Ready, an unhealthy etcd, a PodDisruptionBudget that allows no
+      eviction without ``drain_force``. Its message ends "nothing was
+      changed".
+    Raises, during the upgrade:
+      ``exceptions.StepError`` (``step``, ``host``, ``reason``), e.g.
+      step ``'kubeadm upgrade node'`` on the second Master; the nodes
+      before it are upgraded, a re-run continues from that node.
+      ``exceptions.RemoteConnectError`` when a node cannot be logged in.
+    """
+    package_version = upgrade_plan.script_package_version(new_script)
+    if package_version is None:
+        raise exceptions.ParameterErrors([exceptions.ParameterError(
+            SCRIPT_PATH_PARAM, 'the new VNF package\'s install script has '
+            'no "readonly K8S_PACKAGE_VERSION=\'X.Y.Z-R\'" line')])
+    force = workflow.conf.drain_force if drain_force is None \
+        else bool(drain_force)
+    upgrade = _Upgrade(workflow, new_script, package_version, force)
+    return upgrade.run(check_only)
+
+
+class _Upgrade(object):
+    """One run of ``upgrade_cluster``."""
+
+    def __init__(self, workflow, script, package_version, drain_force,
+                 clock=time.monotonic, sleep=time.sleep):
+        self.flow = workflow
+        self.conf = workflow.conf
+        self.script = script
+        self.package_version = package_version
+        self.target = upgrade_plan.parse_version(package_version)
+        self.drain_force = drain_force
+        self.report = step_report.Report()
+        self.endpoint = None
+        self._clock = clock
+        self._sleep = sleep
+
+    def run(self, check_only):
+        topology = self.flow.topology
+        masters = topology.masters
+        workers = topology.of_role('worker')
+        self.endpoint = self.flow.control_plane_endpoint()
+        with self.flow.sessions() as sessions:
+            self.flow.preflight(sessions, masters + workers)
+            kubectl = self.flow.kubectl_session(sessions, masters,
+                                                upgrade_plan.CHECK_STEP)
+            leader = self.flow.session(
+                sessions, topology.at_address(kubectl.host))
+            plan = self._plan(sessions, kubectl, leader, masters, workers)
+            LOG.info('Kubernetes upgrade %s -> %s: %s',
+                     upgrade_plan.shown(plan.cluster_version),
+                     upgrade_plan.shown(plan.target), '; '.join(
+                         '%s %s (%s)' % (step.name, 'done' if step.done
+                                         else step.action,
+                                         step.reason or 'at the target')
+                         for step in plan.steps))
+            if check_only:
+                return plan, self.report
+            for step in plan.steps:
+                if step.done:
+                    self.report.record(step.node.address, 'upgrade to %s'
+                                       % upgrade_plan.shown(self.target),
+                                       False, 'already at the target')
+                else:
+                    self._upgrade_node(sessions, kubectl, step)
+            cert_renewal.renew_expiring(self.flow, sessions, masters,
+                                        self.report)
+            self._refresh_kubeconfigs(sessions, masters)
+            self._log_versions(kubectl)
+        return plan, self.flow.finish('cluster upgrade', self.report)
+
+    # -- facts and refusals -------------------------------------------------
+
+    def _plan(self, sessions, kubectl, leader, masters, workers):
+        host = kubectl.host
+        with step_report.step(host, upgrade_plan.CHECK_STEP):
+            api_nodes = upgrade_plan.parse_nodes(
+                kubectl.run(['get', 'nodes', '-o', 'json']).stdout)
+            config = kubectl.run(upgrade_plan.KUBEADM_CONFIG, check=False)
+            cluster_version = upgrade_plan.parse_cluster_version(
+                config.stdout) if config.ok else None
+            budgets = upgrade_plan.blocking_budgets(kubectl.run(
+                ['get', 'poddisruptionbudgets', '-A', '-o', 'json']).stdout)
+        problems = upgrade_plan.refusals(cluster_version, self.target,
+                                         api_nodes, budgets,
+                                         self.drain_force)
+        if len(masters) > 1:
+            problems += self._etcd_problems(leader)
+        if problems:
+            raise upgrade_plan.refusal_error(problems, host)
+        host_facts = {}
+
+        def gather(node):
+            result = self.flow.session(sessions, node).run(
+                ['sh', '-c', upgrade_plan.FACTS_SCRIPT], sudo=True,
+                description='upgrade facts')
+            host_facts[node.address] = upgrade_plan.parse_host_facts(
+                result.stdout)
+
+        self.flow.on_hosts('upgrade fact check', {
+            node.address: functools.partial(gather, node)
+            for node in masters + workers})
+        return upgrade_plan.plan_upgrade(
+            masters, workers, cluster_version, self.target,
+            self.package_version, api_nodes, host_facts)
+
+    def _etcd_problems(self, leader):
+        """etcd's health as a refusal: every member must answer."""
+        try:
+            with step_report.step(leader.host, 'etcd check'):
+                self.flow.etcd_session(leader, self.report)
+                etcd.check_health(leader)
+        except exceptions.StepError as error:
+            return [('cluster', 'etcd is not healthy: %s' % error.reason)]
+        return []
+
+    # -- one node -------------------------------------------------------------
+
+    def _upgrade_node(self, sessions, kubectl, step):
+        executor = self.flow.session(sessions, step.node)
+        host = executor.host
+        LOG.info('Upgrading %s (%s) to %s: %s', step.name, host,
+                 upgrade_plan.shown(self.target), step.reason)
+        with step_report.step(host, 'install script upload'):
+            executor.install_file(self.script, cluster.SCRIPT_PATH,
+                                  mode='0755')
+        self._stage(executor, 'kubeadm')
+        if step.action == 'worker':
+            self._drain(kubectl, step.name)
+        with step_report.step(host, 'kubeadm upgrade %s' % (
+                'apply' if step.action == 'apply' else 'node')):
+            executor.run(self._kubeadm_argv(step.action), sudo=True,
+                         timeout=self.conf.cluster_install_timeout,
+                         description=' '.join(self._kubeadm_argv(
+                             step.action)))
+            if step.action != 'worker':
+                cert_renewal.wait_for_api(self.flow.kubectl(executor),
+                                          self.conf.node_ready_timeout)
+        self.report.record(host, 'kubeadm upgrade %s' % step.action, True,
+                           upgrade_plan.shown(self.target))
+        self._stage(executor, 'kubelet')
+        if step.action == 'worker':
+            with step_report.step(host, 'uncordon'):
+                kubectl.run(['uncordon', step.name])
+        with step_report.step(host, 'Node readiness'):
+            self._wait_ready_at_target(kubectl, step)
+        self.report.record(host, 'Node %s' % step.name, True,
+                           'Ready at %s' % upgrade_plan.shown(self.target))
+
+    def _kubeadm_argv(self, action):
+        if action == 'apply':
+            return ['kubeadm', 'upgrade', 'apply',
+                    upgrade_plan.shown(self.target), '--yes']
+        return ['kubeadm', 'upgrade', 'node']
+
+    def _stage(self, executor, stage):
+        """The new install script's ``-U stage`` on the node."""
+        argv = ['bash', cluster.SCRIPT_PATH, '-U', stage]
+        if stage == 'kubeadm':
+            argv += upgrade_plan.script_sources(
+                self.flow.params.offline.script_options(), self.target)
+        env = cluster.script_environment(
+            self.flow.params.proxy, self.flow.params.network,
+            self.endpoint, [node.fixed_ip
+                            for node in self.flow.topology.cluster_nodes])
+        with step_report.step(executor.host, '%s package upgrade' % stage):
+            result = executor.run(
+                argv, sudo=True, env=env or None,
+                timeout=self.conf.package_install_timeout,
+                description='install_k8s_cluster.sh -U %s' % stage)
+        self.report.record(executor.host, '%s packages' % stage, True,
+                           ', '.join(line for line in
+                                     result.stdout.splitlines()
+                                     if line.startswith(('kube',)))[-300:])
+
+    def _drain(self, kubectl, name):
+        """Evict the Worker's pods (kubectl drain uses the Eviction API,
+        respecting PodDisruptionBudgets unless drain_force)."""
+        timeout = self.conf.drain_timeout
+        with step_report.step(kubectl.host, 'drain of %s' % name):
+            result = kubectl.run(cluster.drain_argv(name, timeout,
+                                                    self.drain_force),
+                                 check=False, timeout=timeout + 60)
+            if not result.ok:
+                raise cluster.drain_failure(name, result.stderr, timeout)
+        self.report.record(kubectl.host, 'drain of %s' % name, True)
+
+    def _wait_ready_at_target(self, kubectl, step):
+        """Until the node's Node is Ready with the target kubelet."""
+        deadline = self._clock() + self.conf.node_ready_timeout
+        delay = 0.2
+        while True:
+            nodes = upgrade_plan.parse_nodes(
+                kubectl.run(['get', 'nodes', '-o', 'json']).stdout)
+            node = nodes.get(step.node.fixed_ip)
+            if node and node.ready and node.kubelet == self.target:
+                return
+            if self._clock() >= deadline:
+                raise exceptions.ClusterInstallError(
+                    'Node %s is not Ready at %s after %ds: %s' % (
+                        step.name, upgrade_plan.shown(self.target),
+                        self.conf.node_ready_timeout,
+                        'kubelet %s, %s' % (
+                            upgrade_plan.shown(node.kubelet)
+                            if node and node.kubelet else 'unknown',
+                            'Ready' if node and node.ready else 'not Ready')))
+            self._sleep(delay)
+            delay = min(delay * 2, 2.0)
+
+    # -- afterwards -----------------------------------------------------------
+
+    def _refresh_kubeconfigs(self, sessions, masters):
+        """The login user's copy of admin.conf follows the one kubeadm
+        upgrade renewed."""
+        def refresh(node):
+            executor = self.flow.session(sessions, node)
+            executor.run(['sh', '-c', cert_renewal.USER_KUBECONFIG_SCRIPT],
+                         sudo=True, description='kubeconfig update')
+
+        self.flow.on_hosts('kubeconfig update', {
+            node.address: functools.partial(refresh, node)
+            for node in masters})
+
+    def _log_versions(self, kubectl):
+        nodes = upgrade_plan.parse_nodes(
+            kubectl.run(['get', 'nodes', '-o', 'json']).stdout)
+        LOG.info('Kubernetes upgraded to %s: %s', upgrade_plan.shown(
+            self.target), ', '.join('%s kubelet %s' % (
+                node.name, upgrade_plan.shown(node.kubelet)
+                if node.kubelet else 'unknown')
+                for node in sorted(nodes.values(), key=lambda n: n.name)))

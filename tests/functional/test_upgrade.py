@@ -1,0 +1,187 @@
+"""The Kubernetes minor upgrade end to end (cluster/upgrade.py) on an HA
+cluster of three Masters and a Worker: the next minor's install script
+(standins.script_at) upgrades the nodes' packages from the test apt
+repository's next-minor path, kubeadm's upgrade stand-in restarts each
+Master's control plane, the kubelet's package posts its new version.
+
+One cluster for the module, its tests in file order: a two-minor jump is
+refused before any change; then the upgrade, failed on the second Master
+by an injected kubeadm error, and run again, converges while a claim is
+Bound, a file sits on the Storage server and a probe through the VIP
+answers every second.
+"""
+
+import json
+import ssl
+import threading
+import time
+import urllib.error
+import urllib.request
+
+import pytest
+
+from kubernetes_mgmt_pv.cluster import upgrade_plan
+from kubernetes_mgmt_pv import exceptions
+from testbed import apt_repo
+from testbed import faults
+from testbed import standins
+from testbed import virtual_vnf
+from tests.functional.conftest import skip_without_testbed
+from tests.functional.test_pv_lifecycle import bind_claim
+
+OLD = standins.kubernetes_version()
+NEXT = standins.next_minor()
+NEW = standins.kubernetes_version(NEXT)
+NODES = ('master1', 'master2', 'master3', 'worker1')
+PACKAGES = ('kubeadm', 'kubelet', 'kubectl')
+
+
+@pytest.fixture(scope='module')
+def ha():
+    skip_without_testbed()
+    virtual_vnf.use_test_options()
+    with apt_repo.AptRepository() as repository, \
+            virtual_vnf.VirtualCluster(masters=3, workers=1, volumes=1,
+                                       install_cluster=True) as virtual:
+        apt_repo.use_in(virtual, repository, virtual_vnf.CALICO_STAND_IN)
+        for node in virtual.nodes():
+            repository.route_from(node, virtual.testbed.bridge_ip)
+        virtual.instantiate_end()
+        bind_claim(virtual.host('master1'))
+        storage = virtual.host('storage')
+        storage.write_file(virtual.export_dirs()[0] + '/keep.txt', 'kept')
+        virtual.repository = repository
+        yield virtual
+
+
+def kubelet_versions(virtual):
+    items = json.loads(virtual_vnf.kubectl(
+        virtual.host('master1'), 'get', 'nodes', '-o', 'json'))['items']
+    return {item['metadata']['name']: item['status']['nodeInfo'][
+        'kubeletVersion'] for item in items}
+
+
+def package_versions(host):
+    return host.run("dpkg-query -W -f='${Version} ' " +
+                    ' '.join(PACKAGES)).stdout.split()
+
+
+def upgrade_calls(virtual, name):
+    return [' '.join(argv[1:]) for argv in virtual.kubeadm_calls(name)
+            if argv[1] == 'upgrade']
+
+
+def upgrade_times(virtual, name):
+    """When each kubeadm upgrade command ran on a host."""
+    log = virtual.host(name).run(
+        'cat /var/log/kubeadm-standin.log 2>/dev/null || true').stdout
+    return [entry['time'] for entry in map(json.loads, log.splitlines())
+            if entry['argv'][1:2] == ['upgrade']]
+
+
+class VipProbe(object):
+    """GET /healthz through the VIP every second, in a thread: the times
+    nothing answered."""
+
+    def __init__(self, vip):
+        self.url = 'https://%s:16443/healthz' % vip
+        self.answers, self.silences = 0, []
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def __enter__(self):
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc_info):
+        self._stop.set()
+        self._thread.join()
+
+    def _run(self):
+        context = ssl.create_default_context()
+        context.check_hostname = False
+        context.verify_mode = ssl.CERT_NONE
+        while not self._stop.is_set():
+            try:
+                urllib.request.urlopen(self.url, context=context,
+                                       timeout=2).read()
+                self.answers += 1
+            except urllib.error.HTTPError:
+                self.answers += 1  # an API server answered
+            except OSError as error:
+                self.silences.append((time.strftime('%H:%M:%S'), error))
+            self._stop.wait(1.0)
+
+
+def test_a_two_minor_jump_is_refused_before_any_change(ha):
+    two_minors = standins.next_minor(NEXT)
+    before = {name: package_versions(ha.host(name)) for name in NODES}
+    with pytest.raises(exceptions.NodeStepError) as raised:
+        ha.upgrade(two_minors)
+    error = raised.value
+    assert error.step == upgrade_plan.CHECK_STEP
+    # The cluster's version is named on the Master asked, each Node too
+    # old for the target on its own address.
+    assert 'more than one minor after' in str(
+        error.failures[ha.host('master1').ip])
+    assert sorted(error.failures) == sorted(ha.host(name).ip
+                                            for name in NODES)
+    assert 'nothing was changed' in str(error)
+    assert {name: package_versions(ha.host(name)) for name in NODES} == \
+        before
+    assert all(upgrade_calls(ha, name) == [] for name in NODES)
+    assert set(kubelet_versions(ha).values()) == {OLD}
+
+
+def test_an_upgrade_failed_on_the_second_master_converges_on_a_rerun(ha):
+    master1, master2 = ha.host('master1'), ha.host('master2')
+    with VipProbe(ha.vip) as probe:
+        with faults.Faults() as injected:
+            fault = injected.command(master2, 'kubeadm',
+                                     match='upgrade node')
+            with pytest.raises(exceptions.StepError) as raised:
+                ha.upgrade(NEXT)
+            assert fault.hits, str(raised.value)
+        error = raised.value
+        assert (error.host, error.step) == (master2.ip,
+                                            'kubeadm upgrade node')
+        # The first Master was upgraded; the second stopped at kubeadm.
+        versions = kubelet_versions(ha)
+        assert versions['master1'] == NEW
+        assert [versions[name] for name in NODES[1:]] == [OLD] * 3
+        assert upgrade_calls(ha, 'master1') == ['upgrade apply %s --yes'
+                                                % NEW]
+
+        plan, report = ha.upgrade(NEXT)
+    assert probe.silences == [] and probe.answers > 5, probe.silences
+    assert [(step.name, step.action, step.done) for step in plan.steps] == [
+        ('master1', 'node', True), ('master2', 'node', False),
+        ('master3', 'node', False), ('worker1', 'worker', False)]
+    assert kubelet_versions(ha) == dict.fromkeys(NODES, NEW)
+    for name in NODES:
+        assert package_versions(ha.host(name)) == [NEXT] * 3, name
+    # One node after the other, in the plan's order.
+    times = [upgrade_times(ha, name)[-1] for name in NODES]
+    assert times == sorted(times)
+    assert [outcome.step for outcome in report.outcomes
+            if outcome.step.startswith('drain of')] == ['drain of worker1']
+    # The re-run did not apply again on the first Master.
+    assert upgrade_calls(ha, 'master1') == ['upgrade apply %s --yes' % NEW]
+    assert upgrade_calls(ha, 'worker1') == ['upgrade node']
+    # The held packages stay at the new version.
+    assert sorted(ha.host('worker1').run('apt-mark showhold').stdout
+                  .split()) == sorted(PACKAGES)
+    # The Worker was drained and is schedulable again.
+    assert not json.loads(virtual_vnf.kubectl(
+        master1, 'get', 'node', 'worker1', '-o', 'json'))['spec'].get(
+            'unschedulable')
+    volumes = virtual_vnf.persistent_volumes(master1)
+    assert volumes['nfs-pv1']['status']['phase'] == 'Bound'
+    assert ha.host('storage').read_file(
+        ha.export_dirs()[0] + '/keep.txt') == 'kept'
+    # A further run finds every node at the target and changes nothing.
+    plan, report = ha.upgrade(NEXT)
+    assert plan.pending == ()
+    assert all(upgrade_calls(ha, name) == calls for name, calls in (
+        ('master1', ['upgrade apply %s --yes' % NEW]),
+        ('worker1', ['upgrade node'])))
