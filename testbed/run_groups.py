@@ -38,6 +38,7 @@ SHARED_FIXTURE_MODULES = frozenset((
     'tests/functional/test_key_logins.py',
     'tests/functional/test_node_preparation.py',
     'tests/functional/test_remote.py',
+    'tests/functional/test_upgrade.py',
 ))
 SHARED_SCOPES = frozenset(('class', 'module', 'package'))
 ALONE = frozenset((
