@@ -104,7 +104,7 @@ class VipProbe(object):
         while not self._stop.is_set():
             try:
                 urllib.request.urlopen(self.url, context=context,
-                                       timeout=2).read()
+                                       timeout=5).read()
                 self.answers += 1
             except urllib.error.HTTPError:
                 self.answers += 1  # an API server answered
