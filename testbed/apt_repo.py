@@ -24,6 +24,7 @@ runner. Every request is logged, so tests see what each host fetched.
 """
 
 import email.utils
+import fcntl
 import functools
 import glob
 import hashlib
@@ -47,8 +48,18 @@ APT_ARCHIVES = '/var/cache/apt/archives'
 KEY_NAME = 'testbed apt repository <apt@testbed.invalid>'
 
 
+# The kubectl packages built so far, shared by every run on this machine.
+KUBECTL_DEB_CACHE = os.path.join(tempfile.gettempdir(),
+                                 'testbed-kubectl-debs')
+
+
 def _run(args, **kwargs):
-    return subprocess.run(args, check=True, capture_output=True, **kwargs)
+    """Run a build command; a failure shows its output."""
+    result = subprocess.run(args, capture_output=True, **kwargs)
+    if result.returncode:
+        raise hosts.CommandError(result.returncode, args, result.stdout,
+                                 result.stderr)
+    return result
 
 
 class SigningKey(object):
@@ -110,15 +121,34 @@ def kubectl_for(minor):
 
 
 def build_kubectl(outdir, version, binary):
-    """kubectl_<version>_amd64.deb holding ``binary`` as /usr/bin/kubectl
-    (hard-linked into the build tree when it can be: it is 50 MB)."""
+    """kubectl_<version>_amd64.deb in ``outdir``, holding ``binary`` as
+    /usr/bin/kubectl. The 50 MB package is built once per binary and
+    version on this machine, under a lock, and hard-linked from there:
+    builds side by side that hard-linked the binary itself made tar in
+    dpkg-deb fail (the file's links changed while it read it)."""
+    info = os.stat(binary)
+    os.makedirs(KUBECTL_DEB_CACHE, exist_ok=True)
+    cached = os.path.join(KUBECTL_DEB_CACHE, (
+        f'kubectl_{version}_{info.st_dev}-{info.st_ino}-{info.st_size}-'
+        f'{info.st_mtime_ns}.deb'))
+    with open(os.path.join(KUBECTL_DEB_CACHE, 'lock'), 'a') as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not os.path.exists(cached):
+            _build_kubectl_deb(cached + '.part', version, binary)
+            os.rename(cached + '.part', cached)
+    deb = os.path.join(outdir, f'kubectl_{version}_amd64.deb')
+    try:
+        os.link(cached, deb)
+    except OSError:
+        shutil.copy(cached, deb)
+    return deb
+
+
+def _build_kubectl_deb(deb, version, binary):
     with tempfile.TemporaryDirectory(prefix='kubectl-deb-') as root:
         target = os.path.join(root, 'usr', 'bin', 'kubectl')
         os.makedirs(os.path.dirname(target))
-        try:
-            os.link(binary, target)
-        except OSError:
-            shutil.copy(binary, target)
+        shutil.copy(binary, target)
         os.makedirs(os.path.join(root, 'DEBIAN'))
         with open(os.path.join(root, 'DEBIAN', 'control'), 'w') as stream:
             stream.write(f'Package: kubectl\nVersion: {version}\n'
@@ -127,10 +157,8 @@ def build_kubectl(outdir, version, binary):
                          'Section: admin\nPriority: optional\n'
                          'Description: kubectl for the testbed\n'
                          ' The real kubectl binary of the runner.\n')
-        deb = os.path.join(outdir, f'kubectl_{version}_amd64.deb')
         _run(['dpkg-deb', '--root-owner-group', '-Znone', '--build', root,
               deb])
-    return deb
 
 
 def debian_debs():
