@@ -6,6 +6,7 @@ claim."""
 
 import json
 import re
+import threading
 
 from testbed.kubeapi import deployments
 from testbed.tests import kubectl_support
@@ -190,6 +191,51 @@ def test_a_node_agent_holds_the_pod_until_it_mounted_and_unmounted(
         lambda: server.get('pod', name) is None, timeout=1)
     server.volumes_unmounted(pod['metadata']['uid'])
     assert server.wait_for(lambda: server.get('pod', name) is None)
+
+
+def test_a_drained_pods_replacement_runs_on_another_worker(server, kubectl):
+    """What a heal of the Worker running a pod with a claim relies on:
+    kubectl drain evicts the pod, its ReplicaSet's replacement is bound
+    to the other Worker (not the cordoned one), and the evicted pod, so
+    the drain, ends only once its node agent unmounted its volume."""
+    cluster(server)
+    for name in ('worker-1', 'worker-2'):
+        server.attach_node_agent(name)
+    kubectl.ok('apply', '-f', '-', input=pv_yaml(size='1Gi'))
+    kubectl.ok('apply', '-f', '-', input=pvc_yaml(size='1Gi'))
+    kubectl.ok('apply', '-f', '-', input=deployment(replicas=1,
+                                                    claim='claim-1'))
+    assert server.wait_for(lambda: len(web_pods(server)) == 1 and
+                           web_pods(server).popitem()[1]['spec'].get(
+                               'nodeName'))
+    (name, pod), = web_pods(server).items()
+    server.volumes_mounted(pod['metadata']['uid'])
+    assert ready(server, 1)
+    drained = pod['spec']['nodeName']
+    drain = []
+    thread = threading.Thread(target=lambda: drain.append(kubectl(
+        'drain', drained, '--ignore-daemonsets', '--delete-emptydir-data',
+        '--timeout=30s')))
+    thread.start()
+    try:
+        other = {'worker-1': 'worker-2', 'worker-2': 'worker-1'}[drained]
+        assert server.wait_for(lambda: [
+            p['spec'].get('nodeName') for n, p in web_pods(server).items()
+            if n != name] == [other])
+        assert server.get('pod', name)['metadata']['deletionTimestamp']
+        assert ('POST', f'/api/v1/namespaces/default/pods/{name}/eviction') \
+            in server.request_log
+        # Past its grace period, the old pod waits for the unmount.
+        thread.join(timeout=1)
+        assert thread.is_alive() and server.get('pod', name) is not None
+    finally:
+        server.volumes_unmounted(pod['metadata']['uid'])
+        thread.join()
+    assert drain[0].returncode == 0, drain[0].stderr
+    assert server.get('pod', name) is None
+    (_, moved), = web_pods(server).items()
+    server.volumes_mounted(moved['metadata']['uid'])
+    assert ready(server, 1)
 
 
 def test_template_hash_is_stable_and_hexadecimal():

@@ -3,16 +3,20 @@ module's VNF instance (v1 or v2), through /vnflcm/v2: its Deployment's
 pod mounts a claim bound to the driver's nfs-pv1, really (node agents on
 the Workers, ganesha on the Storage server). It keeps the cluster's
 Kubernetes VIM in use, so the cluster VNF's terminate and entire heal are
-refused while it runs."""
+refused while it runs. A heal of the Worker running its pod moves the
+pod, and its file, to another Worker."""
 
 import contextlib
+import shlex
 import uuid
 
 from testbed import cnf_sample
 from testbed import nfs
+from testbed import node_agent
 from testbed import tacker_v2
 
 DEPLOYMENT = cnf_sample.DEPLOYMENT
+KEPT = 'kept by the CNF\n'  # the file the pod wrote at instantiate
 
 
 def _completed(occ, operation):
@@ -24,9 +28,8 @@ def _check_the_data_path(lab, kube, storage, workers):
     """kubectl shows the pod Running and the claim Bound; a file written
     through the pod's mount on its Worker is on the Storage server."""
     table = lab.kubectl('get', 'deploy,pod,pvc')
-    pod, stored = cnf_sample.write_through_the_pod(kube, workers,
-                                                   'kept by the CNF\n')
-    assert storage.read_file(stored) == 'kept by the CNF\n'
+    pod, stored = cnf_sample.write_through_the_pod(kube, workers, KEPT)
+    assert storage.read_file(stored) == KEPT
     claim = kube.get('pvc', cnf_sample.CLAIM)
     assert (claim['status']['phase'], claim['spec']['volumeName']) == (
         'Bound', cnf_sample.VOLUME), claim
@@ -75,6 +78,68 @@ def on_the_cluster(lab, v2, cluster_instance_id, tmp_path, vim):
                            'TERMINATE')
             v2.delete(cnf_id)
             cnf_sample.release_volume(kube, lab.kubectl)
-            nfs.stop_ganesha(storage)
+            # A heal may have replaced the Storage server meanwhile.
+            nfs.stop_ganesha(lab.host_at(lab.cp_address(cluster_instance_id)))
     assert kube.get('deployment', DEPLOYMENT) is None
     assert kube.get('pvc', cnf_sample.CLAIM) is None
+
+
+def _schedulable(node):
+    ready = {c['type']: c['status']
+             for c in node['status'].get('conditions') or []}
+    return ready.get('Ready') == 'True' and not node['spec'].get(
+        'unschedulable')
+
+
+def kept_file(kube, pod):
+    """The path, on the Storage server, of the file the pod wrote at
+    instantiate (``<pod name>.txt`` in nfs-pv1's export)."""
+    export = kube.get('pv', cnf_sample.VOLUME)['spec']['nfs']['path']
+    return '%s/%s.txt' % (export, pod['metadata']['name'])
+
+
+def heal_the_pods_worker(lab, instance_id, heal):
+    """Heal the Worker running the CNF's pod with ``heal(host)`` (an LCM
+    heal, through Tacker, of that Worker's VNFC; returns its occurrence):
+    the driver's drain evicts the pod, its ReplicaSet's replacement runs
+    on another Worker that was Ready and schedulable, whose node agent
+    mounted nfs-pv1 there, and the file the pod wrote at instantiate is
+    read through that mount and on the Storage server's volume. The pod
+    must be the one the CNF's instantiate started. Returns the new pod
+    and the file's path on the Storage server."""
+    kube = lab.engine.kubes[lab.stack(instance_id).id]
+    storage = lab.host_at(lab.cp_address(instance_id))
+    workers = cnf_sample.workers(lab.engine.testbed.hosts.values(), kube)
+    pod = cnf_sample.running_pod(kube)
+    stored = kept_file(kube, pod)
+    assert storage.read_file(stored) == KEPT
+    healed = pod['spec']['nodeName']
+    others = {name for name in workers if name != healed
+              and _schedulable(kube.get('node', name))}
+    assert others, kube.objects('node')  # somewhere for the pod to go
+    _completed(heal(workers[healed]), 'HEAL')
+    assert ('POST', '/api/v1/namespaces/default/pods/%s/eviction'
+            % pod['metadata']['name']) in kube.request_log
+    old_uid = pod['metadata']['uid']
+    assert kube.wait_for(lambda: [
+        (p['metadata']['uid'] != old_uid, p['status']['phase'])
+        for p in kube.objects('pod')
+        if p['metadata']['name'].startswith(DEPLOYMENT + '-')] == [
+            (True, 'Running')], timeout=120), kube.objects('pod')
+    moved = cnf_sample.running_pod(kube)
+    assert moved['spec']['nodeName'] in others, moved['spec']
+    host = cnf_sample.workers(lab.engine.testbed.hosts.values(),
+                              kube)[moved['spec']['nodeName']]
+    mount = node_agent.volume_path(moved['metadata']['uid'],
+                                   cnf_sample.VOLUME)
+    source = host.run('findmnt -n -o SOURCE %s' % shlex.quote(mount))
+    nfs_source = kube.get('pv', cnf_sample.VOLUME)['spec']['nfs']
+    assert source.stdout.strip() == '%s:%s' % (nfs_source['server'],
+                                               nfs_source['path'])
+    assert host.read_file('%s/%s' % (mount, stored.rsplit('/', 1)[1])) \
+        == KEPT
+    assert lab.host_at(lab.cp_address(instance_id)).read_file(stored) == \
+        KEPT
+    claim = kube.get('pvc', cnf_sample.CLAIM)
+    assert claim['status']['phase'] == 'Bound', claim
+    return moved, stored

@@ -9,8 +9,11 @@ to change the external connectivity of the Workers' CP (refused), heal
 a Worker whose VM was stopped (``openstack server stop``), try to heal
 the Storage server while a PersistentVolume is Bound (refused:
 FAILED_TEMP with the driver's message), release the claim, fail the
-operation and heal the Storage server, heal the entire VNF, a terminate
-refused while a v2 CNF runs on the cluster, terminate and delete. After
+operation and heal the Storage server, heal the entire VNF; then a v2
+CNF on the cluster: a terminate refused while it runs, a heal of the
+Worker running its pod (the pod and its file move to the other Worker), a
+Storage heal refused naming its claim; the CNF terminated, terminate and
+delete. After
 every operation the checks the user guide tells operators to make:
 ``df -h`` and ``sudo exportfs -v`` on the Storage server (over SSH),
 ``kubectl get pv`` and ``kubectl get nodes`` on a Master, and ``GET
@@ -27,6 +30,7 @@ The cluster half (nodes joining, drained, re-joined) is checked by the
 last tests, from what the steps recorded.
 """
 
+import contextlib
 import ipaddress
 import json
 
@@ -36,6 +40,7 @@ from novaclient import client as nova_client
 import pytest
 
 from testbed import cnf_package
+from testbed import cnf_sample
 from testbed import kubeapi
 from testbed import node_lifecycle
 from testbed import polling
@@ -355,34 +360,87 @@ def test_heal_entire_vnf(lab, s):
     s.done.add('heal_entire')
 
 
-def test_terminate_refused_while_a_v2_cnf_is_on_the_cluster(lab, s,
-                                                            tmp_path):
-    """A v2 CNF on the Kubernetes VIM this v1 VNF registered: the v1 door
-    refuses the terminate too (Tacker counts only v1 VNFs as its users),
-    before Heat deletes anything; the operator fails the operation."""
+def test_a_v2_cnf_on_the_cluster(lab, s, tmp_path_factory):
+    """A v2 CNF on the Kubernetes VIM this v1 VNF registered; it runs
+    until test_terminate_the_cnf."""
     s.need('instantiate')
+    k8s_vim, = checks.k8s_vims(lab)
+    v2 = tacker_v2.V2Api(lab.service.api_url, log=lab.log)
+    s.cnf = contextlib.ExitStack()
+    s.cnf_id = s.cnf.enter_context(cnf.on_the_cluster(
+        lab, v2, s.instance_id, tmp_path_factory.mktemp('cnf'),
+        cnf_package.registered_vim(k8s_vim['id'])))
+    kube = lab.engine.kubes[lab.stack(s.instance_id).id]
+    s.cnf_file = cnf.kept_file(kube, cnf_sample.running_pod(kube))
+    s.done.add('cnf')
+
+
+def test_terminate_refused_while_the_v2_cnf_runs(lab, s):
+    """The v1 door refuses the terminate too (Tacker counts only v1 VNFs
+    as its users), before Heat deletes anything; the operator fails the
+    operation."""
+    s.need('cnf')
     k8s_vim, = checks.k8s_vims(lab)
     stack_id = lab.stack(s.instance_id).id
     servers = {v['computeResource']['resourceId']
                for v in lab.vnfcs(s.instance_id)}
-    v2 = tacker_v2.V2Api(lab.service.api_url, log=lab.log)
-    with cnf.on_the_cluster(lab, v2, s.instance_id, tmp_path,
-                            cnf_package.registered_vim(k8s_vim['id'])
-                            ) as cnf_id:
-        occ = lab.lcm(s.instance_id, 'terminate',
-                      {'terminationType': 'FORCEFUL'})
-        assert occ['operationState'] == 'FAILED_TEMP', occ
-        detail = lab.client.get('/vnflcm/v1/vnf_lcm_op_occs/%s'
-                                % occ['id'])['error']['detail']
-        assert cnf_id in detail and k8s_vim['id'] in detail, detail
-        assert lab.stack(s.instance_id).id == stack_id
-        assert servers == {v['computeResource']['resourceId']
-                           for v in lab.vnfcs(s.instance_id)}
-        assert [v['id'] for v in checks.k8s_vims(lab)] == [k8s_vim['id']]
-        assert lab.op_action(occ['id'], 'fail')['operationState'] == \
-            'FAILED'
-        assert lab.instance(s.instance_id)['instantiationState'] == \
-            'INSTANTIATED'
+    occ = lab.lcm(s.instance_id, 'terminate',
+                  {'terminationType': 'FORCEFUL'})
+    assert occ['operationState'] == 'FAILED_TEMP', occ
+    detail = lab.client.get('/vnflcm/v1/vnf_lcm_op_occs/%s'
+                            % occ['id'])['error']['detail']
+    assert s.cnf_id in detail and k8s_vim['id'] in detail, detail
+    assert lab.stack(s.instance_id).id == stack_id
+    assert servers == {v['computeResource']['resourceId']
+                       for v in lab.vnfcs(s.instance_id)}
+    assert [v['id'] for v in checks.k8s_vims(lab)] == [k8s_vim['id']]
+    assert lab.op_action(occ['id'], 'fail')['operationState'] == 'FAILED'
+    assert lab.instance(s.instance_id)['instantiationState'] == \
+        'INSTANTIATED'
+
+
+def test_heal_the_worker_running_the_cnfs_pod(lab, s):
+    """heal_start drains the Worker: the pod is evicted and recreated on
+    the other Worker with its file."""
+    s.need('cnf')
+
+    def heal(host):
+        vnfc, = [v for v in lab.vnfcs(s.instance_id, 'workerNode')
+                 if lab.engine.hosts[v['computeResource']['resourceId']]
+                 == host.name]
+        return lab.lcm(s.instance_id, 'heal', {
+            'vnfcInstanceId': [vnfc['id']],
+            'cause': 'Heal the Worker running the CNF'})
+    _, kept = cnf.heal_the_pods_worker(lab, s.instance_id, heal)
+    assert kept == s.cnf_file
+
+
+def test_heal_storage_server_refused_while_the_cnfs_claim_is_bound(lab, s):
+    """v1 re-creates the Storage server's volume: heal_start refuses,
+    naming the CNF's claim, before anything changes."""
+    s.need('cnf')
+    kube = lab.engine.kubes[lab.stack(s.instance_id).id]
+    storage = lab.vnfcs(s.instance_id, 'storage_server')[0]
+    request = lab.sample_request('heal_storage_server.json')
+    request['vnfcInstanceId'] = [storage['id']]
+    occ = lab.lcm(s.instance_id, 'heal', request)
+    assert occ['operationState'] == 'FAILED_TEMP', occ
+    detail = lab.client.get('/vnflcm/v1/vnf_lcm_op_occs/%s'
+                            % occ['id'])['error']['detail']
+    assert 'default/' + cnf_sample.CLAIM in detail, detail
+    assert cnf_sample.VOLUME in detail, detail
+    same = {v['id']: v for v in lab.vnfcs(s.instance_id)}[storage['id']]
+    assert same['computeResource'] == storage['computeResource']
+    assert kube.get('pvc', cnf_sample.CLAIM)['status']['phase'] == 'Bound'
+    assert lab.host_at(lab.cp_address(s.instance_id)).read_file(
+        s.cnf_file) == cnf.KEPT
+    assert lab.op_action(occ['id'], 'fail')['operationState'] == 'FAILED'
+
+
+def test_terminate_the_cnf(s):
+    """The CNF goes (terminate, delete; its PV made Available again)."""
+    s.need('cnf')
+    s.cnf.close()
 
 
 def test_no_password_shown_by_the_api(lab, s):

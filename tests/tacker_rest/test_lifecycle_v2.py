@@ -13,8 +13,12 @@ in, heal of a Worker, a PATCH removing the driver's state and a
 change of a cluster CP's external connectivity refused (a PATCH of
 another metadata key done), a heal of the Storage server refused while a
 PersistentVolume is Bound and done once the claim is gone, heal of the
-whole VNF, a terminate and an entire heal refused while a v2 CNF is on
-the cluster (given by VIM id, then inline), terminate and delete. After
+whole VNF; then a v2 CNF on the cluster (given by VIM id): a terminate
+refused while it runs, a heal of the Worker running its pod (the pod and
+its file move to the other Worker), a Storage heal re-creating the volume
+refused and one keeping it done (the CNF's claim stays Bound, its file
+stays); the CNF terminated, an entire heal refused while a CNF given the
+cluster inline runs, terminate and delete. After
 each, the checks of the user guide
 (tests/tacker_rest/lifecycle_checks.py) and the VIMs: the OpenStack one
 stays the instance's only vimConnectionInfo entry, the cluster's
@@ -29,6 +33,7 @@ a Worker gives no login at all. No GET of the VNF instance or of its LCM
 operation occurrences shows a node password.
 """
 
+import contextlib
 import datetime
 import os
 import re
@@ -37,6 +42,7 @@ import stat
 import pytest
 
 from testbed import cnf_package
+from testbed import cnf_sample
 from testbed import faults
 from testbed import nfs
 from testbed import pv_manifest
@@ -323,56 +329,6 @@ def _bind_the_claim(lab):
     lab.kubectl('apply', '-f', '/tmp/claim.yaml')
 
 
-def test_heal_storage_server_keeping_its_volume_while_a_pv_is_bound(
-        lab, v2, s):
-    """Without additionalParams.all Tacker v2 replaces only the Storage
-    server; its Cinder volume and port stay, attached to the new VM. The
-    heal goes ahead while the claim is Bound: the claim stays Bound, the
-    file on the volume stays, the export is served and writable again."""
-    s.need('instantiate')
-    _bind_the_claim(lab)
-    assert lab.persistent_volumes()['nfs-pv1']['status']['phase'] == 'Bound'
-    storage, = _vnfcs(v2, s, 'storage_server')
-    old_host = lab.host_at(lab.cp_address(s.instance_id))
-    export = checks.EXPORTS[0]  # nfs-pv1's, the claim's
-    old_host.write_file(export + '/keep.txt', 'precious')
-    old_host.write_file('/root-fs-probe', 'old VM')
-    versions = {name: pv['metadata']['resourceVersion']
-                for name, pv in lab.persistent_volumes().items()}
-    request = _sample(lab, 'heal_storage_server.json')
-    request['vnfcInstanceId'] = [storage['vnfcInfoId']]
-    occ = s.ops['heal_storage_kept'] = v2.lcm(s.instance_id, 'heal', request)
-    _completed(occ, 'HEAL')
-    healed, = _vnfcs(v2, s, 'storage_server')
-    assert healed['computeResource']['resourceId'] != \
-        storage['computeResource']['resourceId']
-    host = lab.host_at(lab.cp_address(s.instance_id))
-    assert host.ip == old_host.ip  # the port stayed
-    assert host.run('cat /root-fs-probe', check=False).returncode != 0
-    assert host.read_file(export + '/keep.txt') == 'precious'
-    found = lab.storage_checks(s.instance_id)
-    assert re.search(r'^/dev/vdb\s.*\s/volume$', found['df'], re.M), \
-        found['df']
-    for path in checks.EXPORTS:
-        assert re.search(r'^%s\s' % re.escape(path), found['exportfs'],
-                         re.M), found['exportfs']
-    volumes = lab.persistent_volumes()
-    assert volumes['nfs-pv1']['status']['phase'] == 'Bound'
-    assert {name: pv['metadata']['resourceVersion']
-            for name, pv in volumes.items()} == versions
-    worker = lab.engine.testbed.hosts[lab.engine.hosts[_vnfcs(
-        v2, s, 'workerNode')[0]['computeResource']['resourceId']]]
-    nfs.start_ganesha(host)
-    try:
-        nfs.nfs_write(worker, host.ip, export, 'after.txt', 'healed')
-        assert nfs.nfs_read(worker, host.ip, export, 'keep.txt') == \
-            'precious'
-    finally:
-        nfs.stop_ganesha(host)
-    assert host.read_file(export + '/after.txt') == 'healed'
-    s.done.add('heal_storage_kept')
-
-
 def test_heal_storage_server_refused_while_a_pv_is_bound(lab, v2, s):
     s.need('instantiate')
     _bind_the_claim(lab)
@@ -478,16 +434,122 @@ def _refused_while_the_cnf_runs(lab, v2, s, cnf_id, operation, body):
         'INSTANTIATED'
 
 
-def test_terminate_refused_while_a_cnf_is_on_the_registered_vim(
-        lab, v2, s, tmp_path):
+def test_a_cnf_on_the_registered_vim(lab, v2, s, tmp_path_factory):
     """A v2 CNF instantiated on the Kubernetes VIM the door registered
     (by vimId): Tacker's Kubernetes infra driver completes it on the
-    cluster; the cluster VNF's terminate is refused while it runs."""
+    cluster. It runs until test_terminate_the_cnf."""
     s.need('instantiate')
     vim = cnf_package.registered_vim(_check_vims(lab, v2, s)['id'])
-    with cnf.on_the_cluster(lab, v2, s.instance_id, tmp_path, vim) as cnf_id:
-        _refused_while_the_cnf_runs(lab, v2, s, cnf_id, 'terminate',
-                                    {'terminationType': 'FORCEFUL'})
+    s.cnf = contextlib.ExitStack()
+    s.cnf_id = s.cnf.enter_context(cnf.on_the_cluster(
+        lab, v2, s.instance_id, tmp_path_factory.mktemp('cnf'), vim))
+    kube = lab.engine.kubes[lab.stack(s.instance_id).id]
+    s.cnf_file = cnf.kept_file(kube, cnf_sample.running_pod(kube))
+    s.done.add('cnf')
+
+
+def test_terminate_refused_while_the_cnf_runs(lab, v2, s):
+    s.need('cnf')
+    _refused_while_the_cnf_runs(lab, v2, s, s.cnf_id, 'terminate',
+                                {'terminationType': 'FORCEFUL'})
+
+
+def test_heal_the_worker_running_the_cnfs_pod(lab, v2, s):
+    """heal_start drains the Worker: the pod is evicted and recreated on
+    the other Worker with its file; the healed Worker joins again."""
+    s.need('cnf')
+
+    def heal(host):
+        vnfc, = [v for v in _vnfcs(v2, s, 'workerNode') if lab.engine.hosts[
+            v['computeResource']['resourceId']] == host.name]
+        return v2.lcm(s.instance_id, 'heal', {
+            'vnfcInstanceId': [vnfc['vnfcInfoId']],
+            'cause': 'Heal the Worker running the CNF'})
+    _, kept = cnf.heal_the_pods_worker(lab, s.instance_id, heal)
+    assert kept == s.cnf_file
+    nodes = checks.record_nodes(lab, s, 'heal_cnf_worker')
+    assert len(nodes) == 3 and all(nodes.values()), nodes
+    s.done.add('cnf_worker_healed')
+
+
+def test_heal_storage_recreating_its_volume_refused_while_the_cnf_runs(
+        lab, v2, s):
+    """With all: true the Storage server's volume would be re-created:
+    heal_start refuses, naming the CNF's claim, before anything
+    changes."""
+    s.need('cnf')
+    kube = lab.engine.kubes[lab.stack(s.instance_id).id]
+    storage, = _vnfcs(v2, s, 'storage_server')
+    request = _sample(lab, 'heal_storage_server.json')
+    request['vnfcInstanceId'] = [storage['vnfcInfoId']]
+    request['additionalParams']['all'] = True
+    occ = v2.lcm(s.instance_id, 'heal', request)
+    assert occ['operationState'] == 'FAILED_TEMP', occ
+    detail = v2.op_occ(occ['id'])['error']['detail']
+    assert 'default/' + cnf_sample.CLAIM in detail, detail
+    assert cnf_sample.VOLUME in detail, detail
+    same, = _vnfcs(v2, s, 'storage_server')
+    assert same['computeResource'] == storage['computeResource']
+    assert kube.get('pvc', cnf_sample.CLAIM)['status']['phase'] == \
+        'Bound'
+    host = lab.host_at(lab.cp_address(s.instance_id))
+    assert host.read_file(s.cnf_file) == cnf.KEPT
+    assert v2.op_action(occ['id'], 'fail')['operationState'] == 'FAILED'
+
+
+def test_heal_storage_server_keeping_its_volume_while_the_cnf_runs(
+        lab, v2, s):
+    """Without additionalParams.all Tacker v2 replaces only the Storage
+    server; its Cinder volume and port stay, attached to the new VM. The
+    heal goes ahead while the CNF's claim is Bound: the claim stays Bound,
+    the pod's file stays, the export is served and writable again."""
+    s.need('cnf_worker_healed')
+    kube = lab.engine.kubes[lab.stack(s.instance_id).id]
+    assert kube.get('pvc', cnf_sample.CLAIM)['status']['phase'] == \
+        'Bound'
+    storage, = _vnfcs(v2, s, 'storage_server')
+    old_host = lab.host_at(lab.cp_address(s.instance_id))
+    assert old_host.read_file(s.cnf_file) == cnf.KEPT
+    old_host.write_file('/root-fs-probe', 'old VM')
+    versions = {name: pv['metadata']['resourceVersion']
+                for name, pv in lab.persistent_volumes().items()}
+    request = _sample(lab, 'heal_storage_server.json')
+    request['vnfcInstanceId'] = [storage['vnfcInfoId']]
+    occ = s.ops['heal_storage_kept'] = v2.lcm(s.instance_id, 'heal', request)
+    _completed(occ, 'HEAL')
+    healed, = _vnfcs(v2, s, 'storage_server')
+    assert healed['computeResource']['resourceId'] != \
+        storage['computeResource']['resourceId']
+    host = lab.host_at(lab.cp_address(s.instance_id))
+    assert host.ip == old_host.ip  # the port stayed
+    assert host.run('cat /root-fs-probe', check=False).returncode != 0
+    assert host.read_file(s.cnf_file) == cnf.KEPT
+    found = lab.storage_checks(s.instance_id)
+    assert re.search(r'^/dev/vdb\s.*\s/volume$', found['df'], re.M), \
+        found['df']
+    for path in checks.EXPORTS:
+        assert re.search(r'^%s\s' % re.escape(path), found['exportfs'],
+                         re.M), found['exportfs']
+    volumes = lab.persistent_volumes()
+    assert volumes['nfs-pv1']['status']['phase'] == 'Bound'
+    assert {name: pv['metadata']['resourceVersion']
+            for name, pv in volumes.items()} == versions
+    assert kube.get('pvc', cnf_sample.CLAIM)['status']['phase'] == \
+        'Bound'
+    export, name = s.cnf_file.rsplit('/', 1)
+    worker = lab.engine.testbed.hosts[lab.engine.hosts[_vnfcs(
+        v2, s, 'workerNode')[0]['computeResource']['resourceId']]]
+    nfs.start_ganesha(host)
+    nfs.nfs_write(worker, host.ip, export, 'after.txt', 'healed')
+    assert nfs.nfs_read(worker, host.ip, export, name) == cnf.KEPT
+    assert host.read_file(export + '/after.txt') == 'healed'
+    s.done.add('heal_storage_kept')
+
+
+def test_terminate_the_cnf(s):
+    """The CNF goes (terminate, delete; its PV made Available again)."""
+    s.need('cnf')
+    s.cnf.close()
 
 
 def test_entire_heal_refused_while_a_cnf_is_on_the_cluster_inline(
