@@ -25,6 +25,7 @@ import tempfile
 import paramiko
 
 from testbed import cloud_init
+from testbed import host_scripts
 from testbed import polling
 from testbed import processes
 from testbed import standins
@@ -37,80 +38,6 @@ MAX_PREFIX_LEN = 10  # leaves room for 'v<seq>' in 15-char interface names
 # a replaced host presents a new key at the same address.
 HOST_KEY = '/etc/ssh/testbed_host_ed25519_key'
 HOST_KEY_CONFIG = '/etc/ssh/sshd_config.d/10-testbed-host-key.conf'
-# Runs inside fresh mount/PID/UTS/IPC namespaces.
-# Usage: boot.sh ROOT UPPER WORK HOSTNAME [vdX=MAJOR:MINOR ...] -- COMMAND...
-# HOSTNAME is the guest's host name, which cloud-init would set.
-BOOT_SCRIPT = r'''set -e
-R=$1 UPPER=$2 WORK=$3 NAME=$4
-shift 4
-mount -t overlay overlay -o "lowerdir=/,upperdir=$UPPER,workdir=$WORK" "$R"
-mount -t proc proc "$R/proc"
-mount --rbind /sys "$R/sys"
-mount -t tmpfs -o mode=755,size=16m dev "$R/dev"
-chardev() { mknod -m 666 "$R/dev/$1" c "$2" "$3"; }
-chardev null 1 3; chardev zero 1 5; chardev full 1 7
-chardev random 1 8; chardev urandom 1 9; chardev tty 5 0
-mkdir "$R/dev/pts" "$R/dev/shm"
-chmod 1777 "$R/dev/shm"
-mount -t devpts -o newinstance,ptmxmode=0666,mode=0620,gid=5 \
-    devpts "$R/dev/pts"
-ln -s pts/ptmx "$R/dev/ptmx"
-ln -s /proc/self/fd "$R/dev/fd"
-ln -s /proc/self/fd/0 "$R/dev/stdin"
-ln -s /proc/self/fd/1 "$R/dev/stdout"
-ln -s /proc/self/fd/2 "$R/dev/stderr"
-while [ "$1" != -- ]; do
-    dev=${1%%=*} num=${1#*=}
-    mknod -m 660 "$R/dev/$dev" b "${num%:*}" "${num#*:}"
-    chgrp disk "$R/dev/$dev"
-    shift
-done
-shift
-mount -t tmpfs -o mode=755 run "$R/run"
-mkdir -p "$R/run/sshd" "$R/run/lock"
-chmod 1777 "$R/run/lock"
-mount -t tmpfs -o mode=1777 tmp "$R/tmp"
-hostname "$NAME"
-exec chroot "$R" "$@"
-'''
-
-# Runs chrooted in the base layer; $1 = packages to purge (may be empty),
-# $2 = directory of stand-in .debs to install (may be empty), $3 = the
-# public key of the testbed's client key, which the user accepts too.
-BASE_SCRIPT = r'''set -e
-useradd -m -s /bin/bash -G sudo ubuntu
-echo ubuntu:ubuntu | chpasswd
-install -d -m 700 -o ubuntu -g ubuntu /home/ubuntu/.ssh
-printf '%s\n' "$3" > /home/ubuntu/.ssh/authorized_keys
-chown ubuntu:ubuntu /home/ubuntu/.ssh/authorized_keys
-chmod 600 /home/ubuntu/.ssh/authorized_keys
-echo "ubuntu ALL=(ALL) NOPASSWD:ALL" > /etc/sudoers.d/90-ubuntu
-chmod 440 /etc/sudoers.d/90-ubuntu
-printf 'PasswordAuthentication yes\nUseDNS no\n' \
-    > /etc/ssh/sshd_config.d/50-testbed.conf
-[ -e /etc/ssh/ssh_host_ed25519_key ] || ssh-keygen -A
-rm -f /etc/resolv.conf
-echo "nameserver 127.0.0.1" > /etc/resolv.conf
-echo 'Acquire::Retries "0";' > /etc/apt/apt.conf.d/99testbed-offline
-# Debian's user PATH lacks sbin (Ubuntu's has it); pam_env reads this.
-echo 'PATH="/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"' \
-    > /etc/environment
-# No man-db index rebuild after package changes: saves ~2 s per apt run.
-rm -f /var/lib/man-db/auto-update
-# apt keeps its binary package cache, as on a cloud image (the runner's
-# container config turns it off, so every apt run would parse every list
-# again: ~0.7 s of CPU per run, hundreds of runs per suite).
-rm -f /etc/apt/apt.conf.d/docker-clean
-if [ -n "$1" ]; then
-    DEBIAN_FRONTEND=noninteractive apt-get purge -y -q $1
-fi
-# kubeadm, kubelet and containerd stand-ins (testbed/standins), installed
-# with dpkg so that dpkg-query reports them like a prepared node's.
-if [ -n "$2" ]; then
-    dpkg -i --force-unsafe-io "$2"/*.deb > /dev/null
-    rm -rf "$2"
-fi
-'''
 
 
 class CommandError(subprocess.CalledProcessError):
@@ -397,7 +324,7 @@ class Testbed:
         try:
             self.workdir = tempfile.mkdtemp(prefix=f'{self.prefix}-')
             with open(os.path.join(self.workdir, 'boot.sh'), 'w') as f:
-                f.write(BOOT_SCRIPT)
+                f.write(host_scripts.BOOT_SCRIPT)
             self.client_key_file = os.path.join(self.workdir, 'client_key')
             _run(['ssh-keygen', '-q', '-t', 'ed25519', '-N', '', '-C',
                   f'{self.prefix}-client', '-f', self.client_key_file])
@@ -499,7 +426,7 @@ class Testbed:
         _run(self._unshare(
             f'{base}/root', f'{base}/upper', f'{base}/work',
             f'{self.prefix}-base', '--',
-            '/bin/sh', '-c', BASE_SCRIPT, 'base',
+            '/bin/sh', '-c', host_scripts.BASE_SCRIPT, 'base',
             ' '.join(self.purge_packages), staged,
             self.client_public_key()), timeout=600)
 
