@@ -2,7 +2,9 @@
 etcdctl helpers, process and health probes of the test hosts, kubeadm join
 configurations and the ``Cluster`` the tests build on."""
 
+import contextlib
 import importlib.util
+import ipaddress
 import json
 import os
 import socket
@@ -13,6 +15,7 @@ import urllib.error
 import urllib.request
 
 from testbed import hosts
+from testbed import kubeapi
 from testbed import polling
 from testbed import processes
 from testbed import standins
@@ -264,3 +267,19 @@ class Cluster(types.SimpleNamespace):
         if check:
             assert result.returncode == 0, result.stderr
         return result
+
+
+@contextlib.contextmanager
+def testbed_and_api_server():
+    """A Testbed and a test API server on its bridge whose certificate
+    names every address of the subnet, as the Masters' API servers do."""
+    with hosts.Testbed() as testbed:
+        subnet = ipaddress.ip_network(testbed.subnet)
+        kube = kubeapi.KubeApiServer(
+            host=testbed.bridge_ip,
+            extra_sans=tuple(str(ip) for ip in subnet.hosts()))
+        kube.start()
+        try:
+            yield testbed, kube
+        finally:
+            kube.stop()

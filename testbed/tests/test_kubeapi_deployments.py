@@ -169,8 +169,9 @@ def test_pod_runs_once_its_claim_is_bound(server, kubectl):
             volume['spec']['claimRef']['name']) == ('Bound', 'claim-1')
 
 
-def test_a_node_agent_holds_the_pod_until_it_mounted_and_unmounted(
-        server, kubectl):
+def deploy_with_a_claim(server, kubectl):
+    """Two Workers with node agents, a PV, a claim and a Deployment of one
+    pod that mounts it."""
     cluster(server)
     for name in ('worker-1', 'worker-2'):
         server.attach_node_agent(name)
@@ -178,6 +179,11 @@ def test_a_node_agent_holds_the_pod_until_it_mounted_and_unmounted(
     kubectl.ok('apply', '-f', '-', input=pvc_yaml(size='1Gi'))
     kubectl.ok('apply', '-f', '-', input=deployment(replicas=1,
                                                     claim='claim-1'))
+
+
+def test_a_node_agent_holds_the_pod_until_it_mounted_and_unmounted(
+        server, kubectl):
+    deploy_with_a_claim(server, kubectl)
     assert server.wait_for(lambda: server.get('pvc', 'claim-1')['status'][
         'phase'] == 'Bound' and len(web_pods(server)) == 1)
     assert not ready(server, 1, timeout=1)
@@ -198,13 +204,7 @@ def test_a_drained_pods_replacement_runs_on_another_worker(server, kubectl):
     kubectl drain evicts the pod, its ReplicaSet's replacement is bound
     to the other Worker (not the cordoned one), and the evicted pod, so
     the drain, ends only once its node agent unmounted its volume."""
-    cluster(server)
-    for name in ('worker-1', 'worker-2'):
-        server.attach_node_agent(name)
-    kubectl.ok('apply', '-f', '-', input=pv_yaml(size='1Gi'))
-    kubectl.ok('apply', '-f', '-', input=pvc_yaml(size='1Gi'))
-    kubectl.ok('apply', '-f', '-', input=deployment(replicas=1,
-                                                    claim='claim-1'))
+    deploy_with_a_claim(server, kubectl)
     assert server.wait_for(lambda: len(web_pods(server)) == 1 and
                            web_pods(server).popitem()[1]['spec'].get(
                                'nodeName'))

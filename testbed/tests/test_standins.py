@@ -11,7 +11,6 @@ VMs, reset. They need root, `ip netns` and sshd and are skipped otherwise.
 
 import base64
 import datetime
-import ipaddress
 import json
 import os
 import re
@@ -22,7 +21,6 @@ import time
 import pytest
 
 from testbed import hosts
-from testbed import kubeapi
 from testbed import polling
 from testbed import standins
 from testbed.tests.standins_support import api_get
@@ -47,6 +45,7 @@ from testbed.tests.standins_support import port_open
 from testbed.tests.standins_support import prepare
 from testbed.tests.standins_support import SERVICE_CIDR
 from testbed.tests.standins_support import started
+from testbed.tests.standins_support import testbed_and_api_server
 from testbed.tests.standins_support import wait_for_health
 
 SKIP_REASON = hosts.require_testbed()
@@ -56,24 +55,16 @@ pytestmark = pytest.mark.skipif(SKIP_REASON is not None,
 
 @pytest.fixture(scope='module')
 def cluster():
-    with hosts.Testbed() as testbed:
-        subnet = ipaddress.ip_network(testbed.subnet)
-        kube = kubeapi.KubeApiServer(
-            host=testbed.bridge_ip,
-            extra_sans=tuple(str(ip) for ip in subnet.hosts()))
-        kube.start()
-        try:
-            started = time.monotonic()
-            members = {name: testbed.add_host(name, role) for name, role in
-                       (('master1', 'master'), ('master2', 'master'),
-                        ('master3', 'master'), ('worker1', 'worker'))}
-            boot = time.monotonic() - started
-            for host in members.values():
-                prepare(host, kube)
-            yield Cluster(testbed=testbed, kube=kube, boot_seconds=boot,
-                          calls={}, facts={}, **members)
-        finally:
-            kube.stop()
+    with testbed_and_api_server() as (testbed, kube):
+        started = time.monotonic()
+        members = {name: testbed.add_host(name, role) for name, role in
+                   (('master1', 'master'), ('master2', 'master'),
+                    ('master3', 'master'), ('worker1', 'worker'))}
+        boot = time.monotonic() - started
+        for host in members.values():
+            prepare(host, kube)
+        yield Cluster(testbed=testbed, kube=kube, boot_seconds=boot,
+                      calls={}, facts={}, **members)
 
 
 # --- tests -----------------------------------------------------------------

@@ -4,7 +4,6 @@ test API server, upgraded to the next minor from its stand-in packages,
 as the install script's -U stages install them. The tests run in file
 order and build on each other."""
 
-import ipaddress
 import json
 import os
 import re
@@ -16,13 +15,13 @@ import pytest
 
 from testbed import faults
 from testbed import hosts
-from testbed import kubeapi
 from testbed import standins
 from testbed.tests.standins_support import api_get
 from testbed.tests.standins_support import Cluster
 from testbed.tests.standins_support import host_processes
 from testbed.tests.standins_support import load_kubeadm_module
 from testbed.tests.standins_support import prepare
+from testbed.tests.standins_support import testbed_and_api_server
 
 SKIP_REASON = hosts.require_testbed()
 OLD = standins.kubernetes_version()
@@ -66,13 +65,8 @@ def cluster():
     if SKIP_REASON:
         pytest.skip(SKIP_REASON)
     debs = tempfile.mkdtemp(prefix='next-minor-debs-')
-    with hosts.Testbed() as testbed:
-        subnet = ipaddress.ip_network(testbed.subnet)
-        kube = kubeapi.KubeApiServer(
-            host=testbed.bridge_ip,
-            extra_sans=tuple(str(ip) for ip in subnet.hosts()))
-        kube.start()
-        try:
+    try:
+        with testbed_and_api_server() as (testbed, kube):
             members = {name: testbed.add_host(name, role) for name, role in
                        (('master1', 'master'), ('worker1', 'worker'))}
             for host in members.values():
@@ -81,9 +75,8 @@ def cluster():
                         for path in standins.build_packages(debs, NEXT)}
             yield Cluster(testbed=testbed, kube=kube, calls={},
                           facts={'debs': packages}, **members)
-        finally:
-            kube.stop()
-            shutil.rmtree(debs, ignore_errors=True)
+    finally:
+        shutil.rmtree(debs, ignore_errors=True)
 
 
 def install_next(cluster, host, name):
