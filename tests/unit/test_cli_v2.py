@@ -262,3 +262,24 @@ def test_kubernetes_version_refuses_what_is_no_package_version(
                      '--kubernetes-version', version]) == 1
     assert '--kubernetes-version' in capsys.readouterr().err
     assert not (tmp_path / 'x.zip').exists()
+
+
+@pytest.mark.parametrize('flavour', ['simple', 'ha'])
+def test_v2_group_members_pass_their_image_as_tacker_v2_keeps_it(
+        v2_zip, flavour):
+    """Tacker v2 records a scaling-group member's ``image-<VDU>``
+    property in the VNFC's metadata and sets vcImageId from it when it
+    rolls back a change_vnfpkg: a member without it would lose its
+    image."""
+    with zipfile.ZipFile(v2_zip) as archive:
+        top = yaml.safe_load(archive.read(
+            'BaseHOT/%s/%s_hot_top.yaml' % (flavour, flavour)))
+        for group, vdu in (('master_instance', 'masterNode'),
+                           ('worker_instance', 'workerNode')):
+            member = top['resources'][group]['properties']['resource']
+            assert member['properties']['image-' + vdu] == {
+                'get_param': ['nfv', 'VDU', vdu, 'vcImageId']}
+            assert 'image' not in member['properties']
+            nested = yaml.safe_load(archive.read(
+                'BaseHOT/%s/nested/%s' % (flavour, member['type'])))
+            assert 'image-' + vdu in nested['parameters']
