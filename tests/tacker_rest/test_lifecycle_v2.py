@@ -9,7 +9,9 @@ then create, an instantiate that fails
 after the cluster's VIM is registered and is rolled back, instantiate, a
 scale-out that fails after the new Worker joined and is rolled back, scale
 out (renewing the Master's certificates, set to expire in 10 days) and
-in, heal of a Worker, a PATCH removing the driver's state and a
+in, heal of a Worker, a change to a package two Kubernetes minors ahead
+refused before any change and rolled back, a PATCH removing the
+driver's state and a
 change of a cluster CP's external connectivity refused (a PATCH of
 another metadata key done), a heal of the Storage server refused while a
 PersistentVolume is Bound and done once the claim is gone, heal of the
