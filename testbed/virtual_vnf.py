@@ -20,6 +20,8 @@ import types
 import urllib.request
 import uuid
 
+from kubernetes_mgmt_pv.cluster import cluster_feature
+from kubernetes_mgmt_pv.cluster import upgrade
 from kubernetes_mgmt_pv import config
 from kubernetes_mgmt_pv import mgmt_driver
 from kubernetes_mgmt_pv.request import param_model
@@ -573,6 +575,17 @@ class VirtualCluster(object):
             terminate_vnf_request=types.SimpleNamespace(
                 termination_type='FORCEFUL'),
             grant=None, grant_request=None)
+
+    def upgrade(self, package_version, **kwargs):
+        """cluster.upgrade.upgrade_cluster as the v2 door calls it: the
+        instance's cluster workflow and the new package's install script
+        (the sample's at ``package_version``)."""
+        feature = cluster_feature.ClusterFeature(self.driver())
+        instance = self.vnf_instance()
+        workflow = feature._workflow(None, instance,
+                                     feature._params(instance))
+        return upgrade.upgrade_cluster(
+            workflow, standins.script_at(package_version), **kwargs)
 
     def scale_in(self, host):
         """A SCALE_IN of one Worker as Tacker does it: scale_start (the

@@ -124,7 +124,7 @@ class _Upgrade(object):
                                        % upgrade_plan.shown(self.target),
                                        False, 'already at the target')
                 else:
-                    self._upgrade_node(sessions, kubectl, step, plan)
+                    self._upgrade_node(sessions, kubectl, step)
             cert_renewal.renew_expiring(self.flow, sessions, masters,
                                         self.report)
             self._refresh_kubeconfigs(sessions, masters)
@@ -178,7 +178,7 @@ class _Upgrade(object):
 
     # -- one node -------------------------------------------------------------
 
-    def _upgrade_node(self, sessions, kubectl, step, plan):
+    def _upgrade_node(self, sessions, kubectl, step):
         executor = self.flow.session(sessions, step.node)
         host = executor.host
         LOG.info('Upgrading %s (%s) to %s: %s', step.name, host,
@@ -186,7 +186,7 @@ class _Upgrade(object):
         with step_report.step(host, 'install script upload'):
             executor.install_file(self.script, cluster.SCRIPT_PATH,
                                   mode='0755')
-        self._stage(executor, 'kubeadm', plan)
+        self._stage(executor, 'kubeadm')
         if step.action == 'worker':
             self._drain(kubectl, step.name)
         with step_report.step(host, 'kubeadm upgrade %s' % (
@@ -200,7 +200,7 @@ class _Upgrade(object):
                                           self.conf.node_ready_timeout)
         self.report.record(host, 'kubeadm upgrade %s' % step.action, True,
                            upgrade_plan.shown(self.target))
-        self._stage(executor, 'kubelet', plan)
+        self._stage(executor, 'kubelet')
         if step.action == 'worker':
             with step_report.step(host, 'uncordon'):
                 kubectl.run(['uncordon', step.name])
@@ -215,7 +215,7 @@ class _Upgrade(object):
                     upgrade_plan.shown(self.target), '--yes']
         return ['kubeadm', 'upgrade', 'node']
 
-    def _stage(self, executor, stage, plan):
+    def _stage(self, executor, stage):
         """The new install script's ``-U stage`` on the node."""
         argv = ['bash', cluster.SCRIPT_PATH, '-U', stage]
         if stage == 'kubeadm':

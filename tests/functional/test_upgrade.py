@@ -20,8 +20,6 @@ import urllib.request
 
 import pytest
 
-from kubernetes_mgmt_pv.cluster import cluster_feature
-from kubernetes_mgmt_pv.cluster import upgrade
 from kubernetes_mgmt_pv.cluster import upgrade_plan
 from kubernetes_mgmt_pv import exceptions
 from testbed import apt_repo
@@ -56,16 +54,6 @@ def ha():
         yield virtual
 
 
-def run_upgrade(virtual, package_version, **kwargs):
-    """upgrade_cluster as the v2 door calls it, with the cluster's
-    workflow and the new package's script."""
-    feature = cluster_feature.ClusterFeature(virtual.driver())
-    instance = virtual.vnf_instance()
-    workflow = feature._workflow(None, instance, feature._params(instance))
-    return upgrade.upgrade_cluster(
-        workflow, standins.script_at(package_version), **kwargs)
-
-
 def kubelet_versions(virtual):
     items = json.loads(virtual_vnf.kubectl(
         virtual.host('master1'), 'get', 'nodes', '-o', 'json'))['items']
@@ -81,6 +69,14 @@ def package_versions(host):
 def upgrade_calls(virtual, name):
     return [' '.join(argv[1:]) for argv in virtual.kubeadm_calls(name)
             if argv[1] == 'upgrade']
+
+
+def upgrade_times(virtual, name):
+    """When each kubeadm upgrade command ran on a host."""
+    log = virtual.host(name).run(
+        'cat /var/log/kubeadm-standin.log 2>/dev/null || true').stdout
+    return [entry['time'] for entry in map(json.loads, log.splitlines())
+            if entry['argv'][1:2] == ['upgrade']]
 
 
 class VipProbe(object):
@@ -121,7 +117,7 @@ def test_a_two_minor_jump_is_refused_before_any_change(ha):
     two_minors = standins.next_minor(NEXT)
     before = {name: package_versions(ha.host(name)) for name in NODES}
     with pytest.raises(exceptions.NodeStepError) as raised:
-        run_upgrade(ha, two_minors)
+        ha.upgrade(two_minors)
     error = raised.value
     assert error.step == upgrade_plan.CHECK_STEP
     # The cluster's version is named on the Master asked, each Node too
@@ -144,7 +140,7 @@ def test_an_upgrade_failed_on_the_second_master_converges_on_a_rerun(ha):
             fault = injected.command(master2, 'kubeadm',
                                      match='upgrade node')
             with pytest.raises(exceptions.StepError) as raised:
-                run_upgrade(ha, NEXT)
+                ha.upgrade(NEXT)
             assert fault.hits, str(raised.value)
         error = raised.value
         assert (error.host, error.step) == (master2.ip,
@@ -156,7 +152,7 @@ def test_an_upgrade_failed_on_the_second_master_converges_on_a_rerun(ha):
         assert upgrade_calls(ha, 'master1') == ['upgrade apply %s --yes'
                                                 % NEW]
 
-        plan, report = run_upgrade(ha, NEXT)
+        plan, report = ha.upgrade(NEXT)
     assert probe.silences == [] and probe.answers > 5, probe.silences
     assert [(step.name, step.action, step.done) for step in plan.steps] == [
         ('master1', 'node', True), ('master2', 'node', False),
@@ -164,6 +160,11 @@ def test_an_upgrade_failed_on_the_second_master_converges_on_a_rerun(ha):
     assert kubelet_versions(ha) == dict.fromkeys(NODES, NEW)
     for name in NODES:
         assert package_versions(ha.host(name)) == [NEXT] * 3, name
+    # One node after the other, in the plan's order.
+    times = [upgrade_times(ha, name)[-1] for name in NODES]
+    assert times == sorted(times)
+    assert [outcome.step for outcome in report.outcomes
+            if outcome.step.startswith('drain of')] == ['drain of worker1']
     # The re-run did not apply again on the first Master.
     assert upgrade_calls(ha, 'master1') == ['upgrade apply %s --yes' % NEW]
     assert upgrade_calls(ha, 'worker1') == ['upgrade node']
@@ -179,7 +180,7 @@ def test_an_upgrade_failed_on_the_second_master_converges_on_a_rerun(ha):
     assert ha.host('storage').read_file(
         ha.export_dirs()[0] + '/keep.txt') == 'kept'
     # A further run finds every node at the target and changes nothing.
-    plan, report = run_upgrade(ha, NEXT)
+    plan, report = ha.upgrade(NEXT)
     assert plan.pending == ()
     assert all(upgrade_calls(ha, name) == calls for name, calls in (
         ('master1', ['upgrade apply %s --yes' % NEW]),
