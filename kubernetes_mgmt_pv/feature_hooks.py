@@ -19,6 +19,11 @@ PERSISTENT_VOLUME = ('instantiate_end', 'heal_start', 'heal_end',
 # scale_start, which Tacker v1 calls: the v2 door runs the cluster's
 # terminate_start and scale_start at these (v1 never calls them).
 CLUSTER_V2_ROLLBACK = ('instantiate_rollback_start', 'scale_rollback_start')
+# Tacker v2's ChangeCurrentVnfPackage upgrades the cluster's Kubernetes
+# minor (doors.v2_upgrade): change_current_package_start (a guard too)
+# checks it, the end upgrades, the rollback says what stays upgraded.
+CLUSTER_V2_UPGRADE = ('change_current_package_end',
+                      'change_current_package_rollback_start')
 # The hooks where the driver refuses a request that would change the
 # cluster under it (request.lcm_guards; the v2 door also keeps a PATCH off
 # its state in metadata). Tacker v1 calls only the first of them with a

@@ -125,11 +125,13 @@ class TackerLab(object):
                 'project_domain_name': self.cloud.project_domain_name}}}
         return self.client.post('/v1.0/vims', body, expect=201).body['vim']
 
-    def build_package(self, output_dir, api='v1', transform=None):
+    def build_package(self, output_dir, api='v1', transform=None,
+                      kubernetes_version=None):
         """The sample package, built with `kubernetes-mgmt-pv package
         --api v1|v2` of Tacker's venv (the driver the conductor runs), under
         a fresh VNFD id (Tacker refuses a second package with the same
-        one). ``transform(source_dir)`` may change the copy first."""
+        one). ``transform(source_dir)`` may change the copy first;
+        ``kubernetes_version``: its --kubernetes-version."""
         vnfd_id = str(uuid.uuid4())
         source = os.path.join(output_dir, 'source-%s' % vnfd_id[:8])
         shutil.copytree(SAMPLE, source)
@@ -145,15 +147,18 @@ class TackerLab(object):
             transform(source)
         output = self.zip_package(source, os.path.join(
             output_dir, 'kubernetes_pv_vnf-%s-%s.zip' % (api, vnfd_id[:8])),
-            api=api)
+            api=api, kubernetes_version=kubernetes_version)
         shutil.rmtree(source)
         return vnfd_id, output
 
-    def zip_package(self, source, output, api='v1'):
-        """`kubernetes-mgmt-pv package --source DIR --output ZIP --api`."""
+    def zip_package(self, source, output, api='v1', kubernetes_version=None):
+        """`kubernetes-mgmt-pv package --source DIR --output ZIP --api`
+        [--kubernetes-version]."""
+        version = ['--kubernetes-version', kubernetes_version] \
+            if kubernetes_version else []
         result = subprocess.run(
             [self.service.bin('kubernetes-mgmt-pv'), 'package', '--source',
-             source, '--output', output, '--api', api],
+             source, '--output', output, '--api', api] + version,
             capture_output=True, text=True, timeout=120)
         if result.returncode:
             raise processes.ServiceError(

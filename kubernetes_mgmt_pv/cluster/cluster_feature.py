@@ -219,6 +219,11 @@ class ClusterFeature(object):
             script, credential_overrides=overrides,
             sessions=self._driver.hook_sessions(), node_files=node_files)
 
+    def upgrade_workflow(self, vnf_instance, params):
+        """The workflow of a package change's hooks (the v2 door's
+        upgrade), with the package the hook runs from."""
+        return self._workflow(None, vnf_instance, params)
+
     def _install(self, context, vnf_instance, params, lcm_request=None):
         """Install (or complete) the cluster, then register its VIM."""
         access, _ = self._workflow(context, vnf_instance, params,

@@ -237,6 +237,20 @@ class ClusterWorkflow(flow.Flow):
         sessions.hide(credentials[0])
         return credentials
 
+    def vim_access(self):
+        """The ClusterAccess the VIM is registered with, read again (its
+        CA and token after an upgrade)."""
+        endpoint, _, fip = self._addresses()
+        with self.sessions() as sessions:
+            kubectl = self.kubectl_session(sessions, self.topology.masters,
+                                           'VIM credentials')
+            executor = self.session(sessions,
+                                    self.topology.at_address(kubectl.host))
+            token, ca_cert = self._vim_credentials(
+                sessions, executor, step_report.Report())
+        return ClusterAccess(url=cluster.vim_url(endpoint, fip),
+                             bearer_token=token, ca_cert=ca_cert)
+
     # -- the flow -----------------------------------------------------------
 
     def plan_install(self, sessions, vip, report, install_etcdctl=True):

@@ -89,7 +89,8 @@ def _v2_log_findings(request_path):
 
 def _package(args):
     try:
-        result = csar.build(args.source, args.output, api=args.api)
+        result = csar.build(args.source, args.output, api=args.api,
+                            kubernetes_version=args.kubernetes_version)
     except (csar.PackageError, OSError) as error:
         _say('kubernetes-mgmt-pv package: %s' % error, sys.stderr)
         return 1
@@ -199,6 +200,12 @@ def _parser():
                               'files; cnf: a CNF\'s package (Kubernetes '
                               'manifests, no driver)' % (
                                   csar.V2_SCRIPT_PATH, csar.V2_DIR))
+    package.add_argument('--kubernetes-version', metavar='X.Y.Z-R',
+                         help='the Kubernetes package version the '
+                              'install script installs (its '
+                              'K8S_PACKAGE_VERSION, e.g. 1.36.1-1.1): '
+                              'the package of the next minor, which a '
+                              'change_vnfpkg upgrades the cluster to')
     package.set_defaults(run=_package)
     _plan_parser(commands)
     return parser

@@ -13,10 +13,12 @@ for CNF instantiate requests (``"vimConnectionInfo": {"vim1": {"vimId":
 """
 
 import logging
+import types
 
 from kubernetes_mgmt_pv.doors import tacker_compat
 from kubernetes_mgmt_pv.doors import v2_guards
 from kubernetes_mgmt_pv.doors import v2_mapping
+from kubernetes_mgmt_pv.doors import v2_upgrade
 from kubernetes_mgmt_pv import exceptions
 from kubernetes_mgmt_pv import mgmt_driver
 from kubernetes_mgmt_pv.openstack import heat
@@ -88,6 +90,12 @@ class V2Driver(mgmt_driver.KubernetesPvMgmtDriver):
         return tacker_compat.kubernetes_vim_users(self._tacker_context(),
                                                   vnf_instance, name)
 
+    def package_dir_of(self, vnfd_id):
+        """The extracted package of ``vnfd_id`` in Tacker's package store
+        (a package change's old package: its hooks run the new one's)."""
+        return tacker_compat.vnf_package_dir(
+            self._tacker_context(), types.SimpleNamespace(vnfd_id=vnfd_id))
+
     def group_members(self, aspect_id):
         """(resource name, member stack id) of the members of the scaling
         group ``aspect_id`` as Heat has them now."""
@@ -129,8 +137,9 @@ def run(script_dict, secrets, progress, driver_factory=V2Driver):
     v2_guards.check_state_kept(operation, inst)
     if operation in v2_mapping.GUARD_HOOKS:
         v2_guards.check(operation, req, inst)
-        progress.setdefault('done', []).append(operation)
-        return {}
+        if operation not in v2_upgrade.HOOKS:
+            progress.setdefault('done', []).append(operation)
+            return {}
     try:
         root = v2_mapping.params_in_effect(operation, request_params, state)
     except exceptions.ParameterErrors:
@@ -143,6 +152,9 @@ def run(script_dict, secrets, progress, driver_factory=V2Driver):
             root is None or not _rollback_needed(operation, req, root)):
         LOG.info('%s: nothing of this driver to roll back', operation)
         return {}
+    if operation in v2_upgrade.HOOKS:
+        return _package_change(script_dict, state, root, progress,
+                               driver_factory)
     aliases, kwargs = None, {}
     if operation == 'heal_start' and req.get('vnfcInstanceId'):
         progress['healing'] = v2_mapping.healed_vnfcs(inst, req)
@@ -179,6 +191,21 @@ def run(script_dict, secrets, progress, driver_factory=V2Driver):
             # What the failed hook did, for a rollback or the operator.
             progress['registeredVim'] = driver.registered
         raise
+    progress.setdefault('done', []).append(operation)
+    return {'vnf_instance': v2_mapping.with_state(
+        inst, _next_state(operation, state, root, driver, inst))}
+
+
+def _package_change(script_dict, state, root, progress, driver_factory):
+    """A hook of ChangeCurrentVnfPackage: the cluster's upgrade."""
+    operation, inst = script_dict['operation'], script_dict['vnf_instance']
+    if root is None:
+        LOG.info('%s: the cluster is not this driver\'s, nothing to do',
+                 operation)
+        return {}
+    driver = driver_factory(script_dict, state)
+    v2_upgrade.run(operation, driver, script_dict,
+                   v2_mapping.instance(inst, root), root, progress)
     progress.setdefault('done', []).append(operation)
     return {'vnf_instance': v2_mapping.with_state(
         inst, _next_state(operation, state, root, driver, inst))}

@@ -28,15 +28,18 @@ STATE_KEY = 'kubernetesMgmtPv'
 GUARD_HOOKS = feature_hooks.GUARDS
 HOOKS = ('instantiate_end', 'terminate_start', 'terminate_end',
          'scale_start', 'scale_end', 'heal_start', 'heal_end',
-         'instantiate_rollback_start', 'scale_rollback_start') + GUARD_HOOKS
+         'instantiate_rollback_start', 'scale_rollback_start') + \
+    GUARD_HOOKS + feature_hooks.CLUSTER_V2_UPGRADE
 # The driver hook each rollback hook runs: what Tacker v1 calls when it
 # rolls these operations back.
 ROLLBACK_HOOKS = {'instantiate_rollback_start': 'terminate_start',
                   'scale_rollback_start': 'scale_start'}
 # Hooks with the instantiate request's parameters (nothing is saved yet).
 INSTANTIATE_HOOKS = ('instantiate_end', 'instantiate_rollback_start')
-# Hooks that never log in to a VM (terminate only deletes the VIM).
-NO_LOGIN_HOOKS = ('terminate_start', 'terminate_end')
+# Hooks that never log in to a VM (terminate only deletes the VIM; a
+# package change's rollback changes no node: kubeadm has no downgrade).
+NO_LOGIN_HOOKS = ('terminate_start', 'terminate_end',
+                  'change_current_package_rollback_start')
 ROLES = ('master_node', 'worker_node', 'storage_server')
 PROXY_URLS = ('http_proxy', 'https_proxy')
 _REQUEST_PATH = 'additionalParams.' + param_model.ROOT

@@ -64,10 +64,9 @@ def replaced_vdu_problems(targets, root, vnfcs):
     VDUs whose servers a change of the current package replaces, that is
     the cluster's: new servers would come up outside the cluster."""
     _, vdus = cluster_parts(root, vnfcs)
-    return [(path, 'VDU %s runs the Kubernetes cluster: replacing its '
-                   'servers is an upgrade of the cluster, which this driver '
-                   'does not do yet (its upgrade support will take it '
-                   'over)' % vdu)
+    return [(path, 'VDU %s runs the Kubernetes cluster: new servers '
+                   'would come up outside it; the driver upgrades the '
+                   'cluster in place, give "vdu_params": []' % vdu)
             for path, vdu in targets if vdu in vdus]
 
 

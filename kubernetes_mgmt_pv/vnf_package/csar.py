@@ -134,7 +134,12 @@ def artifact_source(block):
     return block.get('Source') or block.get('Name')
 
 
-def build(source_dir, output_path, api='v1'):
+_VERSION_LINE = re.compile(
+    rb"^readonly K8S_PACKAGE_VERSION='[^'\n]*'$", re.M)
+_PACKAGE_VERSION = re.compile(r'\d+\.\d+\.\d+-[0-9A-Za-z.+~]+')
+
+
+def build(source_dir, output_path, api='v1', kubernetes_version=None):
     """Write the CSAR zip of source_dir to output_path.
 
     v1: the installed driver file becomes Scripts/mgmt_driver.py (replacing
@@ -143,7 +148,50 @@ def build(source_dir, output_path, api='v1'):
     Algorithm and Hash block per artifact (every file outside
     TOSCA-Metadata/ and Definitions/). Entries are sorted and
     timestamps fixed, so equal inputs give identical zips.
+    ``kubernetes_version`` ('1.36.1-1.1'): the K8S_PACKAGE_VERSION the
+    package's install script installs (the one Scripts/ file that sets
+    it), e.g. the next minor's package a change_vnfpkg upgrades to.
     """
+    if kubernetes_version is None:
+        return _build(source_dir, output_path, api, {})
+    if not _PACKAGE_VERSION.fullmatch(kubernetes_version):
+        raise PackageError('--kubernetes-version %r is not a package '
+                           'version such as 1.36.1-1.1' % kubernetes_version)
+    with tempfile.TemporaryDirectory() as scratch:
+        return _build(source_dir, output_path, api, _versioned_scripts(
+            os.path.realpath(source_dir), scratch, kubernetes_version))
+
+
+def _versioned_scripts(source, scratch, version):
+    """{package path: a copy in ``scratch``} of the Scripts/ file that
+    sets K8S_PACKAGE_VERSION, set to ``version``."""
+    found = {}
+    scripts = os.path.join(source, 'Scripts')
+    for name in sorted(os.listdir(scripts)) if os.path.isdir(scripts) \
+            else ():
+        path = os.path.join(scripts, name)
+        if not os.path.isfile(path) or os.path.islink(path):
+            continue
+        with open(path, 'rb') as stream:
+            text = stream.read()
+        changed, count = _VERSION_LINE.subn(
+            ("readonly K8S_PACKAGE_VERSION='%s'" % version).encode(), text)
+        if count:
+            copy = os.path.join(scratch, name)
+            with open(copy, 'wb') as stream:
+                stream.write(changed)
+            shutil.copymode(path, copy)
+            found['Scripts/' + name] = copy
+    if len(found) != 1:
+        raise PackageError('--kubernetes-version needs exactly one Scripts/ '
+                           'file with a "readonly K8S_PACKAGE_VERSION=\'...\'"'
+                           ' line; found %d' % len(found))
+    return found
+
+
+def _build(source_dir, output_path, api, replaced_files):
+    """``build``, with ``replaced_files`` ({package path: file}) instead
+    of the source's."""
     source = os.path.realpath(source_dir)
     meta_file = os.path.join(source, META_PATH)
     try:
@@ -155,7 +203,8 @@ def build(source_dir, output_path, api='v1'):
     if not entry:
         raise PackageError('%s of the source has no Entry-Definitions'
                            % META_PATH)
-    files = _source_files(source, os.path.realpath(output_path))
+    files = dict(_source_files(source, os.path.realpath(output_path)),
+                 **replaced_files)
     if entry not in files:
         raise PackageError('Entry-Definitions %s is not in the source'
                            % entry)

@@ -548,6 +548,12 @@ def _check_vnfd(package_dir, flavour, model, found):
                     where, hook), 'Tacker v2 rolls back without terminate or '
                     'scale_start: without %s its rollback leaves the '
                     "cluster's VIM or Nodes behind" % hook)
+        for hook in feature_hooks.CLUSTER_V2_UPGRADE:
+            if hook not in hooks:
+                found.warning('interface-missing', '%s.interfaces.Vnflcm.%s'
+                              % (where, hook), 'without it a change of the '
+                              'VNF package (change_vnfpkg) does not upgrade '
+                              'the cluster to its script\'s version')
     for hook in (feature_hooks.GUARDS if api == 'v2' else
                  feature_hooks.V1_GUARDS) if wanted else ():
         if hook not in hooks:

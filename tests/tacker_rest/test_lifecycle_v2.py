@@ -9,7 +9,9 @@ then create, an instantiate that fails
 after the cluster's VIM is registered and is rolled back, instantiate, a
 scale-out that fails after the new Worker joined and is rolled back, scale
 out (renewing the Master's certificates, set to expire in 10 days) and
-in, heal of a Worker, a PATCH removing the driver's state and a
+in, heal of a Worker, a change to a package two Kubernetes minors ahead
+refused before any change and rolled back, a PATCH removing the
+driver's state and a
 change of a cluster CP's external connectivity refused (a PATCH of
 another metadata key done), a heal of the Storage server refused while a
 PersistentVolume is Bound and done once the claim is gone, heal of the
@@ -271,6 +273,63 @@ def test_heal_a_worker(lab, v2, s):
     nodes = checks.record_nodes(lab, s, 'heal_worker')
     assert nodes.get(address) is True and len(nodes) == 3, nodes
     s.done.add('heal_worker')
+
+
+def _cluster_hosts(lab, v2, s):
+    """The test hosts of the instance's Masters and Workers."""
+    return [lab.engine.testbed.hosts[lab.engine.hosts[
+        v['computeResource']['resourceId']]] for v in _vnfcs(v2, s)
+        if v['vduId'] in ('masterNode', 'workerNode')]
+
+
+def _versions(lab, v2, s):
+    """Each Node's kubelet version and each host's Kubernetes packages."""
+    kubelets = {name: node['status']['nodeInfo']['kubeletVersion']
+                for name, node in lab.nodes().items()}
+    packages = {host.name: host.run(
+        "dpkg-query -W -f='${Version} ' kubeadm kubelet kubectl").stdout
+        for host in _cluster_hosts(lab, v2, s)}
+    return kubelets, packages
+
+
+def _package_change(lab, s, tmp_path_factory, version):
+    """The sample package with the install script at ``version``,
+    onboarded; the ChangeCurrentVnfPackage request for it (the logins of
+    the sample requests, no server replaced)."""
+    vnfd_id, package = lab.build_package(
+        str(tmp_path_factory.mktemp('v2upgrade')), api='v2',
+        kubernetes_version=version)
+    assert lab.client.onboard_package(package)['vnfdId'] == vnfd_id
+    logins = _sample(lab, 'scale_out_worker.json')['additionalParams']
+    return {'vnfdId': vnfd_id, 'additionalParams': dict(
+        logins, upgrade_type='RollingUpdate', vdu_params=[])}
+
+
+def test_a_package_two_minors_ahead_is_refused_and_rolled_back(
+        lab, v2, s, tmp_path_factory):
+    """change_current_package_start refuses a jump of two minors before
+    any change (FAILED_TEMP naming both versions, every node as it was);
+    the rollback puts the instance back on its package and says the
+    nodes are not downgraded."""
+    s.need('instantiate')
+    two_minors = standins.next_minor(standins.next_minor())
+    before = _versions(lab, v2, s)
+    vnfd_before = v2.instance(s.instance_id)['vnfdId']
+    occ = v2.lcm(s.instance_id, 'change_vnfpkg',
+                 _package_change(lab, s, tmp_path_factory, two_minors))
+    assert occ['operationState'] == 'FAILED_TEMP', occ
+    detail = occ['error']['detail']
+    assert 'change_current_package_start' in detail
+    assert standins.kubernetes_version(two_minors) in detail
+    assert standins.kubernetes_version() in detail
+    assert _versions(lab, v2, s) == before
+    occ = v2.op_action(occ['id'], 'rollback')
+    assert occ['operationState'] == 'ROLLED_BACK', occ.get('error')
+    assert v2.instance(s.instance_id)['vnfdId'] == vnfd_before
+    assert _versions(lab, v2, s) == before
+    _check_vims(lab, v2, s)
+    nodes = checks.record_nodes(lab, s, 'package_change_refused')
+    assert len(nodes) == 3 and all(nodes.values()), nodes
 
 
 def test_a_patch_cannot_erase_the_drivers_state(lab, v2, s):

@@ -1,5 +1,6 @@
 """`package --api v2` and `validate` of Tacker v2 packages and requests."""
 
+import hashlib
 import json
 import os
 import shutil
@@ -228,3 +229,57 @@ def test_the_v2_log_defaults_to_tackers_state_path(v2_zip, validate,
     findings = validate(v2_zip, v2_request())[1]
     assert ('v2-log-unwritable', str(state / 'kubernetes-mgmt-pv-v2.log')) \
         in findings
+
+
+def test_kubernetes_version_sets_the_install_scripts_version(v2_zip,
+                                                             tmp_path):
+    """The next minor's package: only the script's version line differs,
+    its TOSCA.meta hash follows it."""
+    output = tmp_path / 'next.zip'
+    assert cli.main(['package', '--api', 'v2', '--source', cli_support.SAMPLE,
+                     '--output', str(output),
+                     '--kubernetes-version', '1.99.1-1.1']) == 0
+    script = 'Scripts/install_k8s_cluster.sh'
+    with zipfile.ZipFile(v2_zip) as old, zipfile.ZipFile(output) as new:
+        before, after = old.read(script), new.read(script)
+        assert b"\nreadonly K8S_PACKAGE_VERSION='1.99.1-1.1'\n" in after
+        assert [line for line in after.splitlines()
+                if line not in before.splitlines()] == \
+            [b"readonly K8S_PACKAGE_VERSION='1.99.1-1.1'"]
+        assert new.getinfo(script).external_attr == \
+            old.getinfo(script).external_attr
+        blocks = csar.parse_meta(new.read(csar.META_PATH).decode()).artifacts
+        assert [block['Hash'] for block in blocks
+                if block.get('Source') == script] == \
+            [hashlib.sha256(after).hexdigest()]
+
+
+@pytest.mark.parametrize('version', ['1.36', 'v1.36.1', "1.36.1-1'"])
+def test_kubernetes_version_refuses_what_is_no_package_version(
+        tmp_path, capsys, version):
+    assert cli.main(['package', '--api', 'v2', '--source', cli_support.SAMPLE,
+                     '--output', str(tmp_path / 'x.zip'),
+                     '--kubernetes-version', version]) == 1
+    assert '--kubernetes-version' in capsys.readouterr().err
+    assert not (tmp_path / 'x.zip').exists()
+
+
+@pytest.mark.parametrize('flavour', ['simple', 'ha'])
+def test_v2_group_members_pass_their_image_as_tacker_v2_keeps_it(
+        v2_zip, flavour):
+    """Tacker v2 records a scaling-group member's ``image-<VDU>``
+    property in the VNFC's metadata and sets vcImageId from it when it
+    rolls back a change_vnfpkg: a member without it would lose its
+    image."""
+    with zipfile.ZipFile(v2_zip) as archive:
+        top = yaml.safe_load(archive.read(
+            'BaseHOT/%s/%s_hot_top.yaml' % (flavour, flavour)))
+        for group, vdu in (('master_instance', 'masterNode'),
+                           ('worker_instance', 'workerNode')):
+            member = top['resources'][group]['properties']['resource']
+            assert member['properties']['image-' + vdu] == {
+                'get_param': ['nfv', 'VDU', vdu, 'vcImageId']}
+            assert 'image' not in member['properties']
+            nested = yaml.safe_load(archive.read(
+                'BaseHOT/%s/nested/%s' % (flavour, member['type'])))
+            assert 'image-' + vdu in nested['parameters']

@@ -81,6 +81,7 @@ def test_the_sample_vnfds_route_every_hook_to_the_driver(name):
     vnf = template['topology_template']['node_templates']['VNF']
     routed = vnf['interfaces']['Vnflcm']
     # The same VNFD serves both APIs: Tacker v1 never calls the rollbacks.
-    assert set(routed) == ALL | set(feature_hooks.CLUSTER_V2_ROLLBACK)
+    assert set(routed) == ALL | set(feature_hooks.CLUSTER_V2_ROLLBACK) | \
+        set(feature_hooks.CLUSTER_V2_UPGRADE)
     assert {operation['implementation'] for operation in routed.values()} \
         == {feature_hooks.DRIVER_NAME}

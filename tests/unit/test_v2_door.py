@@ -234,7 +234,7 @@ def test_a_retry_of_a_failed_hook_converges():
 
 @pytest.mark.parametrize('operation', [
     'instantiate_start', 'modify_information_end',
-    'change_external_connectivity_end', 'change_current_package_end',
+    'change_external_connectivity_end', 'change_current_package_rollback_end',
     'scale_rollback_end', 'instantiate_rollback_end'])
 def test_undeclared_operations_are_no_ops(operation):
     assert run(operation, {}, inst=instantiated())[0] == {}

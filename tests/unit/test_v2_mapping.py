@@ -390,7 +390,9 @@ def test_with_state_sets_and_removes_the_one_key():
                                    True),
     ('modify_information_start', True), ('modify_information_end', False),
     ('change_current_package_start', True),
-    ('change_current_package_end', False),
+    ('change_current_package_end', True),
+    ('change_current_package_rollback_start', True),
+    ('change_current_package_rollback_end', False),
     ('scale_rollback_start', True), ('instantiate_rollback_start', True),
     ('scale_rollback_end', False), ('instantiate_rollback_end', False),
 ])
