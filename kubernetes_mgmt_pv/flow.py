@@ -85,13 +85,17 @@ class Flow(object):
     @contextlib.contextmanager
     def sessions(self):
         """The SSH sessions of the flow, with the nodes' passwords and the
-        proxy credentials redacted from everything they log or raise."""
+        proxy credentials redacted from everything they log or raise, and
+        a session permit reserved for each node of the VNF."""
         secrets = self.topology.passwords() + list(self.params.proxy.secrets())
+        hosts = len({node.address for node in self.topology.nodes})
         if self._shared_sessions is not None:
             self._shared_sessions.hide(*secrets)
+            self._shared_sessions.reserve(hosts)
             yield self._shared_sessions
             return
         with remote.SessionPool(conf=self.conf, secrets=secrets) as pool:
+            pool.reserve(hosts)
             yield pool
 
     def _host_key_policy(self, address):
