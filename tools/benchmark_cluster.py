@@ -36,10 +36,18 @@ Tacker's sample driver installs the Workers one after another; the
 benchmark prints what that would cost here, from the measured time of the
 install script on one Worker.
 
+Each run also reports the SSH sessions and threads open at once, the
+bytes written to the hosts (the /etc/hosts blocks grow with N on every
+node) and the RSS of the process (targets: RSS growth within 1 MiB per
+host; for large clusters, ``--workers 1 64 128``, T(128)/T(64) <= 2.2 when
+the run is CPU-bound, load >= 85 %, else <= 1.5; CI does not run it).
+
 Usage (as root, after ``tools/bootstrap.sh``)::
 
     .venv/bin/python -m tools.benchmark_cluster [--workers 1 4 16]
                                                 [--scale-out 1 8] [--fresh]
+                                                [--max-concurrent-nodes 64]
+                                                [--max-ssh-sessions 64]
 
 Exit status 0 when every target holds, 1 otherwise.
 """
@@ -67,6 +75,11 @@ from tools import bench_common
 SCALING_TARGET = bench_common.SCALING_TARGET
 RERUN_TARGET = bench_common.RERUN_TARGET
 SCRIPT = 'install_k8s_cluster.sh on '  # the driver's description of a run
+MIB = 1024.0 * 1024
+# T(largest)/T(next) for a doubling of N: CPU-bound runs (load >= 85%)
+# grow with the hosts' own work, which shares this machine's cores.
+DOUBLING_TARGET_CPU_BOUND = 2.2
+RSS_PER_HOST_TARGET = 1024 * 1024
 
 
 # -- where the time and the CPU go -------------------------------------------
@@ -297,6 +310,16 @@ def run_cells(run):
         run['driver_cpu'], describe_logins(run), run['commands'])
 
 
+def resource_cells(run, hosts):
+    growth = run['rss_peak'] - run['rss_before']
+    return 'sessions %3d threads %3d/%3d %8.0f KiB RSS %4.0f->%4.0f ' \
+        '(%4.0f/host)' % (
+            run['peak_sessions'], run['peak_node_threads'],
+            run['peak_threads'], run['bytes'] / 1024.0,
+            run['rss_before'] / MIB, run['rss_peak'] / MIB,
+            growth / 1024.0 / hosts)
+
+
 def spread(joins):
     return max(joins.values()) - min(joins.values()) if joins else 0.0
 
@@ -347,12 +370,17 @@ def main():
     parser.add_argument('--scale-out', type=int, nargs='*', default=[1, 8],
                         help='new Workers of the scale-outs (none: skip)')
     parser.add_argument('--max-concurrent-nodes', type=int, default=64)
+    parser.add_argument('--max-ssh-sessions', type=int, default=None,
+                        help='the cap on open SSH sessions (default: the '
+                             "driver's)")
     parser.add_argument('--fresh', action='store_true',
                         help='instantiate on fresh nodes, prepared from the '
                              "testbed's apt repository")
     args = parser.parse_args()
+    caps = {} if args.max_ssh_sessions is None else {
+        'max_ssh_sessions': args.max_ssh_sessions}
     missing = bench_common.testbed_missing(
-        max_concurrent_nodes=args.max_concurrent_nodes)
+        max_concurrent_nodes=args.max_concurrent_nodes, **caps)
     if missing:
         return missing
 
@@ -391,6 +419,17 @@ def main():
           'threads; prcCPU: of the whole benchmark process, which also runs '
           'the fake Heat and Kubernetes API servers; logins: hosts x logins '
           'per host)' % cores)
+
+    print()
+    print('resources (first run | re-run): SSH sessions open at once, '
+          'threads of the driver\'s steps / of the process at once, KiB '
+          'written to the hosts, RSS of the process before the hook and '
+          'at its peak (MiB), RSS growth per host (KiB)')
+    for row in rows:
+        print('%-7d %-5d | %s | %s' % (
+            row['workers'], row['hosts'],
+            resource_cells(row['first'], row['hosts']),
+            resource_cells(row['rerun'], row['hosts'])))
 
     print()
     print('Worker joins (first run):')
@@ -452,6 +491,19 @@ def main():
                 largest['workers'], smallest['workers'], run),
                 largest[run]['seconds'] / smallest[run]['seconds'],
                 SCALING_TARGET, load_note(largest[run], smallest[run])))
+    if len(rows) > 1 and largest['workers'] == 2 * rows[-2]['workers']:
+        half = rows[-2]['first']
+        bound = largest['first']['load'] >= 0.85
+        checks.append(('T(%d)/T(%d) first run' % (
+            largest['workers'], rows[-2]['workers']),
+            largest['first']['seconds'] / half['seconds'],
+            DOUBLING_TARGET_CPU_BOUND if bound else SCALING_TARGET,
+            load_note(largest['first'], half)))
+    for row in rows:
+        checks.append(('RSS growth/host at N=%d (MiB)' % row['workers'],
+                       (row['first']['rss_peak'] -
+                        row['first']['rss_before']) / row['hosts'] / MIB,
+                       RSS_PER_HOST_TARGET / MIB))
     for row in rows:
         checks.append(('T(re-run)/T(first) at N=%d' % row['workers'],
                        row['rerun']['seconds'] / row['first']['seconds'],
