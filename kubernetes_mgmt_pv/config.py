@@ -56,6 +56,14 @@ ssh_opts = [
              'keys is still checked. "warn": accept any key and log a '
              'warning.'),
     cfg.StrOpt(
+        'ssh_key_dir', default='/etc/tacker/kubernetes-mgmt-pv/keys',
+        help='Directory of the SSH private keys that requests name by file '
+             'name (ssh_key of master_node, worker_node and storage_server), '
+             'so no password is in the request, which Tacker shows in its '
+             'API. Each key file must be a regular file (not a symbolic '
+             'link) owned by tacker-conductor\'s user, mode 0600, holding '
+             'an unencrypted Ed25519, ECDSA or RSA key.'),
+    cfg.StrOpt(
         'known_hosts_file',
         default='/var/lib/tacker/kubernetes_mgmt_pv_known_hosts',
         help='known_hosts file used by the "reject" and "known_hosts" host '
@@ -131,7 +139,8 @@ step_opts = [
              'progresses when all are taken).'),
     cfg.ListOpt(
         'supported_os', default=['ubuntu:20.04', 'ubuntu:22.04',
-                                 'ubuntu:24.04', 'debian:11', 'debian:12'],
+                                 'ubuntu:24.04', 'ubuntu:26.04', 'debian:11',
+                                 'debian:12', 'debian:13'],
         help='Operating systems (os-release ID:VERSION_ID) the driver '
              'configures (Kubernetes nodes and the Storage server). Other '
              'systems are refused before any change is made.'),
@@ -168,6 +177,14 @@ cluster_opts = [
              'controller are deleted and PodDisruptionBudgets are ignored '
              '(pods are deleted instead of evicted). Only for clusters '
              'whose workloads tolerate losing pods without warning.'),
+    cfg.IntOpt(
+        'cert_renewal_days', default=60, min=0,
+        help='Every cluster hook reads "kubeadm certs check-expiration" on '
+             'the Masters; a Master with a certificate that expires within '
+             'this many days renews them ("kubeadm certs renew all"), one '
+             'Master at a time, and restarts its control-plane static pods, '
+             'waiting for its API server to answer again. 0 only reads '
+             'them.'),
     cfg.FloatOpt(
         'vim_token_timeout', default=120.0, min=1.0,
         help='Seconds to wait for Kubernetes to fill in the token of the '

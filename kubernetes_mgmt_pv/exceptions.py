@@ -217,13 +217,16 @@ class PersistentVolumeInUseError(PersistentVolumeError):
 
     step = 'PersistentVolume check'
 
-    def __init__(self, names, host=None):
+    def __init__(self, names, host=None, claims=()):
         self.names = sorted(names)
         self.host = host  # the Master the PVs were read on
+        self.claims = sorted(claims)  # "<namespace>/<name>" of the claims
         super().__init__(
-            'PersistentVolume(s) %s are Bound to a PersistentVolumeClaim; '
+            'PersistentVolume(s) %s are Bound to a PersistentVolumeClaim%s; '
             'delete the claims (and the Pods using them) before healing the '
-            'storage server. Nothing was deleted.' % ', '.join(self.names))
+            'storage server. Nothing was deleted.' % (
+                ', '.join(self.names),
+                ' (%s)' % ', '.join(self.claims) if self.claims else ''))
 
 
 def _tail(text, limit=2000):

@@ -22,6 +22,7 @@ from kubernetes_mgmt_pv.remote import dpkg
 from kubernetes_mgmt_pv.remote import host_keys
 from kubernetes_mgmt_pv.remote import parallel
 from kubernetes_mgmt_pv.remote import remote
+from kubernetes_mgmt_pv.remote import ssh_keys
 from kubernetes_mgmt_pv import step_report
 
 LOG = logging.getLogger(__name__)
@@ -72,6 +73,7 @@ class Flow(object):
         self._credential_overrides = credential_overrides
         self._shared_sessions = sessions
         self._topology = None
+        self._keys = None
 
     @property
     def topology(self):
@@ -86,7 +88,10 @@ class Flow(object):
     def sessions(self):
         """The SSH sessions of the flow, with the nodes' passwords and the
         proxy credentials redacted from everything they log or raise, and
-        a session permit reserved for each node of the VNF."""
+        a session permit reserved for each node of the VNF; the key files
+        the logins name are read first, so an unusable one refuses the
+        hook before any host is touched."""
+        self._load_keys()
         secrets = self.topology.passwords() + list(self.params.proxy.secrets())
         hosts = len({node.address for node in self.topology.nodes})
         if self._shared_sessions is not None:
@@ -106,10 +111,20 @@ class Flow(object):
         return host_keys.console_policy(self.heat.client, server_id,
                                         self.conf)
 
+    def _load_keys(self):
+        if self._keys is None:
+            self._keys = ssh_keys.load_all(
+                vnf_topology.named_key_files(self.params,
+                                             self._credential_overrides),
+                self.conf.ssh_key_dir)
+        return self._keys
+
     def session(self, sessions, node):
+        name = node.access.ssh_key
         return sessions.get(node.address, node.access.username,
                             node.access.password,
-                            host_key_policy=self._host_key_policy)
+                            host_key_policy=self._host_key_policy,
+                            pkey=self._load_keys()[name] if name else None)
 
     def preflight(self, sessions, nodes):
         """Log in to every host of the flow and check its OS, concurrently,

@@ -6,9 +6,11 @@ is) holding the kubeadm and kubelet stand-ins (testbed/standins), a
 kubectl package with the real kubectl binary of the script's minor
 version (the driver runs kubectl on the Masters), and Debian's containerd
 and runc from the runner's apt cache (testbed/install-deps.sh downloads
-them). ``Packages`` is written by dpkg-scanpackages; ``Release`` by
-``write_release``, signed with a throwaway GnuPG key into ``InRelease``
-and ``Release.gpg``.
+them) or, for a look-alike of another guest image (testbed.guest_images),
+the containerd stand-in at that image's containerd version, in place of
+the image's own archive. ``Packages`` is written by dpkg-scanpackages;
+``Release`` by ``write_release``, signed with a throwaway GnuPG key into
+``InRelease`` and ``Release.gpg``.
 
 The HTTP server listens on an address of a bridge of its own, which no
 test host has a route to until ``route_from`` gives it one: a host
@@ -28,6 +30,7 @@ import shutil
 import subprocess
 import tempfile
 import threading
+import warnings
 
 from testbed import hosts
 from testbed.kubeapi import kubectl
@@ -79,13 +82,26 @@ class SigningKey(object):
 
 
 def kubectl_for(minor):
-    """The real kubectl binary of a minor version ('v1.31'), from the Cloud
-    SDK's versioned ones."""
-    path = os.path.join(kubectl.GCLOUD_KUBECTL_DIR,
-                        'kubectl.' + minor.lstrip('v'))
-    if not os.access(path, os.X_OK):
-        raise RuntimeError(f'no kubectl {minor} at {path}')
-    return path
+    """The real kubectl binary of a minor version ('v1.35'), from the Cloud
+    SDK's versioned ones; the newest older one when the runner has none of
+    that minor (the Cloud SDK lags behind upstream), with a warning: the
+    driver uses only kubectl commands that every supported release has."""
+    wanted = int(minor.lstrip('v').split('.')[1])
+    found = {}
+    for path in glob.glob(os.path.join(kubectl.GCLOUD_KUBECTL_DIR,
+                                       'kubectl.1.*')):
+        match = re.search(r'\.1\.(\d+)$', path)
+        if match and os.access(path, os.X_OK):
+            found[int(match[1])] = path
+    older = [number for number in found if number <= wanted]
+    if not older:
+        raise RuntimeError(f'no kubectl {minor} or older in '
+                           f'{kubectl.GCLOUD_KUBECTL_DIR}')
+    best = max(older)
+    if best != wanted:
+        warnings.warn(f'no kubectl {minor} on this machine: the test apt '
+                      f'repository serves kubectl 1.{best} as {minor}')
+    return found[best]
 
 
 def build_kubectl(outdir, version, binary):
@@ -125,16 +141,20 @@ def debian_debs():
     return found
 
 
-def populate(directory):
-    """Put every package of the repository into ``directory``."""
+def populate(directory, image=None):
+    """Put every package of the repository into ``directory``: with a
+    guest ``image``, its containerd is the stand-in at its version."""
     version = standins.k8s_package_version()
+    wanted = ('kubeadm', 'kubelet') + (('containerd',) if image else ())
+    containerd = image.containerd_version if image \
+        else standins.CONTAINERD_VERSION
     with tempfile.TemporaryDirectory(prefix='standin-debs-') as built:
-        for deb in standins.build_packages(built, version):
-            if os.path.basename(deb).split('_')[0] in ('kubeadm', 'kubelet'):
+        for deb in standins.build_packages(built, version, containerd):
+            if os.path.basename(deb).split('_')[0] in wanted:
                 shutil.copy(deb, directory)
     minor = re.match(r'\d+\.\d+', version).group()
     build_kubectl(directory, version, kubectl_for('v' + minor))
-    for deb in debian_debs():
+    for deb in [] if image else debian_debs():
         shutil.copy(deb, directory)
 
 
@@ -203,8 +223,11 @@ class AptRepository(object):
     """The signed repository served on a bridge of its own; use as a
     context manager. ``url`` is what nodes put into their sources."""
 
-    def __init__(self, prefix=None):
+    def __init__(self, prefix=None, image=None):
+        """``image``: a testbed.guest_images.GuestImage whose containerd
+        the repository serves (default: the runner's Debian's)."""
         self.prefix = prefix or f'ar{secrets.token_hex(3)}'
+        self.image = image
         self.bridge = f'{self.prefix}br'
         self.directory = None
         self.key = None
@@ -238,7 +261,7 @@ class AptRepository(object):
             self.directory = tempfile.mkdtemp(prefix='testbed-apt-')
             packages = os.path.join(self.directory, 'k8s')
             os.makedirs(packages)
-            populate(packages)
+            populate(packages, self.image)
             self.key = SigningKey()
             write_index(packages, self.key)
             self.subnet = hosts._free_subnet()

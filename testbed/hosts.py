@@ -10,6 +10,7 @@ and mounts vanish, which is how a VM lost to a heal is simulated.
 """
 
 import contextlib
+import fcntl
 import ipaddress
 import os
 import re
@@ -74,10 +75,15 @@ exec chroot "$R" "$@"
 '''
 
 # Runs chrooted in the base layer; $1 = packages to purge (may be empty),
-# $2 = directory of stand-in .debs to install (may be empty).
+# $2 = directory of stand-in .debs to install (may be empty), $3 = the
+# public key of the testbed's client key, which the user accepts too.
 BASE_SCRIPT = r'''set -e
 useradd -m -s /bin/bash -G sudo ubuntu
 echo ubuntu:ubuntu | chpasswd
+install -d -m 700 -o ubuntu -g ubuntu /home/ubuntu/.ssh
+printf '%s\n' "$3" > /home/ubuntu/.ssh/authorized_keys
+chown ubuntu:ubuntu /home/ubuntu/.ssh/authorized_keys
+chmod 600 /home/ubuntu/.ssh/authorized_keys
 echo "ubuntu ALL=(ALL) NOPASSWD:ALL" > /etc/sudoers.d/90-ubuntu
 chmod 440 /etc/sudoers.d/90-ubuntu
 printf 'PasswordAuthentication yes\nUseDNS no\n' \
@@ -162,6 +168,16 @@ def _used_networks():
 # The test clusters' Service network (Kubernetes' default): the driver
 # refuses a node network that overlaps it, so no testbed network is in it.
 KUBERNETES_SERVICE_NETWORK = ipaddress.ip_network('10.96.0.0/12')
+NETWORK_LOCK = os.path.join(tempfile.gettempdir(), 'testbed-networks.lock')
+
+
+@contextlib.contextmanager
+def _network_lock():
+    """Held from picking a subnet until its bridge has it: testbeds
+    starting side by side (xdist workers) never pick the same one."""
+    with open(NETWORK_LOCK, 'a') as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # closing the file releases it
+        yield
 
 
 def _free_subnet():
@@ -358,6 +374,8 @@ class Testbed:
         self._volumes = []  # every attached volume, so stop() frees leftovers
         self._seq = 0
         self.workdir = None  # per-testbed temp dir: overlays, volume images
+        # The private key every host's user accepts (besides its password).
+        self.client_key_file = None
 
     @property
     def subnet(self):
@@ -376,13 +394,18 @@ class Testbed:
             self.workdir = tempfile.mkdtemp(prefix=f'{self.prefix}-')
             with open(os.path.join(self.workdir, 'boot.sh'), 'w') as f:
                 f.write(BOOT_SCRIPT)
+            self.client_key_file = os.path.join(self.workdir, 'client_key')
+            _run(['ssh-keygen', '-q', '-t', 'ed25519', '-N', '', '-C',
+                  f'{self.prefix}-client', '-f', self.client_key_file])
             self._build_base()
-            self._subnet = self._subnet or _free_subnet()
-            self.bridge_ip = str(self._subnet[1])
-            self._add_bridge(self.bridge, self._subnet)
-            if self.cluster_bridge:
-                self.cluster_subnet = _free_subnet()  # after the first
-                self._add_bridge(self.cluster_bridge, self.cluster_subnet)
+            with _network_lock():
+                self._subnet = self._subnet or _free_subnet()
+                self.bridge_ip = str(self._subnet[1])
+                self._add_bridge(self.bridge, self._subnet)
+                if self.cluster_bridge:
+                    self.cluster_subnet = _free_subnet()  # after the first
+                    self._add_bridge(self.cluster_bridge,
+                                     self.cluster_subnet)
         except BaseException:
             self.stop()
             raise
@@ -473,7 +496,28 @@ class Testbed:
             f'{base}/root', f'{base}/upper', f'{base}/work',
             f'{self.prefix}-base', '--',
             '/bin/sh', '-c', BASE_SCRIPT, 'base',
-            ' '.join(self.purge_packages), staged), timeout=600)
+            ' '.join(self.purge_packages), staged,
+            self.client_public_key()), timeout=600)
+
+    def client_public_key(self):
+        with open(self.client_key_file + '.pub') as handle:
+            return handle.read().strip()
+
+    def place_client_key(self, directory, *names):
+        """Copy the client key into ``directory`` as each of ``names``,
+        as an operator places a key for the driver: a regular file of this
+        user, mode 0600, in a directory only this user can enter."""
+        os.makedirs(directory, mode=0o700, exist_ok=True)
+        with open(self.client_key_file, 'rb') as handle:
+            key = handle.read()
+        for name in names:
+            path = os.path.join(directory, name)
+            descriptor = os.open(path, os.O_WRONLY | os.O_CREAT |
+                                 os.O_TRUNC | os.O_NOFOLLOW, 0o600)
+            with os.fdopen(descriptor, 'wb') as handle:
+                handle.write(key)
+            os.chmod(path, 0o600)
+        return directory
 
     def _new_volume(self, host_name, size_mb):
         self._seq += 1

@@ -10,6 +10,7 @@ set -euo pipefail
 packages=(
     openssh-server openssh-client sudo procps
     nfs-kernel-server nfs-common nfs-ganesha nfs-ganesha-vfs libnfs-utils
+    libnfs13 python3-fusepy fuse3
     e2fsprogs iproute2 util-linux mount
     haproxy keepalived dpkg-dev shellcheck
     etcd-server etcd-client mariadb-server rabbitmq-server tinyproxy

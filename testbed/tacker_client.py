@@ -83,14 +83,18 @@ class TackerClient(object):
                          % package['id'], data=handle.read(),
                          content_type='application/zip', expect=202)
         path = '/vnfpkgm/v1/vnf_packages/%s' % package['id']
+        seen = set()
 
         def onboarded():
             current = self.get(path)
-            if current['onboardingState'] == 'ONBOARDED':
+            state = current['onboardingState']
+            if state == 'ONBOARDED':
                 return current
-            if current['onboardingState'] == 'CREATED' and \
-                    current.get('_upload_failed'):
+            if state == 'CREATED' and seen - {'CREATED'}:
+                # A conductor's revert_upload_vnf_package put it back:
+                # the upload failed and will not be retried.
                 raise TackerError('GET', path, 200, json.dumps(current))
+            seen.add(state)
             return None
         return polling.wait_until(onboarded, 'package %s to be ONBOARDED'
                                   % package['id'], timeout, first_delay=0.2,

@@ -16,6 +16,7 @@ import time
 import uuid
 
 from testbed import heat_engine
+from testbed import hosts
 from testbed import openstack_api
 from testbed import polling
 from testbed import processes
@@ -30,6 +31,13 @@ SAMPLE_VNFD_ID = '32ab1f35-a1f4-4798-9433-2bab9c77e6e8'
 # The "Neutron network" of the testbed bridge, as the request names it.
 TESTBED_NETWORK_ID = 'a0e0c0e0-7e57-4bed-8000-000000000001'
 OP_TIMEOUT = 1800
+# The testbed guests' passwords, by login of the requests.
+PASSWORDS = {'master_node': hosts.Testbed.password,
+             'worker_node': hosts.Testbed.password,
+             'storage_server': virtual_vnf.STORAGE_PASSWORD}
+# The key files the sample requests name (ssh_key), which the lab places
+# in the conductor's ssh_key_dir.
+SAMPLE_KEY_FILES = ('cluster-nodes', 'storage-server')
 
 
 class TackerLab(object):
@@ -65,6 +73,12 @@ class TackerLab(object):
         try:
             self.engine.start()
             self.cloud.start()
+            # The operator's step: the nodes' key in ssh_key_dir, a file
+            # of the conductor's user (this one), mode 0600.
+            self.service.driver_options['ssh_key_dir'] = \
+                self.engine.testbed.place_client_key(os.path.join(
+                    self.engine.testbed.workdir, 'conductor-keys'),
+                    *SAMPLE_KEY_FILES)
             self.service.start()
         except BaseException:
             self.stop()
@@ -147,14 +161,14 @@ class TackerLab(object):
         return output
 
     def instantiate_request(self, vim_id, sample='instantiate_simple.json',
-                            api='v1'):
+                            api='v1', login='password'):
         """The sample request (samples/requests, or requests-v2 for
         Tacker's v2 API), adapted where it must be for this cloud: the
-        network ids (the testbed network), the VIM id, the Storage
-        server's password (the testbed's guest has its own) and every
-        export_to (the sample's 10.10.0.0/24 is the user guide's network;
-        the nodes here are on the testbed's subnet)."""
-        request = self.sample_request(sample, api)
+        network ids (the testbed network), the VIM id, the logins
+        (``sample_request``) and every export_to (the sample's
+        10.10.0.0/24 is the user guide's network; the nodes here are on
+        the testbed's subnet)."""
+        request = self.sample_request(sample, api, login)
         for link in request.get('extVirtualLinks', []):
             link['resourceId'] = TESTBED_NETWORK_ID
         vims = request.get('vimConnectionInfo', [])
@@ -171,15 +185,20 @@ class TackerLab(object):
         return os.path.join(SAMPLE, *parts)
 
     @staticmethod
-    def sample_request(name, api='v1'):
-        """A sample request; the Storage server's password is the
-        testbed's (v2 requests give the logins again each time)."""
+    def sample_request(name, api='v1', login='password'):
+        """A sample request. Its logins name the key files the lab places
+        in ssh_key_dir (``login='key'``), or become the testbed's
+        passwords (the default: the modules that do not check the key
+        logins prove that password logins work)."""
         with open(os.path.join(REQUESTS_BY_API[api], name)) as handle:
             request = json.load(handle)
-        storage = ((request.get('additionalParams') or {}).get(
-            'k8s_cluster_installation_param') or {}).get('storage_server')
-        if isinstance(storage, dict) and 'password' in storage:
-            storage['password'] = virtual_vnf.STORAGE_PASSWORD
+        root = (request.get('additionalParams') or {}).get(
+            'k8s_cluster_installation_param') or {}
+        if login == 'password':
+            for role, password in PASSWORDS.items():
+                node = root.get(role)
+                if isinstance(node, dict) and node.pop('ssh_key', None):
+                    node['password'] = password
         return request
 
     # -- LCM ------------------------------------------------------------------

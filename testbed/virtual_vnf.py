@@ -25,6 +25,7 @@ from kubernetes_mgmt_pv import mgmt_driver
 from kubernetes_mgmt_pv.request import param_model
 from testbed import cloud_init
 from testbed import fresh_nodes
+from testbed import guest_images
 from testbed import hosts
 from testbed import kubeapi
 from testbed import node_lifecycle
@@ -128,15 +129,19 @@ def look_like_the_user_guides_guest(host):
 
 
 def prepare_guest(host, kube, install_cluster=True, nfs_common=False,
-                  fresh=False):
+                  fresh=False, image=None):
     """Make a freshly booted test host a VM of the user guide's VNF: an
     Ubuntu 22.04 look-alike; a Master or Worker also lacks nfs-common
     unless ``nfs_common`` (so the driver really installs it) and either
     gets the kubeadm stand-ins' view of the cluster's state ``kube`` (the
     driver installs Kubernetes) or, as a Master of an existing kubeadm
     cluster, its admin.conf and API server. A ``fresh`` Master or Worker
-    has nothing of Kubernetes and no apt source (testbed.fresh_nodes)."""
+    has nothing of Kubernetes and no apt source (testbed.fresh_nodes).
+    With a guest ``image`` (testbed.guest_images) the host looks like a
+    VM of that image instead of Ubuntu 22.04."""
     look_like_the_user_guides_guest(host)
+    if image is not None:
+        guest_images.make(host, image)
     if host.role == 'storage':
         return
     # Per node, not in the shared base image: the storage host keeps
@@ -187,7 +192,7 @@ class VirtualCluster(object):
                  purge_packages=('nfs-kernel-server',),
                  install_cluster=False, nova_host_names=False,
                  cluster_network=False, nfs_common=False, openstack=None,
-                 fresh_nodes=False):
+                 fresh_nodes=False, guest_image=None):
         """``install_cluster``: the driver installs Kubernetes with the
         sample install script (on the kubeadm stand-ins); otherwise the
         Masters come as Masters of an existing kubeadm cluster.
@@ -205,8 +210,11 @@ class VirtualCluster(object):
         ``fresh_nodes``: the Masters and Workers boot with nothing of
         Kubernetes and no apt source (testbed.fresh_nodes; nfs-common is
         kept), so the install script prepares them from the sources of
-        ``offline`` (the request's ``offline`` object, None: none)."""
+        ``offline`` (the request's ``offline`` object, None: none).
+        ``guest_image``: every VM looks like a VM of that image
+        (testbed.guest_images; default: the user guide's Ubuntu 22.04)."""
         self.fresh_nodes = fresh_nodes
+        self.guest_image = guest_image
         self.offline = None
         self.proxy = None  # the request's proxy object, None: none
         self.cluster_network = cluster_network
@@ -267,7 +275,7 @@ class VirtualCluster(object):
                                         fixed_ips=[self.vip])
             storage = self.testbed.add_host('storage', 'storage',
                                             volumes=self.volume_count)
-            prepare_guest(storage, self.kube)
+            prepare_guest(storage, self.kube, image=self.guest_image)
             self._describe_storage(storage)
             for aspect in (MASTER_ASPECT, WORKER_ASPECT):
                 self._groups[aspect] = self.openstack.add_scaling_group(
@@ -396,7 +404,8 @@ class VirtualCluster(object):
             name, role, hostname=cloud_init.guest_host_name(server_name)
             if self.nova_host_names else None)
         prepare_guest(host, self.kube, self.install_cluster,
-                      self.nfs_common or self.fresh_nodes, self.fresh_nodes)
+                      self.nfs_common or self.fresh_nodes, self.fresh_nodes,
+                      self.guest_image)
         aspect, cp_name = ((MASTER_ASPECT, MASTER_CP) if role == 'master'
                            else (WORKER_ASPECT, WORKER_CP))
         vnfc = self.vnfcs[name] = _Vnfc(name, cp_name)
@@ -426,7 +435,8 @@ class VirtualCluster(object):
         host = self.testbed.replace_host(name, same_ip=same_ip,
                                          keep_volumes=keep_volumes)
         prepare_guest(host, self.kube, self.install_cluster,
-                      self.nfs_common or self.fresh_nodes, self.fresh_nodes)
+                      self.nfs_common or self.fresh_nodes, self.fresh_nodes,
+                      self.guest_image)
         vnfc = self.vnfcs[name]
         stack_id = vnfc.member_stack_id or self.stack_id
         vnfc.server_id = str(uuid.uuid4())
@@ -533,18 +543,25 @@ class VirtualCluster(object):
             instantiate_vnf_request=request, grant=None, grant_request=None,
             vnf={})
 
-    def heal_start(self, vnfc_ids=(), **request_params):
-        self._heal('heal_start', vnfc_ids, request_params)
+    def heal_start(self, vnfc_ids=(), removed_storage=None,
+                   **request_params):
+        self._heal('heal_start', vnfc_ids, removed_storage, request_params)
 
-    def heal_end(self, vnfc_ids=(), **request_params):
-        self._heal('heal_end', vnfc_ids, request_params, vnf={})
+    def heal_end(self, vnfc_ids=(), removed_storage=None, **request_params):
+        self._heal('heal_end', vnfc_ids, removed_storage, request_params,
+                   vnf={})
 
-    def _heal(self, hook, vnfc_ids, request_params, **extra):
+    def _heal(self, hook, vnfc_ids, removed_storage, request_params,
+              **extra):
         """A heal hook; no vnfc ids means the entire cluster (SOL003);
-        ``request_params``: the request's additionalParams."""
+        ``request_params``: the request's additionalParams;
+        ``removed_storage``: the volume ids a v2 grant removes (None: a v1
+        request, which does not tell)."""
         request = types.SimpleNamespace(vnfc_instance_id=list(vnfc_ids),
                                         cause=None,
                                         additional_params=request_params)
+        if removed_storage is not None:
+            request.removed_storage = tuple(removed_storage)
         getattr(self.driver(), hook)(
             context=None, vnf_instance=self.vnf_instance(),
             heal_vnf_request=request, grant=None, grant_request=None,

@@ -6,22 +6,26 @@ Starts tacker-server and tacker-conductor (Tacker 16 from the ``.tox/tacker``
 virtualenv, where the driver is installed) with private MariaDB and
 RabbitMQ, and a fake Keystone/Nova whose Heat is an engine that boots real
 SSH test hosts (network namespaces) for the servers of the sample BaseHOT.
-Then, as an operator would with ``openstack vim register`` / ``openstack
-vnf package`` / ``openstack vnflcm``: register the OpenStack VIM, build
-the sample package with ``kubernetes-mgmt-pv package`` and onboard it,
-create and instantiate the VNF with samples/requests/instantiate_simple
-.json, scale the Workers out and in, heal a Worker, try to heal the Storage
-server while a PersistentVolume is Bound (refused), release the claim,
-fail that operation and heal the Storage server, heal the entire VNF,
-terminate and delete. The lifecycle runs twice, through both of the
-driver's front doors: first Tacker's v1 API (``/vnflcm/v1``, the driver's
-entry point), then its v2 API (``/vnflcm/v2``, a v2 package whose VNFD
-runs Scripts/kubernetes_mgmt_v2.py, the request's vimConnectionInfo
-naming the OpenStack VIM, the node logins in every request). Each LCM
-operation is printed with its API version and its result as Tacker reports
-it (GET /vnflcm/v{1,2}/vnf_lcm_op_occs/{id}), followed by the checks of
-the user guide: df -h and sudo exportfs -v on the Storage server, kubectl
-get pv and kubectl get nodes on a Master, and the VIMs.
+Then, as an operator would with ``openstack vim register`` / ``openstack vnf
+package`` / ``openstack vnflcm``: register the OpenStack VIM, build the sample
+package with ``kubernetes-mgmt-pv package`` and onboard it, create and
+instantiate the VNF with samples/requests/instantiate_simple.json, instantiate
+the sample CNF (samples/cnf_with_pv) on the cluster's Kubernetes VIM through
+/vnflcm/v2 (its pod Running with node agents in the kubelets' place, its claim
+Bound to nfs-pv1, a file it writes on the Storage server) and terminate it,
+scale the Workers out and in, heal a Worker, try to heal the Storage server
+while a PersistentVolume is Bound (refused), release the claim, fail that
+operation and heal the Storage server, heal the entire VNF, terminate and
+delete. The lifecycle runs twice, through both of the driver's front doors:
+first Tacker's v1 API (``/vnflcm/v1``, the driver's entry point), then its v2
+API (``/vnflcm/v2``, a v2 package whose VNFD runs
+Scripts/kubernetes_mgmt_v2.py, the request's vimConnectionInfo naming the
+OpenStack VIM). The requests log in with the key files the lab places in the
+conductor's ssh_key_dir, as the samples do. Each LCM operation is printed
+with its API version and its result as Tacker reports it (GET
+/vnflcm/v{1,2}/vnf_lcm_op_occs/{id}), followed by the checks of the user guide:
+df -h and sudo exportfs -v on the Storage server, kubectl get pv and kubectl
+get nodes on a Master, and the VIMs.
 
 Run it as root from the repository root, after ``tox -e tacker`` has
 created Tacker's virtualenv once::
@@ -39,8 +43,12 @@ import shutil
 import sys
 import tempfile
 import time
+import uuid
 
+from testbed import cnf_package
+from testbed import cnf_sample
 from testbed import hosts
+from testbed import nfs
 from testbed import pv_manifest
 from testbed import tacker_lab
 from testbed import tacker_service
@@ -127,10 +135,11 @@ class V1Door(object):
                                     expect=201).body['id']
 
     def instantiate_request(self, vim_id):
-        return self.lab.instantiate_request(vim_id, api=self.api)
+        return self.lab.instantiate_request(vim_id, api=self.api,
+                                            login='key')
 
     def sample_request(self, name):
-        return self.lab.sample_request(name, self.api)
+        return self.lab.sample_request(name, self.api, login='key')
 
     def lcm(self, instance_id, operation, body):
         return self.lab.lcm(instance_id, operation, body)
@@ -155,8 +164,7 @@ class V1Door(object):
 
 class V2Door(V1Door):
     """Tacker's v2 API: the package built with ``--api v2`` (its VNFD runs
-    Scripts/kubernetes_mgmt_v2.py), samples/requests-v2 (the node logins
-    in every request)."""
+    Scripts/kubernetes_mgmt_v2.py), samples/requests-v2."""
 
     api = 'v2'
 
@@ -188,6 +196,50 @@ class V2Door(V1Door):
         self.v2.delete(instance_id)
 
 
+def cnf_step(lab, workdir, api, instance_id):
+    """The sample CNF on the cluster's VIM: instantiated through Tacker
+    v2, its pod Running and its claim Bound to nfs-pv1, a file its pod
+    writes found on the Storage server; then terminated, and nfs-pv1
+    made Available again. Returns the LCM seconds."""
+    v2 = tacker_v2.V2Api(lab.service.api_url)
+    kube = lab.engine.kubes[lab.stack(instance_id).id]
+    storage = lab.host_at(lab.cp_address(instance_id))
+    nodes = cnf_sample.workers(lab.engine.testbed.hosts.values(), kube)
+    vnfd_id = str(uuid.uuid4())
+    source = cnf_sample.source(os.path.join(workdir, api + '-cnf'), vnfd_id)
+    package = lab.client.onboard_package(lab.zip_package(
+        source, source + '.zip', api='cnf'))
+    print('CNF package %s (kubernetes-mgmt-pv package --api cnf): %s' % (
+        package['id'], package['onboardingState']))
+    k8s_vim, = [v for v in lab.vims() if v['type'] == 'kubernetes']
+    nfs.start_ganesha(storage)  # the testbed's NFS server: the exports
+    seconds = 0
+    try:
+        with cnf_sample.node_agents(kube, nodes):
+            cnf_id = v2.create(vnfd_id, 'cnf-with-pv')['id']
+            for operation, body in (
+                    ('instantiate', cnf_sample.instantiate_request(
+                        cnf_package.registered_vim(k8s_vim['id']))),
+                    ('terminate', {'terminationType': 'FORCEFUL'})):
+                occ = v2.lcm(cnf_id, operation, body)
+                show_op('v2', occ)
+                expect(occ)
+                seconds += occ['seconds']
+                if operation == 'instantiate':
+                    section('kubectl get deploy,pod,pvc', lab.kubectl(
+                        'get', 'deploy,pod,pvc'))
+                    pod, stored = cnf_sample.write_through_the_pod(
+                        kube, nodes, 'written by %s\n' % cnf_id)
+                    section('a file the pod %s wrote, on the Storage server'
+                            % pod['metadata']['name'], storage.run(
+                                'ls -l %s; cat %s' % (stored, stored)).stdout)
+            v2.delete(cnf_id)
+            cnf_sample.release_volume(kube, lab.kubectl)
+    finally:
+        nfs.stop_ganesha(storage)
+    return seconds
+
+
 def run(lab, workdir, door, vim):
     timings = {}
     name = 'Tacker %s' % door.api
@@ -213,6 +265,10 @@ def run(lab, workdir, door, vim):
     print_exports(request['additionalParams'])
     lcm('instantiate', 'instantiate', request)
     operator_checks(lab, instance_id)
+
+    banner('%s: a CNF on the cluster\'s Kubernetes VIM, through Tacker v2 '
+           '(samples/cnf_with_pv, samples/requests-cnf-v2)' % name)
+    timings['cnf'] = cnf_step(lab, workdir, door.api, instance_id)
 
     banner('%s: scale out the Workers '
            '(samples/requests/scale_out_worker.json)' % name)

@@ -12,9 +12,11 @@ import os
 from oslo_log import log as logging
 
 from kubernetes_mgmt_pv.cluster import cluster_workflow
+from kubernetes_mgmt_pv import config
 from kubernetes_mgmt_pv import exceptions
 from kubernetes_mgmt_pv.openstack import heat
 from kubernetes_mgmt_pv.openstack import vnf_topology
+from kubernetes_mgmt_pv.remote import ssh_keys
 from kubernetes_mgmt_pv.request import lcm_requests
 from kubernetes_mgmt_pv.request import param_model
 from kubernetes_mgmt_pv import safe_yaml
@@ -73,6 +75,12 @@ class ClusterFeature(object):
                                          heal_vnf_request)
         if params is not None and healed is None:
             self.refuse_if_vim_in_use(context, vnf_instance, HEAL)
+            # heal_end logs in with these: an unusable key file refuses
+            # the heal now, before the VIM is deleted.
+            ssh_keys.load_all(vnf_topology.named_key_files(
+                params, vnf_topology.credential_overrides(getattr(
+                    heal_vnf_request, 'additional_params', None))),
+                config.options().ssh_key_dir)
             self._deregister(context, vnf_instance, params)
         elif healed:
             workflow, nodes = healed

@@ -13,6 +13,7 @@ import json
 
 from oslo_log import log as logging
 
+from kubernetes_mgmt_pv.cluster import cert_renewal
 from kubernetes_mgmt_pv.cluster import cluster
 from kubernetes_mgmt_pv.cluster import cluster_sequence
 from kubernetes_mgmt_pv.cluster import etcd
@@ -307,6 +308,9 @@ class ClusterWorkflow(flow.Flow):
             self._remove_join_secrets(leader, report)
             self._wait_ready(leader, sequence.ready_names)
             self._check_etcd(leader, sequence.etcd_expected, report)
+            # Before the VIM's credentials: its CA follows a changed one.
+            cert_renewal.renew_expiring(self, sessions, self.topology.masters,
+                                        report)
             token, ca_cert = self._vim_credentials(sessions, leader,
                                                    report)
         access = ClusterAccess(url=cluster.vim_url(endpoint, fip),
@@ -491,6 +495,8 @@ class ClusterWorkflow(flow.Flow):
                                   removal.staying_masters, facts, vip, report)
             if scale_in:
                 self._forget_leaving(sessions, removal, facts, report)
+            cert_renewal.renew_expiring(self, sessions,
+                                        removal.staying_masters, report)
         return self.finish('node removal', report)
 
     def _forget_leaving(self, sessions, removal, facts, report):

@@ -97,6 +97,10 @@ def _package(args):
         _say('wrote %s: %d files, a Tacker v2 package (the VNFD runs %s)'
              % (args.output, len(result.files), csar.V2_SCRIPT_PATH))
         return 0
+    if args.api == 'cnf':
+        _say('wrote %s: %d files, a CNF package for Tacker v2\'s '
+             'Kubernetes VIM' % (args.output, len(result.files)))
+        return 0
     if result.driver_replaced:
         _say('%s of the source differs from the installed driver and was '
              'replaced by it' % csar.DRIVER_PATH, sys.stderr)
@@ -192,7 +196,9 @@ def _parser():
                          help='v1 (default): for /vnflcm/v1, with the '
                               'installed driver file; v2: for /vnflcm/v2, '
                               'the VNFD running %s, with the source\'s %s '
-                              'files' % (csar.V2_SCRIPT_PATH, csar.V2_DIR))
+                              'files; cnf: a CNF\'s package (Kubernetes '
+                              'manifests, no driver)' % (
+                                  csar.V2_SCRIPT_PATH, csar.V2_DIR))
     package.set_defaults(run=_package)
     _plan_parser(commands)
     return parser

@@ -170,7 +170,8 @@ def run(script_dict, secrets, progress, driver_factory=V2Driver):
     try:
         getattr(driver, v2_mapping.ROLLBACK_HOOKS.get(operation, operation))(
             None, v2_mapping.instance(inst, root, aliases),
-            v2_mapping.request(operation, req, root),
+            v2_mapping.request(operation, req, root,
+                               script_dict.get('grant_request')),
             script_dict.get('grant_response'),
             script_dict.get('grant_request'), **kwargs)
     except Exception:

@@ -112,12 +112,12 @@ def params_in_effect(operation, request_params, state):
     merged, errors = copy.deepcopy(saved), []
     _check_unchanged(given, saved, _REQUEST_PATH, errors)
     for role, key in _secret_paths(saved) + _role_logins(saved):
-        value = (given.get(role) or {}).get(key) \
-            if isinstance(given.get(role), dict) else None
-        flat = request_params.get('%s_%s' % (role, key))
-        value = value if value is not None else flat
+        value = _given(given, request_params, role, key)
+        key_given = _given(given, request_params, role, 'ssh_key')
         if value is not None:
             merged.setdefault(role, {})[key] = value
+            if key == 'password' and key_given is None:
+                merged[role].pop('ssh_key', None)  # replaces the saved key
         elif _withheld(saved, role, key):
             if operation in NO_LOGIN_HOOKS:
                 del merged[role][key]  # terminate sets up no node
@@ -129,7 +129,8 @@ def params_in_effect(operation, request_params, state):
                     '(metadata.%s.params.proxy.%s is null); give it in '
                     'every scale and heal request, or new nodes are set up '
                     'without the proxy' % (STATE_KEY, key)))
-        elif key == 'password' and role in merged:
+        elif key == 'password' and role in merged and key_given is None \
+                and merged[role].get('ssh_key') is None:
             if operation in NO_LOGIN_HOOKS:
                 # Never sent anywhere: terminate logs in to no VM.
                 merged[role][key] = secrets.token_urlsafe(24)
@@ -138,23 +139,38 @@ def params_in_effect(operation, request_params, state):
                     '%s.%s.password' % (_REQUEST_PATH, role),
                     'required: Tacker v2 keeps no password between '
                     'operations (metadata.%s holds the other parameters); '
-                    'give the node logins in every scale and heal request'
+                    'give the node logins in every scale and heal request, '
+                    'or log in with a key file (ssh_key), which is kept'
                     % STATE_KEY))
     if errors:
         raise exceptions.ParameterErrors(errors)
     return merged
 
 
+def _given(given, request_params, role, key):
+    """The value of ``role``'s ``key`` in the request: nested, else the
+    flat ``<role>_<key>`` of Tacker's sample driver."""
+    value = (given.get(role) or {}).get(key) \
+        if isinstance(given.get(role), dict) else None
+    return value if value is not None else request_params.get(
+        '%s_%s' % (role, key))
+
+
 def _role_logins(saved):
-    return [(role, 'username') for role in ROLES
+    """The login keys a later request may give again: not secrets (the
+    saved ones hold), but a healed VM may take another login."""
+    return [(role, key) for role in ROLES for key in _LOGIN_KEYS
             if isinstance(saved.get(role), dict)]
+
+
+_LOGIN_KEYS = ('username', 'ssh_key')
 
 
 def _check_unchanged(given, saved, path, errors):
     """Keys of the request that are no secret must equal the saved ones."""
     for key, value in given.items():
         here = '%s.%s' % (path, key)
-        if key in PROXY_URLS or key in ('password', 'username'):
+        if key in PROXY_URLS or key in ('password',) + _LOGIN_KEYS:
             continue
         if isinstance(value, dict) and isinstance(saved.get(key), dict):
             _check_unchanged(value, saved[key], here, errors)
@@ -238,12 +254,16 @@ def instance(vnf_instance, root, aliases=None):
     the ids their heal request gave (heal_end)."""
     info = vnf_instance.get('instantiatedVnfInfo') or {}
     names = dict(_vnfc_ids(info), **(aliases or {}))
+    volumes = _volume_ids(info)
     vnfcs = tuple(model.Vnfc(
         id=names.get(vnfc['id'], vnfc['id']),
         compute_resource=model.ComputeResource(
             (vnfc.get('computeResource') or {}).get('resourceId')),
         vnfc_cp_info=tuple(model.VnfcCp(cp.get('cpdId'))
-                           for cp in vnfc.get('vnfcCpInfo') or []))
+                           for cp in vnfc.get('vnfcCpInfo') or []),
+        volume_ids=tuple(volumes[storage_id]
+                         for storage_id in vnfc.get('storageResourceIds')
+                         or [] if storage_id in volumes))
         for vnfc in info.get('vnfcResourceInfo') or [])
     scale_status = tuple(model.ScaleStatus(s['aspectId'],
                                            s.get('scaleLevel', 0))
@@ -256,8 +276,27 @@ def instance(vnf_instance, root, aliases=None):
             vnfc_resource_info=vnfcs, scale_status=scale_status))
 
 
-def request(operation, request_dict, root):
-    """The model of the LCM request of ``operation``."""
+def _volume_ids(info):
+    """{virtualStorageResourceInfo id: its Cinder volume id}."""
+    return {storage['id']: (storage.get('storageResource') or {}).get(
+        'resourceId') for storage in info.get('virtualStorageResourceInfo')
+        or [] if storage.get('id')}
+
+
+def removed_volumes(grant_request):
+    """The volume ids of a v2 grant request's STORAGE removeResources:
+    the volumes its heal re-creates. None without a grant request (then
+    nothing tells that a volume is kept)."""
+    if not grant_request:
+        return None
+    return tuple(res['resource'].get('resourceId') for res in
+                 grant_request.get('removeResources') or []
+                 if res.get('type') == 'STORAGE' and res.get('resource'))
+
+
+def request(operation, request_dict, root, grant_request=None):
+    """The model of the LCM request of ``operation``; a heal's with the
+    volumes its ``grant_request`` removes."""
     request_dict = request_dict or {}
     extra = {key: value for key, value in
              (request_dict.get('additionalParams') or {}).items()
@@ -272,7 +311,9 @@ def request(operation, request_dict, root):
         aspect_id=request_dict.get('aspectId'),
         number_of_steps=request_dict.get('numberOfSteps'),
         vnfc_instance_id=tuple(heal_ids) if heal_ids else None,
-        termination_type=request_dict.get('terminationType'))
+        termination_type=request_dict.get('terminationType'),
+        removed_storage=removed_volumes(grant_request)
+        if operation.startswith('heal_') else None)
 
 
 def removed_member_stacks(vnf_instance, grant_request):

@@ -11,7 +11,9 @@ from __future__ import annotations
 import dataclasses
 
 from kubernetes_mgmt_pv import exceptions
+from kubernetes_mgmt_pv.remote import ssh_keys
 from kubernetes_mgmt_pv.request import param_checks
+from kubernetes_mgmt_pv.request import param_model
 
 MASTER = 'master'
 WORKER = 'worker'
@@ -20,7 +22,9 @@ STORAGE = 'storage'
 # The request keys Tacker's sample Kubernetes driver reads to log in to
 # new or re-created nodes with other credentials than at instantiation.
 _OVERRIDABLE = {MASTER: 'master_node', WORKER: 'worker_node'}
-_CREDENTIALS = ('username', 'password')
+_CREDENTIALS = ('username', 'password', 'ssh_key')
+# A login given replaces the instantiated one of the other form.
+_OTHER_LOGIN = {'password': 'ssh_key', 'ssh_key': 'password'}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -47,8 +51,9 @@ class HealedServer(object):
 
 
 def credential_overrides(request_params):
-    """{role: {'username'|'password': value}} from a scale or heal
-    request's additionalParams (``worker_node_password`` ...).
+    """{role: {'username'|'password'|'ssh_key': value}} from a scale or
+    heal request's additionalParams (``worker_node_password``,
+    ``worker_node_ssh_key`` ...).
 
     The values go to a host as they are, so they are checked like the
     instantiate parameters; an error never echoes them.
@@ -72,10 +77,41 @@ def credential_overrides(request_params):
                     'without control characters'
                     % param_checks.MAX_TEXT_LENGTH))
                 continue
-            overrides.setdefault(role, {})[field] = value
+            if field == 'ssh_key' and not ssh_keys.KEY_NAME.fullmatch(value):
+                errors.append(exceptions.ParameterError(
+                    'additionalParams.' + key,
+                    'must be a file name in ssh_key_dir (a letter or digit, '
+                    'then up to 127 letters, digits and _ . -)'))
+                continue
+            given = overrides.setdefault(role, {})
+            other = _OTHER_LOGIN.get(field)
+            if other is not None and given.get(other) is not None:
+                errors.append(exceptions.ParameterError(
+                    'additionalParams.' + key, 'give either %s_ssh_key or '
+                    '%s_password, not both' % (prefix, prefix)))
+                continue
+            given[field] = value
+            if other is not None:
+                given[other] = None
     if errors:
         raise exceptions.ParameterErrors(errors)
     return overrides
+
+
+def named_key_files(params, overrides=None):
+    """(JSON path, file name) of every key file the logins of ``params``
+    and a request's ``overrides`` (credential_overrides) name."""
+    named = [('additionalParams.%s.ssh_key' % path, access.ssh_key)
+             for path, access in (
+                 (param_model.MASTER_PATH, params.master),
+                 (param_model.WORKER_PATH, params.worker),
+                 (param_model.STORAGE_PATH, params.storage))
+             if access is not None and access.ssh_key]
+    for role, prefix in _OVERRIDABLE.items():
+        name = (overrides or {}).get(role, {}).get('ssh_key')
+        if name:
+            named.append(('additionalParams.%s_ssh_key' % prefix, name))
+    return named
 
 
 class Topology(object):
@@ -141,7 +177,8 @@ class Topology(object):
         return self.of_role(MASTER, WORKER)
 
     def passwords(self):
-        return [node.access.password for node in self.nodes]
+        return [node.access.password for node in self.nodes
+                if node.access.password]
 
     def at_address(self, address):
         for node in self.nodes:

@@ -69,3 +69,15 @@ def gather(executor, script, arguments, description, sudo=False):
     result = executor.run(argv, sudo=sudo,
                           description='gather facts: %s' % description)
     return parse_sections(result.stdout_bytes, boundary)
+
+
+# What ``sudo -n`` prints when the user's sudo needs a password: sudo's
+# own words, and those of sudo-rs, Ubuntu's sudo since 25.10.
+_SUDO_WANTS_PASSWORD = ('a password is required',
+                        'interactive authentication is required')
+
+
+def sudo_wants_password(result):
+    """Whether ``sudo -n`` refused a command for want of a password."""
+    return result.exit_status == 1 and any(
+        words in result.stderr for words in _SUDO_WANTS_PASSWORD)

@@ -208,10 +208,11 @@ class RemoteCommandExecutor(object):
     """An SSH session to one VM: commands, sudo, and file transfers."""
 
     def __init__(self, host, username, password, port=22, secrets=(),
-                 conf=None, host_key_policy=None):
+                 conf=None, host_key_policy=None, pkey=None):
         self.host = host
         self.username = username
         self._password = password
+        self._pkey = pkey  # a paramiko private key, logging in instead
         self.port = port
         self._secrets = tuple(s for s in (password,) + tuple(secrets) if s)
         self._conf = conf or config.options()
@@ -253,7 +254,8 @@ class RemoteCommandExecutor(object):
             try:
                 client.connect(
                     self.host, port=self.port, username=self.username,
-                    password=self._password, look_for_keys=False,
+                    password=self._password, pkey=self._pkey,
+                    look_for_keys=False,
                     allow_agent=False,
                     timeout=self._conf.ssh_connect_timeout,
                     banner_timeout=self._conf.ssh_connect_timeout,
@@ -262,8 +264,9 @@ class RemoteCommandExecutor(object):
                 client.close()
                 raise exceptions.RemoteConnectError(
                     '%s: SSH authentication failed for user %r: check the '
-                    'username and password parameters of this node'
-                    % (self.host, self.username))
+                    'username and %s parameters of this node'
+                    % (self.host, self.username,
+                       'ssh_key' if self._pkey else 'password'))
             except paramiko.BadHostKeyException:
                 client.close()
                 raise exceptions.RemoteConnectError(
@@ -412,8 +415,7 @@ class RemoteCommandExecutor(object):
                 self._redact_bytes(stderr), timed_out=True,
                 reason='timed out after %.0fs' % timeout)
         result = facts.CommandResult(exit_status, stdout, stderr)
-        if sudo and exit_status == 1 and 'password is required' in \
-                result.stderr:
+        if sudo and facts.sudo_wants_password(result):
             raise exceptions.RemoteCommandError(
                 self.host, description, exit_status,
                 reason='user %r needs passwordless sudo on this host'
@@ -677,10 +679,13 @@ class SessionPool(object):
         sessions meanwhile."""
         self._limits.reserve_sessions(self, hosts)
 
-    def get(self, host, username, password, host_key_policy=None):
+    def get(self, host, username, password, host_key_policy=None,
+            pkey=None):
         """The session to host, opened at the first call; a flow sharing a
         pool it did not create gives its own ``host_key_policy`` (a
-        callable like the pool's), used if it opens the connection."""
+        callable like the pool's), used if it opens the connection. The
+        login is ``pkey`` (a paramiko private key) when given, else the
+        password."""
         with self._lock:
             host_lock = self._host_locks.setdefault(host, threading.Lock())
         with host_lock:
@@ -690,7 +695,7 @@ class SessionPool(object):
                 session = _CappedSession(
                     host, username, password, secrets=self._secrets,
                     conf=self._conf, host_key_policy=policy(host),
-                    limits=self._limits, owner=self)
+                    limits=self._limits, owner=self, pkey=pkey)
                 session.connect()
                 self._sessions[host] = session
             return session

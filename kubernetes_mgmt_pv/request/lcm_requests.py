@@ -13,15 +13,39 @@ from kubernetes_mgmt_pv.request import param_model
 @dataclasses.dataclass(frozen=True)
 class HealTargets(object):
     """What a heal request targets: the entire VNF, the Storage server,
-    Master and Worker servers."""
+    Master and Worker servers; whether the Storage server's volumes stay."""
     entire_cluster: bool = False
     storage_server: bool = False
     servers: tuple = ()  # vnf_topology.HealedServer: Masters and Workers
+    storage_kept: bool = False  # a Storage heal keeps its volumes
 
     @property
     def recreates_storage(self):
         """The Storage VM and its volume are re-created (their data lost)."""
-        return self.entire_cluster or self.storage_server
+        return self.entire_cluster or (self.storage_server and
+                                       not self.storage_kept)
+
+
+def keeps_storage_volumes(removed_storage, all_requested, entire_vnf,
+                          storage_volumes):
+    """Whether a heal of the Storage server keeps its Cinder volumes, with
+    their data, attached to the new server.
+
+    ``removed_storage``: the volume ids the heal's grant removes (v2), None
+    when the door does not know them (v1, whose heal re-creates a healed
+    VM's volumes). Tacker v2 marks only the servers unhealthy unless
+    ``additionalParams.all`` is set, which re-creates the VNFC's volumes
+    (and, for the entire VNF, the whole stack). An entire-VNF heal counts
+    as re-creating: the cluster is rebuilt, its claims with it.
+    ``storage_volumes``: the volume ids of the healed Storage VNFC (none
+    known: any removed volume may be its own).
+    """
+    if removed_storage is None or all_requested or entire_vnf:
+        return False
+    removed = set(removed_storage)
+    if storage_volumes:
+        return not removed & set(storage_volumes)
+    return not removed
 
 
 def additional_params(vnf_instance, request=None):
@@ -55,7 +79,7 @@ def heal_targets(vnf_instance, heal_vnf_request, params):
                            [vnfc.id for vnfc in vnfcs],
                            'a VNFC of this VNF instance')
     wanted = set(requested)
-    storage_server, servers = False, []
+    storage_server, servers, volumes = False, [], []
     for vnfc in vnfcs:
         if vnfc.id not in wanted:
             continue
@@ -63,12 +87,21 @@ def heal_targets(vnf_instance, heal_vnf_request, params):
         server_id = vnfc.compute_resource.resource_id
         if params.storage is not None and params.storage.nic_cp_name in cpds:
             storage_server = True
+            volumes += list(getattr(vnfc, 'volume_ids', None) or ())
         for role, access in ((vnf_topology.MASTER, params.master),
                              (vnf_topology.WORKER, params.worker)):
             if access is not None and access.nic_cp_name in cpds:
                 servers.append(vnf_topology.HealedServer(role, server_id))
-    return HealTargets(entire_cluster=heals_entire_vnf(heal_vnf_request),
-                       storage_server=storage_server, servers=tuple(servers))
+    entire = heals_entire_vnf(heal_vnf_request)
+    request_params = getattr(heal_vnf_request, 'additional_params', None)
+    kept = storage_server and keeps_storage_volumes(
+        getattr(heal_vnf_request, 'removed_storage', None),
+        # Tacker v2 reads "all" by truth value.
+        bool(request_params.get('all'))
+        if isinstance(request_params, dict) else False,
+        entire, volumes)
+    return HealTargets(entire_cluster=entire, storage_server=storage_server,
+                       servers=tuple(servers), storage_kept=kept)
 
 
 def scaled_node_access(params, scale_vnf_request):

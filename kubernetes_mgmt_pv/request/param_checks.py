@@ -9,6 +9,7 @@ import posixpath
 import re
 
 from kubernetes_mgmt_pv import exceptions
+from kubernetes_mgmt_pv.remote import ssh_keys
 from kubernetes_mgmt_pv.request import offline_params
 
 # Conservative on purpose: these strings end up in /etc/exports, /etc/fstab
@@ -139,6 +140,17 @@ class Checker(object):
         self.fail('%s.%s' % (path, key),
                   'must be a letter or digit, then up to 254 letters, '
                   'digits and _ . -, got %s' % shown(value))
+        return None
+
+    def key_file_name(self, parent, key, path):
+        """An optional file name of ``ssh_keys.KEY_NAME``, never a path."""
+        value = self.text(parent, key, path, required=False)
+        if value is None or ssh_keys.KEY_NAME.fullmatch(value):
+            return value
+        self.fail('%s.%s' % (path, key),
+                  'must be a file name in ssh_key_dir (a letter or digit, '
+                  'then up to 127 letters, digits and _ . -), got %s'
+                  % shown(value))
         return None
 
     def cidrs(self, parent, key, path):

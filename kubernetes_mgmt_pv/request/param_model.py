@@ -42,12 +42,14 @@ IPV4_MIN_POD_PREFIX = IPV4_NODE_MASK - 16
 
 @dataclasses.dataclass(frozen=True)
 class NodeAccess(object):
-    """How to reach the Master or Worker nodes of one kind."""
+    """How to reach the Master or Worker nodes of one kind; the login is
+    a key file of the conductor host (``ssh_key``) or a password."""
     ssh_cp_name: str
     nic_cp_name: str
     username: str
-    password: str = dataclasses.field(repr=False)
+    password: str = dataclasses.field(default=None, repr=False)
     aspect_id: str = None
+    ssh_key: str = None
 
 
 @dataclasses.dataclass(frozen=True)
@@ -70,9 +72,10 @@ class StorageServer(object):
     ssh_cp_name: str
     nic_cp_name: str
     username: str
-    password: str = dataclasses.field(repr=False)
+    password: str = dataclasses.field(default=None, repr=False)
     volumes: tuple = ()
     exports: tuple = ()
+    ssh_key: str = None
 
 
 @dataclasses.dataclass(frozen=True)
@@ -219,7 +222,7 @@ def _parse_root(check, root):
 
 
 _NODE_KEYS = ('aspect_id', 'ssh_cp_name', 'nic_cp_name', 'username',
-              'password')
+              'password', 'ssh_key')
 _NETWORK_KEYS = ('pod_cidr', 'cluster_cidr', 'cluster_cp_name',
                  'cluster_fip_name')
 
@@ -236,9 +239,35 @@ def _parse_node(check, value, path, required, known):
         ssh_cp_name=ssh_cp_name,
         nic_cp_name=nic_cp_name or ssh_cp_name,
         username=check.text(node, 'username', path),
-        password=check.text(node, 'password', path),
         aspect_id=check.resource_name(node, 'aspect_id', path,
-                                      required=False))
+                                      required=False),
+        **_login(check, node, path))
+
+
+def _login(check, value, path):
+    """{'password': ..., 'ssh_key': ...}, exactly one of them given. A
+    key file is preferred: a password shows in Tacker's API."""
+    password = check.text(value, 'password', path, required=False)
+    ssh_key = check.key_file_name(value, 'ssh_key', path)
+    given = [key for key in ('password', 'ssh_key')
+             if value.get(key) is not None]
+    if len(given) == 2:
+        check.fail(path + '.ssh_key', 'give either ssh_key or password, '
+                                      'not both')
+    elif not given:
+        check.fail(path + '.ssh_key', 'required: the file name of an SSH '
+                                      'private key in ssh_key_dir of the '
+                                      'conductor host (or a password)')
+    return {'password': password, 'ssh_key': ssh_key}
+
+
+def password_logins(params):
+    """JSON paths of the logins of ``params`` that are passwords: Tacker
+    shows them in its API and sends them to the NFVO."""
+    return ['%s.password' % path for path, access in (
+        (MASTER_PATH, params.master), (WORKER_PATH, params.worker),
+        (STORAGE_PATH, params.storage))
+        if access is not None and access.password is not None]
 
 
 def _parse_network(check, master, node_networks):
@@ -289,7 +318,8 @@ def _reject_overlap(check, path, networks, other_key, others):
 
 
 _STORAGE_KEYS = ('ssh_cp_name', 'nic_cp_name', 'username', 'password',
-                 'cinder_volume_setup_params', 'nfs_server_setup_params')
+                 'ssh_key', 'cinder_volume_setup_params',
+                 'nfs_server_setup_params')
 
 
 def _parse_storage(check, value, path):
@@ -317,9 +347,9 @@ def _parse_storage(check, value, path):
         ssh_cp_name=ssh_cp_name,
         nic_cp_name=nic_cp_name or ssh_cp_name,
         username=check.text(storage, 'username', path),
-        password=check.text(storage, 'password', path),
         volumes=tuple(v for _, v in volumes),
-        exports=tuple(e for _, e in exports))
+        exports=tuple(e for _, e in exports),
+        **_login(check, storage, path))
 
 
 def _parse_volumes(check, storage, path):

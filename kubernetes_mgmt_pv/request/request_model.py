@@ -27,6 +27,7 @@ class Vnfc(object):
     id: str
     compute_resource: ComputeResource
     vnfc_cp_info: tuple = ()  # VnfcCp
+    volume_ids: tuple = ()  # its Cinder volumes (v2: storageResourceIds)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -65,4 +66,7 @@ class LcmRequest(object):
     aspect_id: str | None = None
     number_of_steps: int | None = None
     vnfc_instance_id: tuple | None = None  # heal: None = the entire VNF
+    # heal, v2: the volume ids its grant removes (re-creates); None: not
+    # known, as in v1, whose heal re-creates a healed VM's volumes.
+    removed_storage: tuple | None = None
     termination_type: str | None = None

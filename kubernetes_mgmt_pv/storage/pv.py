@@ -54,11 +54,21 @@ def parse_volume_list(output, names):
 
 
 def refuse_if_bound(live, host=None):
-    """Fail, naming them and the Master ``host`` they were read on, if any
-    of the ``live`` PVs is Bound to a claim."""
+    """Fail, naming them, their claims and the Master ``host`` they were
+    read on, if any of the ``live`` PVs is Bound to a claim."""
     bound = [name for name, volume in live.items() if _phase(volume) == BOUND]
     if bound:
-        raise exceptions.PersistentVolumeInUseError(bound, host)
+        claims = (_claim(live[name]) for name in bound)
+        raise exceptions.PersistentVolumeInUseError(
+            bound, host, [claim for claim in claims if claim])
+
+
+def _claim(volume):
+    """"<namespace>/<name>" of the claim a PV is bound to, or None."""
+    ref = (volume.get('spec') or {}).get('claimRef')
+    if not isinstance(ref, dict) or not ref.get('name'):
+        return None
+    return '%s/%s' % (ref.get('namespace') or 'default', ref['name'])
 
 
 def unchecked_release(error, skip_flag, flag_path):

@@ -233,14 +233,23 @@ def parse_regions(result):
     return {'first': states['first'], 'last': states['last']}
 
 
-def plan_filesystem(device, probe, regions):
+def plan_filesystem(device, probe, regions, kept=False):
     """mkfs of ``device`` if it is blank, else None.
 
     Blank: blkid found no signature at all and the first and last MiB are
     all zeros. A filesystem is never formatted again; a device holding
     anything else (a partition table, RAID or LVM member, or data blkid
     knows no signature of, such as a raw tar stream) is refused.
+    ``kept``: the volume was kept by a heal and must hold its filesystem;
+    a blank one is refused, as formatting it would hand the bound claims
+    an empty export.
     """
+    if not probe and kept:
+        raise exceptions.StorageSetupError(
+            '%s is blank, but the heal kept this volume, which must hold the '
+            'filesystem of the PersistentVolumes: refusing to format it. '
+            'Check that Heat attached the old volume to the new Storage '
+            'server' % device)
     if not probe:
         found = _data_found(regions)
         if found:
@@ -558,7 +567,7 @@ class ServerPlan(object):
             self.chown or self.exports is not None or self.reexport)
 
 
-def plan_volume(host, point, listing, probe, regions):
+def plan_volume(host, point, listing, probe, regions, kept=False):
     """The ``VolumePlan`` of a volume, refusing what ``check_mount_point``
     and ``plan_filesystem`` refuse (named by the step they refuse)."""
     with step_report.step(host, 'mount %s' % point.mount_to):
@@ -567,7 +576,7 @@ def plan_volume(host, point, listing, probe, regions):
         check_mount_point(point)
     with step_report.step(host, 'format %s' % point.device):
         probe = probe.get()
-        mkfs = plan_filesystem(point.device, probe, regions)
+        mkfs = plan_filesystem(point.device, probe, regions, kept)
         identity = None if mkfs else filesystem_identity(point.device, probe)
     fstype = identity[0] if identity else NEW_FILESYSTEM
     return VolumePlan(point, probe, tuple(mkfs) if mkfs else None,
@@ -586,12 +595,14 @@ def plan_export_dirs(directories, volume_devices, found):
                          if d in chown or d in create)
 
 
-def plan_server(host, storage, found):
+def plan_server(host, storage, found, volumes_kept=False):
     """The ``ServerPlan`` of the storage server ``host`` from its
     ``ServerFacts``; refusals and facts that failed are named by the step
-    that needs them, before anything is changed."""
-    volumes = tuple(plan_volume(host, *volume) for volume in zip(
-        found.points, found.listings, found.probes, found.regions))
+    that needs them, before anything is changed. ``volumes_kept``: a heal
+    kept the volumes, whose filesystems must be there."""
+    volumes = tuple(plan_volume(host, *volume, kept=volumes_kept)
+                    for volume in zip(found.points, found.listings,
+                                      found.probes, found.regions))
     directories = tuple(dict.fromkeys(e.export_dir for e in storage.exports))
     devices = {v.point.mount_to: v.point.device_id for v in volumes}
     fresh = any(v.mkfs for v in volumes)

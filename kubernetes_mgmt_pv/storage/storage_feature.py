@@ -41,11 +41,15 @@ class StorageFeature(object):
     def heal_start(self, context, vnf_instance, heal_vnf_request, grant,
                    grant_request, **kwargs):
         """Refuse while a PV is Bound, then delete the PVs, when the heal
-        re-creates the Storage VM (a Storage or an entire-cluster heal);
-        an entire heal is refused first while its VIM is in use."""
+        re-creates the Storage VM's volume (a Storage heal that does not
+        keep it, or an entire-cluster heal); an entire heal is refused
+        first while its VIM is in use."""
         workflow, targets = self._heal_plan(context, vnf_instance,
                                             heal_vnf_request)
         if workflow is None or not targets.recreates_storage:
+            if workflow is not None and targets.storage_kept:
+                LOG.info('The heal keeps the Storage server\'s volumes: '
+                         'the PersistentVolumes and their claims stay')
             return
         skip = lcm_requests.skip_pv_check(
             getattr(heal_vnf_request, 'additional_params', None))
@@ -64,7 +68,7 @@ class StorageFeature(object):
             workflow.deploy()
             return
         if targets.storage_server:
-            workflow.rebuild_storage()
+            workflow.rebuild_storage(volumes_kept=targets.storage_kept)
         if targets.servers:
             workflow.install_clients(
                 workflow.topology.healed(targets.servers))

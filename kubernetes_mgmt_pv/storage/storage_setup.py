@@ -125,19 +125,21 @@ def read_facts(executor, storage_server, attachments, report):
         exportfs=_fact(lambda: _exportfs_output(executor, gathered)))
 
 
-def plan(executor, storage_server, attachments, report):
+def plan(executor, storage_server, attachments, report, volumes_kept=False):
     """Gather and plan: the storage server's ``server_steps.ServerPlan`` and
     its facts. Changes nothing."""
     found = read_facts(executor, storage_server, attachments, report)
     return server_steps.plan_server(
-        executor.host, storage_server, found), found
+        executor.host, storage_server, found, volumes_kept), found
 
 
 def setup_storage_server(executor, storage_server, attachments, proxy, conf,
-                         report):
-    """Bring the storage server to the requested state, step by step."""
+                         report, volumes_kept=False):
+    """Bring the storage server to the requested state, step by step;
+    ``volumes_kept``: a heal kept the volumes, never formatted then."""
     host = executor.host
-    planned, found = plan(executor, storage_server, attachments, report)
+    planned, found = plan(executor, storage_server, attachments, report,
+                          volumes_kept)
     fstab = [_apply_volume(executor, volume, report)
              for volume in planned.volumes]
     with step_report.step(host, '%s update' % server_steps.FSTAB_FILE):

@@ -150,10 +150,11 @@ class PvWorkflow(flow.Flow):
 
     # -- flows --------------------------------------------------------------
 
-    def _setup_storage(self, sessions, node, attachments, report):
+    def _setup_storage(self, sessions, node, attachments, report,
+                       volumes_kept=False):
         storage_setup.setup_storage_server(
             self.session(sessions, node), self.params.storage, attachments,
-            self.params.proxy, self.conf, report)
+            self.params.proxy, self.conf, report, volumes_kept)
 
     def _install_client(self, sessions, node, facts, report):
         nfs_client.install_nfs_client(self.session(sessions, node),
@@ -254,19 +255,26 @@ class PvWorkflow(flow.Flow):
                                   self.conf.pv_delete_timeout, report)
         return self.finish('release_storage', report)
 
-    def rebuild_storage(self):
-        """heal_end of the storage server: set up the new VM, PVs again."""
+    def rebuild_storage(self, volumes_kept=False):
+        """heal_end of the storage server: set up the new VM, PVs again.
+
+        ``volumes_kept``: the heal kept the volumes (their data) and the
+        port: their filesystems are mounted and exported again, never
+        formatted, and the PVs, still there and maybe Bound, are left
+        untouched.
+        """
         report = step_report.Report()
         storage, nodes = self.topology.storage, self.topology.cluster_nodes
         attachments, servers = self._volume_attachments(), self._nfs_servers()
         addresses = self._server_addresses(servers)
         with self.sessions() as sessions:
-            kubectl = self._registrar(sessions)
+            kubectl = None if volumes_kept else self._registrar(sessions)
             facts = self._client_preflight(sessions, nodes, addresses,
                                            storage=storage,
                                            reachable_only=True)
             self._check_exports(sessions, nodes, facts, addresses)
-            self._setup_storage(sessions, storage, attachments, report)
+            self._setup_storage(sessions, storage, attachments, report,
+                                volumes_kept)
             self._register(kubectl, servers, report)
         return self.finish('rebuild_storage', report)
 

@@ -35,7 +35,10 @@ V2_DIR = 'v2/'
 V2_SCRIPT_PATH = 'Scripts/kubernetes_mgmt_v2.py'
 V2_ARTIFACT_FILE = '../' + V2_SCRIPT_PATH
 _V1_ONLY = (DRIVER_PATH, 'UserData/')
-APIS = ('v1', 'v2')
+# cnf: a CNF's package (its Kubernetes manifests, no driver), deployed by
+# Tacker v2's Kubernetes infra driver, which finds the manifests only by
+# the "Name" of their TOSCA.meta block (Tacker v1 accepts it as well).
+APIS = ('v1', 'v2', 'cnf')
 ALGORITHM = 'SHA-256'
 # The algorithms Tacker accepts in TOSCA.meta (compared lower-cased).
 HASH_FUNCTIONS = {'sha-224': hashlib.sha224, 'sha-256': hashlib.sha256,
@@ -135,9 +138,10 @@ def build(source_dir, output_path, api='v1'):
     """Write the CSAR zip of source_dir to output_path.
 
     v1: the installed driver file becomes Scripts/mgmt_driver.py (replacing
-    any copy in the source). v2: see V2_DIR. TOSCA.meta keeps the source's
-    header block and gets a Source/Algorithm/Hash block per artifact (every
-    file outside TOSCA-Metadata/ and Definitions/). Entries are sorted and
+    any copy in the source). v2: see V2_DIR. cnf: see APIS. TOSCA.meta
+    keeps the source's header block and gets a Source (cnf: Name),
+    Algorithm and Hash block per artifact (every file outside
+    TOSCA-Metadata/ and Definitions/). Entries are sorted and
     timestamps fixed, so equal inputs give identical zips.
     """
     source = os.path.realpath(source_dir)
@@ -156,8 +160,11 @@ def build(source_dir, output_path, api='v1'):
         raise PackageError('Entry-Definitions %s is not in the source'
                            % entry)
     replaced = False
+    artifact_key = 'Source'
     if api == 'v2':
         files = _v2_files(files)
+    elif api == 'cnf':
+        artifact_key = 'Name'
     else:
         files = {name: path for name, path in files.items()
                  if not name.startswith(V2_DIR)}
@@ -166,8 +173,8 @@ def build(source_dir, output_path, api='v1'):
                     file_hash(files[DRIVER_PATH]) != file_hash(driver))
         files[DRIVER_PATH] = driver
     blocks = [header_text]
-    blocks += ['Source: %s\nAlgorithm: %s\nHash: %s' % (
-        name, ALGORITHM, file_hash(files[name]))
+    blocks += ['%s: %s\nAlgorithm: %s\nHash: %s' % (
+        artifact_key, name, ALGORITHM, file_hash(files[name]))
         for name in sorted(files) if not name.startswith(_NOT_ARTIFACTS)]
     meta = ('\n\n'.join(blocks) + '\n').encode('utf-8')
     _write_zip(output_path, dict(files, **{META_PATH: meta}))

@@ -19,6 +19,7 @@ from kubernetes_mgmt_pv.request import param_checks
 from kubernetes_mgmt_pv.request import param_model
 from kubernetes_mgmt_pv import safe_yaml
 from kubernetes_mgmt_pv.storage import manifests
+from kubernetes_mgmt_pv.vnf_package import cnf_check
 from kubernetes_mgmt_pv.vnf_package import csar
 from kubernetes_mgmt_pv.vnf_package import driver_artifact
 
@@ -78,6 +79,9 @@ def check(package_dir, request, found):
                     'an Instantiate request needs a flavourId; heal and '
                     'scale requests cannot be checked against the package')
         return
+    if cnf_check.is_cnf_request(request):
+        cnf_check.check(package_dir, request, found)
+        return
     if not param_checks.is_resource_name(flavour):
         # It names the directory BaseHOT/<flavourId> of the package.
         found.error('flavour-unknown', 'flavourId',
@@ -89,6 +93,13 @@ def check(package_dir, request, found):
         found.error('param-invalid', error.path, error.reason)
     for warning in parsed.params.warnings:
         found.warning('param-warning', warning.path, warning.reason)
+    for path in param_model.password_logins(parsed.params):
+        found.warning('password-login', path,
+                      'Tacker shows additionalParams in plain text in its '
+                      'API (GET /vnf_lcm_op_occs) and sends them to the '
+                      'NFVO in grant requests; give ssh_key, the file name '
+                      'of a private key in ssh_key_dir of the conductor '
+                      'host, instead')
     # The cross-checks see only the values that parsed: an invalid one is
     # already a param-invalid finding, and cannot name a file or resource.
     invalid_paths = {error.path for error in parsed.errors}

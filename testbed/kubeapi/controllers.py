@@ -12,6 +12,7 @@ from typing import Optional
 from testbed.kubeapi import kinds
 from testbed.kubeapi import model
 from testbed.kubeapi import patches
+from testbed.kubeapi import replication
 from testbed.kubeapi import workloads
 from testbed import node_lifecycle
 
@@ -55,8 +56,20 @@ class Controllers:
                 if pod['status'].get('startTime'):
                     self._mark_deleted(kinds.POD, pod, 0)
             elif pod['status'].get('phase') == 'Pending' and \
-                    not node_lifecycle.kubelet_gone(node):
+                    not node_lifecycle.kubelet_gone(node) and \
+                    self._volumes_ready(pod, node_name):
                 self._start(pod, node)
+
+    def _volumes_ready(self, pod: dict, node_name: str) -> bool:
+        """Whether the kubelet has the pod's volumes: each claim Bound
+        and, on a Node with a node agent, the agent's mounts done."""
+        namespace = pod['metadata']['namespace']
+        for name in workloads.claim_names(pod):
+            claim = self._objects[kinds.PVC].get((namespace, name))
+            if claim is None or claim['status'].get('phase') != 'Bound':
+                return False
+        return node_name not in self._agent_nodes or \
+            pod['metadata']['uid'] in self._mounted_pods
 
     def _start(self, pod: dict, node: dict) -> None:
         host_ip = next((entry.get('address') for entry
@@ -104,7 +117,8 @@ class Controllers:
                 meta = obj['metadata']
                 if not (meta.get('deletionTimestamp')
                         and meta.get('deletionGracePeriodSeconds')) or \
-                        self._kubelet_gone(res, obj):
+                        self._kubelet_gone(res, obj) or \
+                        meta['uid'] in self._mounted_pods:
                     continue
                 due = self._deleting_at.get((res, *key), now) \
                     + self.pod_grace
@@ -243,9 +257,7 @@ class Controllers:
         return any(
             pod['metadata']['namespace'] == meta['namespace']
             and pod['status'].get('phase') not in workloads.TERMINAL_PHASES
-            and any(((volume or {}).get('persistentVolumeClaim') or {}).get(
-                'claimName') == meta['name']
-                for volume in pod['spec'].get('volumes') or [])
+            and meta['name'] in workloads.claim_names(pod)
             for pod in self._objects[kinds.POD].values())
 
     def _claim_exists(self, ref: Optional[dict]) -> bool:
@@ -380,6 +392,10 @@ class Controllers:
 # the server (its lock held) and the monotonic time of the pass, and
 # returns when its next delayed action is due (None: nothing is waiting).
 CONTROLLERS = (
+    replication.Replication._collect_garbage,  # the garbage collector
+    replication.Replication._reconcile_deployments,  # Deployments
+    replication.Replication._reconcile_replicas,  # their ReplicaSets' pods
+    replication.Replication._schedule,  # the scheduler, for those pods
     Controllers._reconcile_pods,  # kubelets, pod garbage collector
     Controllers._reconcile_volumes,  # PV binder, protection finalizers
     Controllers._reconcile_tokens,  # legacy service-account tokens

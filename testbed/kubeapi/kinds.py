@@ -3,6 +3,7 @@ request is routed by), the objects a new server starts with, and the
 discovery documents."""
 
 
+from testbed.kubeapi import deployments
 from testbed.kubeapi import model
 from testbed.kubeapi import printing
 from testbed.kubeapi import validation
@@ -84,6 +85,12 @@ REPLICA_SET = model.Resource(
     owned_status=workloads.replica_set_status,
     columns=('Name', 'Desired', 'Current', 'Ready', 'Age'),
     wide_columns=_WORKLOAD_WIDE_COLUMNS, cells=printing.replica_set_cells)
+DEPLOYMENT = model.Resource(
+    model.APPS_GROUP, 'deployments', 'Deployment', True, ('deploy',),
+    prepare=deployments.prepare_deployment, check=workloads.workload_errors,
+    new_status=workloads.zero_status, generation=True,
+    columns=('Name', 'Ready', 'Up-to-date', 'Available', 'Age'),
+    wide_columns=_WORKLOAD_WIDE_COLUMNS, cells=printing.deployment_cells)
 POD_DISRUPTION_BUDGET = model.Resource(
     model.POLICY_GROUP, 'poddisruptionbudgets', 'PodDisruptionBudget', True,
     ('pdb',), check=workloads.budget_errors,
@@ -104,7 +111,7 @@ CLUSTER_ROLE_BINDING = model.Resource(
     cells=printing.binding_cells)
 
 RESOURCES = (PV, PVC, NODE, NAMESPACE, SERVICE_ACCOUNT, SECRET, CONFIG_MAP,
-             POD, DAEMON_SET, REPLICA_SET, POD_DISRUPTION_BUDGET,
+             POD, DAEMON_SET, REPLICA_SET, DEPLOYMENT, POD_DISRUPTION_BUDGET,
              CLUSTER_ROLE, CLUSTER_ROLE_BINDING)
 # (group, version, plural) -> resource, to route resource requests.
 ROUTES = {(res.group, res.version, res.plural): res for res in RESOURCES}

@@ -182,6 +182,16 @@ def replica_set_cells(replica_set: dict) -> list:
             *_template_cells(replica_set)]
 
 
+def deployment_cells(deployment: dict) -> list:
+    spec, status = deployment.get('spec') or {}, \
+        deployment.get('status') or {}
+    return [deployment['metadata']['name'],
+            f'{status.get("readyReplicas", 0)}/{spec.get("replicas", 0)}',
+            str(status.get('updatedReplicas', 0)),
+            str(status.get('availableReplicas', 0)), _age(deployment),
+            *_template_cells(deployment)]
+
+
 def daemon_set_cells(daemon_set: dict) -> list:
     status = daemon_set.get('status') or {}
     node_selector = (((daemon_set.get('spec') or {}).get('template') or {})

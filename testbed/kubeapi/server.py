@@ -20,6 +20,7 @@ from testbed.kubeapi import handler
 from testbed.kubeapi import kinds
 from testbed.kubeapi import model
 from testbed.kubeapi import patches
+from testbed.kubeapi import replication
 from testbed.kubeapi import store
 from testbed import node_lifecycle
 
@@ -36,7 +37,8 @@ class InjectedFailure:
     hits: list = dataclasses.field(default_factory=list)
 
 
-class KubeApiServer(store.Store, controllers.Controllers):
+class KubeApiServer(store.Store, controllers.Controllers,
+                    replication.Replication):
     """In-memory Kubernetes API server over HTTPS, with a controller.
 
     Use it as a context manager, or call start() and stop(). Each instance
@@ -93,6 +95,10 @@ class KubeApiServer(store.Store, controllers.Controllers):
         self._deleting_at = {}
         self._pod_addresses = 0  # pod IPs handed out
         self._tokens = {}  # minted service-account token -> its Secret's key
+        # Nodes whose pods' volumes a node agent mounts (testbed.node_agent),
+        # and the uids of the pods whose volumes it has mounted.
+        self._agent_nodes = set()
+        self._mounted_pods = set()
         self._requests = []
         self._watchers = 0
         self._stopping = False
@@ -310,6 +316,24 @@ class KubeApiServer(store.Store, controllers.Controllers):
                         if failure.code >= 500 else 'BadRequest',
                         failure.message)
         return None
+
+    def attach_node_agent(self, node_name: str) -> None:
+        """From now on, a pod with claims on the Node runs only once its
+        node agent reported the volumes mounted (volumes_mounted()), and a
+        deleted one goes only once it reported them unmounted."""
+        with self._cond:
+            self._agent_nodes.add(node_name)
+            self._wake()
+
+    def volumes_mounted(self, pod_uid: str) -> None:
+        with self._cond:
+            self._mounted_pods.add(pod_uid)
+            self._wake()
+
+    def volumes_unmounted(self, pod_uid: str) -> None:
+        with self._cond:
+            self._mounted_pods.discard(pod_uid)
+            self._wake()
 
     def keep_pending(self, *names: str) -> None:
         """Make the named PVs (existing or future ones) stay Pending."""

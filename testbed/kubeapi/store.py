@@ -25,6 +25,11 @@ def _check_delete(res: model.Resource, old: dict, options) -> None:
     if not isinstance(options, dict):
         raise model.ApiError(400, 'BadRequest',
                              'the body is not DeleteOptions')
+    if options.get('propagationPolicy') not in (None, 'Background',
+                                                'Foreground'):
+        raise model.ApiError(400, 'BadRequest', 'propagationPolicy '
+                             f'{options["propagationPolicy"]} is not '
+                             'supported by this test server')
     if options.get('dryRun'):
         raise model.ApiError(400, 'BadRequest',
                              'dryRun is not supported by this test server')
@@ -165,6 +170,8 @@ class Store:
                         'deletionGracePeriodSeconds') or 0):
                     return self._mark_deleted(res, old, grace)
                 return old
+            if options.get('propagationPolicy') == 'Foreground':
+                return self._delete_in_foreground(res, old, grace)
             return self._mark_deleted(res, old, grace)
 
     def _evict(self, namespace: str, name: str, body) -> dict:

@@ -156,6 +156,13 @@ def pod_grace(pod: dict, options: dict) -> int:
     return max(0, int(grace))
 
 
+def claim_names(pod: dict) -> list:
+    """The PersistentVolumeClaims the pod's volumes name."""
+    return [((volume or {}).get('persistentVolumeClaim') or {}).get(
+        'claimName') for volume in (pod.get('spec') or {}).get('volumes')
+        or [] if (volume or {}).get('persistentVolumeClaim')]
+
+
 def pod_ready(pod: dict) -> bool:
     return any(condition.get('type') == 'Ready'
                and condition.get('status') == 'True'
@@ -266,7 +273,7 @@ def daemon_set_status(daemon_set: dict, pods: list) -> dict:
 
 def zero_status(obj: dict) -> dict:
     return dict.fromkeys(
-        ('replicas',) if obj['kind'] == 'ReplicaSet' else
+        ('replicas',) if obj['kind'] in ('ReplicaSet', 'Deployment') else
         ('currentNumberScheduled', 'desiredNumberScheduled',
          'numberMisscheduled', 'numberReady'), 0)
 

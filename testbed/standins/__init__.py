@@ -15,6 +15,7 @@ hosts, with kubeadm's certificates, ports and membership changes, so the
 driver can manage etcd members as on real Masters (kubeadm_etcd.py).
 """
 
+import datetime
 import json
 import os
 import re
@@ -66,11 +67,11 @@ def k8s_package_version(script=INSTALL_SCRIPT):
 
 
 def kubernetes_version(package_version=None):
-    """'v1.31.4' for package version '1.31.4-1.1' (default: the script's)."""
+    """'v1.35.4' for package version '1.35.4-1.1' (default: the script's)."""
     return 'v' + (package_version or k8s_package_version()).split('-')[0]
 
 
-def packages(k8s_version=None):
+def packages(k8s_version=None, containerd_version=CONTAINERD_VERSION):
     """(name, version, description, [(source module, installed path)])."""
     k8s_version = k8s_version or k8s_package_version()
     return [
@@ -80,23 +81,28 @@ def packages(k8s_version=None):
           ('kubeadm_config.py', KUBEADM_CONFIG),
           ('kubeadm_node.py', KUBEADM_NODE),
           ('kubeadm_pki.py', KUBEADM_PKI),
-          ('kube_apiserver_standin.py', API_SERVER)]),
+          ('kube_apiserver_standin.py', API_SERVER),
+          ('crictl.py', '/usr/bin/crictl')]),
         ('kubelet', k8s_version, 'kubelet stand-in for the testbed',
          [('kubelet.py', '/usr/bin/kubelet')]),
-        ('containerd', CONTAINERD_VERSION,
+        ('containerd', containerd_version,
          'containerd stand-in for the testbed',
          [('containerd.py', '/usr/bin/containerd')]),
     ]
 
 
-def build_packages(outdir, k8s_version=None):
+def build_packages(outdir, k8s_version=None,
+                   containerd_version=CONTAINERD_VERSION):
     """Build the stand-in .debs into outdir and return their paths.
 
     Uncompressed (-Znone): they are a few KB and built once per testbed.
+    ``containerd_version`` decides which default configuration the
+    containerd stand-in prints (1.x's or 2.x's).
     """
     paths = []
     with tempfile.TemporaryDirectory(prefix='standins-') as workdir:
-        for name, version, description, files in packages(k8s_version):
+        for name, version, description, files in packages(
+                k8s_version, containerd_version):
             root = os.path.join(workdir, name)
             for module, target in files:
                 with open(os.path.join(HERE, module)) as handle:
@@ -196,3 +202,21 @@ def call_log(host):
     """The kubeadm calls made on a host: a list of {"argv", "time"}."""
     text = host.run(f'cat {CALL_LOG} 2>/dev/null || true').stdout
     return [json.loads(line) for line in text.splitlines() if line.strip()]
+
+
+def expire_certificates(host, days):
+    """Sign the kubeadm stand-in's certificates on a control-plane host
+    again, with their keys, to expire ``days`` days from now."""
+    host.run(f'python3 {KUBEADM_PKI} reissue {int(days)}')
+
+
+def certificate_expiry(host):
+    """{kubeadm certificate name: notAfter} on a control-plane host."""
+    text = host.run(
+        "for c in apiserver-etcd-client.crt etcd/server.crt etcd/peer.crt "
+        "etcd/healthcheck-client.crt; do printf '%s ' $c; openssl x509 "
+        "-noout -enddate -in /etc/kubernetes/pki/$c; done").stdout
+    return {name: datetime.datetime.strptime(
+        value.partition('=')[2].strip(), '%b %d %H:%M:%S %Y %Z')
+        for name, value in (line.split(' ', 1)
+                            for line in text.splitlines())}

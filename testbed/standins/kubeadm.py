@@ -21,6 +21,8 @@ accepts only the command lines of the cluster contract:
     kubeadm init phase upload-certs --upload-certs
     kubeadm reset [-f]
     kubeadm version [-o short|json]
+    kubeadm certs check-expiration
+    kubeadm certs renew all
 
 Every call is appended to /var/log/kubeadm-standin.log as one JSON line
 {"argv": [...], "time": <epoch seconds>} so tests can check what was run;
@@ -88,6 +90,7 @@ FLAGS = {
     'token delete': {},
     'reset': {'force': False},
     'version': {'output': True},
+    'certs': {},
 }
 SHORT_FLAGS = {'o': 'output', 'f': 'force'}
 GLOBAL_FLAGS = {'v': True}  # klog verbosity: >= 5 logs etcd retries
@@ -554,7 +557,7 @@ def cmd_version(options, positional):
     major, minor = node.VERSION.lstrip('v').split('.')[:2]
     info = {'major': major, 'minor': minor, 'gitVersion': node.VERSION,
             'gitCommit': '0' * 40, 'gitTreeState': 'clean',
-            'buildDate': '2024-12-10T00:00:00Z', 'goVersion': 'go1.22.9',
+            'buildDate': '2026-04-14T00:00:00Z', 'goVersion': 'go1.25.8',
             'compiler': 'gc', 'platform': 'linux/amd64'}
     if output == 'json':
         print(json.dumps({'clientVersion': info}, indent=2))
@@ -566,13 +569,28 @@ def cmd_version(options, positional):
         raise node.KubeadmError(f'invalid output format: {output}')
 
 
+def cmd_certs(options, positional):
+    """check-expiration and renew all, on a control-plane node (see
+    kubeadm_pki.py for which certificates the stand-in has)."""
+    require_root()
+    if positional == ['check-expiration']:
+        sys.stdout.write(pki.check_expiration())
+    elif positional == ['renew', 'all']:
+        pki.renew_all()
+    else:
+        raise node.KubeadmError('testbed: only "kubeadm certs '
+                                'check-expiration" and "kubeadm certs renew '
+                                'all" are supported')
+
+
 COMMANDS = {('init', 'phase', 'upload-certs'): ('init phase upload-certs',
                                                 cmd_upload_certs),
             ('init',): ('init', cmd_init),
             ('join',): ('join', cmd_join),
             ('token',): ('token create', cmd_token),
             ('reset',): ('reset', cmd_reset),
-            ('version',): ('version', cmd_version)}
+            ('version',): ('version', cmd_version),
+            ('certs',): ('certs', cmd_certs)}
 
 
 def main(argv):

@@ -65,8 +65,8 @@ What `kubeadm init` does here, as kubeadm:
 with the certificate key, into Secret kube-system/kubeadm-certs (see
 kubeadm.py), and `kubeadm join --control-plane --certificate-key K`
 downloads them, makes its own server/peer/healthcheck/apiserver-etcd-client
-certificates, then joins etcd as kubeadm 1.31 does (EtcdLearnerMode, on by
-default since 1.29):
+certificates, then joins etcd as kubeadm 1.35 does (EtcdLearnerMode, on by
+default since 1.29, GA since 1.33):
   * endpoints: the InternalIPs of the control-plane Nodes in the API server
     (kubeadm reads the etcd Pods' advertise-client-urls annotation; the
     test API server has no Pods), port 2379, then the members' client URLs;
@@ -147,7 +147,7 @@ PID_FILE = '/run/etcd.pid'
 CLIENT_PORT = 2379
 PEER_PORT = 2380
 METRICS_PORT = 2381
-LEARNER_MODE = True  # kubeadm's EtcdLearnerMode feature gate, on in 1.31
+LEARNER_MODE = True  # kubeadm's EtcdLearnerMode feature gate, GA in 1.35
 REQUEST_TIMEOUT = 2.0  # kubeadm's etcdTimeout
 RESET_REMOVE_BUDGET = 15.0  # seconds reset spends on removing the member
 STOP_GRACE = 10.0  # seconds between SIGTERM and SIGKILL

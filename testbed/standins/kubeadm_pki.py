@@ -4,11 +4,20 @@ certificates plus the API server's etcd client certificate, under
 /etc/kubernetes/pki (openssl CLI). Installed as
 /usr/lib/testbed/kubeadm_pki.py next to kubeadm_etcd.py, whose paths it
 uses.
+
+It also answers ``kubeadm certs check-expiration`` (kubeadm's table, for
+the certificates the stand-in has: the etcd family, which the real etcd
+uses, and the cluster CA) and ``kubeadm certs renew all`` (each leaf
+signed again with its own key for a year). Run as a program,
+``kubeadm_pki.py reissue DAYS`` signs them again to expire in DAYS days,
+so a test can bring their expiry near.
 """
 
+import datetime
 import ipaddress
 import os
 import subprocess
+import sys
 import tempfile
 
 import kubeadm_etcd as etcd
@@ -21,16 +30,19 @@ def _openssl_config(common_name, extensions):
     return '\n'.join(lines) + '\n'
 
 
-def _new_certificate(cert, key, common_name, extensions, days, ca=None):
-    """A new RSA 2048 key and a certificate for it, self-signed or signed
-    by ca=(cert path, key path); the key is written 0600."""
+def _new_certificate(cert, key, common_name, extensions, days, ca=None,
+                     keep_key=False):
+    """A new RSA 2048 key (the existing one with ``keep_key``, as kubeadm
+    renews) and a certificate for it, self-signed or signed by ca=(cert
+    path, key path); the key is written 0600."""
     os.makedirs(os.path.dirname(cert), exist_ok=True)
     with tempfile.NamedTemporaryFile('w', suffix='.cnf') as config:
         config.write(_openssl_config(common_name, extensions))
         config.flush()
+        new_key = ['-key', key] if keep_key else \
+            ['-newkey', 'rsa:2048', '-nodes', '-keyout', key]
         args = ['openssl', 'req', '-x509', '-new', '-config', config.name,
-                '-newkey', 'rsa:2048', '-nodes', '-keyout', key,
-                '-days', str(days), '-out', cert]
+                *new_key, '-days', str(days), '-out', cert]
         if ca:
             args += ['-CA', ca[0], '-CAkey', ca[1]]
         old = os.umask(0o077)
@@ -80,9 +92,11 @@ def read_ca():
                              f'{error.strerror.lower()}')
 
 
-def create_member_certificates(name, address):
+def create_member_certificates(name, address, days=365, keep_keys=False,
+                               quiet=False):
     """etcd/server, etcd/peer, etcd/healthcheck-client and
     apiserver-etcd-client, signed by the etcd CA."""
+    say = (lambda text: None) if quiet else print
     ca = (etcd.CA_CERT, etcd.CA_KEY)
     ip = ipaddress.ip_address(address)
     dns = sorted({'localhost', name})
@@ -96,14 +110,133 @@ def create_member_certificates(name, address):
     client = [('extendedKeyUsage', 'clientAuth')]
     for kind, cert, key in (('server', etcd.SERVER_CERT, etcd.SERVER_KEY),
                             ('peer', etcd.PEER_CERT, etcd.PEER_KEY)):
-        print(f'[certs] Generating "etcd/{kind}" certificate and key')
-        print(f'[certs] etcd/{kind} serving cert is signed for DNS names '
-              f'[{" ".join(dns)}] and IPs [{" ".join(ips)}]')
-        _new_certificate(cert, key, name, leaf + both, 365, ca)
+        say(f'[certs] Generating "etcd/{kind}" certificate and key')
+        say(f'[certs] etcd/{kind} serving cert is signed for DNS names '
+            f'[{" ".join(dns)}] and IPs [{" ".join(ips)}]')
+        _new_certificate(cert, key, name, leaf + both, days, ca, keep_keys)
     for label, cert, key, cn in (
             ('etcd/healthcheck-client', etcd.HEALTHCHECK_CERT,
              etcd.HEALTHCHECK_KEY, 'kube-etcd-healthcheck-client'),
             ('apiserver-etcd-client', etcd.APISERVER_CLIENT_CERT,
              etcd.APISERVER_CLIENT_KEY, 'kube-apiserver-etcd-client')):
-        print(f'[certs] Generating "{label}" certificate and key')
-        _new_certificate(cert, key, cn, leaf + client, 365, ca)
+        say(f'[certs] Generating "{label}" certificate and key')
+        _new_certificate(cert, key, cn, leaf + client, days, ca, keep_keys)
+
+
+# --- kubeadm certs -----------------------------------------------------------
+
+CLUSTER_CA = etcd.KUBE_DIR + '/pki/ca.crt'
+# (kubeadm's name, file, its CA, what `renew all` says it renewed), in
+# kubeadm's order.
+LEAVES = (
+    ('apiserver-etcd-client', etcd.APISERVER_CLIENT_CERT, 'etcd-ca',
+     'certificate the apiserver uses to access etcd'),
+    ('etcd-healthcheck-client', etcd.HEALTHCHECK_CERT, 'etcd-ca',
+     'certificate for liveness probes to healthcheck etcd'),
+    ('etcd-peer', etcd.PEER_CERT, 'etcd-ca',
+     'certificate for etcd nodes to communicate with each other'),
+    ('etcd-server', etcd.SERVER_CERT, 'etcd-ca',
+     'certificate for serving etcd'),
+)
+AUTHORITIES = (('ca', CLUSTER_CA), ('etcd-ca', etcd.CA_CERT))
+
+
+def not_after(cert):
+    """The certificate's notAfter (UTC, aware), read with openssl."""
+    text = subprocess.run(['openssl', 'x509', '-noout', '-enddate', '-in',
+                           cert], check=True, capture_output=True,
+                          text=True).stdout
+    return datetime.datetime.strptime(
+        text.strip().partition('=')[2], '%b %d %H:%M:%S %Y %Z').replace(
+            tzinfo=datetime.timezone.utc)
+
+
+def short_duration(seconds):
+    """kubeadm's residual time (apimachinery's ShortHumanDuration)."""
+    if seconds < -1:
+        return '<invalid>'
+    if seconds < 0:
+        return '0s'
+    if seconds < 60:
+        return f'{int(seconds)}s'
+    minutes = int(seconds // 60)
+    if minutes < 60:
+        return f'{minutes}m'
+    hours = int(seconds // 3600)
+    if hours < 48:
+        return f'{hours}h'
+    if hours < 24 * 365 * 2:
+        return f'{hours // 24}d'
+    return f'{hours // (24 * 365)}y'
+
+
+def _tabulate(rows):
+    """Go's tabwriter as kubeadm sets it up (minwidth 10, padding 3)."""
+    widths = [max(10, max(len(row[i]) for row in rows) + 3)
+              for i in range(len(rows[0]) - 1)]
+    return [''.join(cell.ljust(width) for cell, width in zip(row, widths))
+            + row[-1] for row in rows]
+
+
+def check_expiration(now=None):
+    """The text `kubeadm certs check-expiration` prints."""
+    now = now or datetime.datetime.now(datetime.timezone.utc)
+
+    def dates(cert):
+        expires = not_after(cert)
+        return (expires.strftime('%b %d, %Y %H:%M UTC'),
+                short_duration((expires - now).total_seconds()))
+
+    leaves = [['CERTIFICATE', 'EXPIRES', 'RESIDUAL TIME',
+               'CERTIFICATE AUTHORITY', 'EXTERNALLY MANAGED']]
+    leaves += [[name, *dates(cert), ca, 'no']
+               for name, cert, ca, _ in LEAVES if os.path.exists(cert)]
+    cas = [['CERTIFICATE AUTHORITY', 'EXPIRES', 'RESIDUAL TIME',
+            'EXTERNALLY MANAGED']]
+    cas += [[name, *dates(cert), 'no'] for name, cert in AUTHORITIES
+            if os.path.exists(cert)]
+    return ('[check-expiration] Reading configuration from the cluster...\n'
+            '[check-expiration] FYI: You can look at this config file with '
+            '\'kubectl -n kube-system get cm kubeadm-config -o yaml\'\n\n'
+            + '\n'.join(_tabulate(leaves)) + '\n\n'
+            + '\n'.join(_tabulate(cas)) + '\n')
+
+
+def member():
+    """(name, address) of this node's etcd member, from its manifest."""
+    flags = etcd.manifest_flags()
+    if not flags:
+        raise etcd.EtcdError('testbed: no etcd manifest on this node: no '
+                             'certificates to renew')
+    url = flags['advertise-client-urls'].split(',')[0]
+    host = url.split('//', 1)[1].rsplit(':', 1)[0].strip('[]')
+    return flags['name'], host
+
+
+def renew_all(days=365):
+    """`kubeadm certs renew all`: every leaf signed again, same keys."""
+    name, address = member()
+    create_member_certificates(name, address, days, keep_keys=True,
+                               quiet=True)
+    print('[renew] Reading configuration from the cluster...')
+    print('[renew] FYI: You can look at this config file with \'kubectl -n '
+          'kube-system get cm kubeadm-config -o yaml\'\n')
+    for _, _, _, what in LEAVES:
+        print(f'{what} renewed')
+    print('\nDone renewing certificates. You must restart the '
+          'kube-apiserver, kube-controller-manager, kube-scheduler and '
+          'etcd, so that they can use the new certificates.')
+
+
+def main(args):
+    if len(args) != 2 or args[0] != 'reissue' or not args[1].isdigit():
+        print('usage: kubeadm_pki.py reissue DAYS', file=sys.stderr)
+        return 2
+    name, address = member()
+    create_member_certificates(name, address, int(args[1]), keep_keys=True,
+                               quiet=True)
+    return 0
+
+
+if __name__ == '__main__':
+    sys.exit(main(sys.argv[1:]))

@@ -8,7 +8,7 @@ install script and the driver ask a node's kubelet: its version.
 
 import sys
 
-PACKAGE_VERSION = '1.31.4-1.1'  # rewritten by testbed.standins when built
+PACKAGE_VERSION = '1.35.4-1.1'  # rewritten by testbed.standins when built
 VERSION = 'v' + PACKAGE_VERSION.split('-')[0]
 
 

@@ -9,6 +9,8 @@ import subprocess
 import pytest
 
 from testbed import apt_repo
+from testbed import guest_images
+from testbed import standins
 
 
 @pytest.fixture(scope='module')
@@ -32,7 +34,7 @@ def verify(tmp_path, armored, signed):
 
 
 def test_the_index_is_signed_by_its_key_only(tmp_path, key):
-    packages = b'Package: kubeadm\nVersion: 1.31.4-1.1\n'
+    packages = b'Package: kubeadm\nVersion: 1.35.4-1.1\n'
     (tmp_path / 'Packages').write_bytes(packages)
     release = tmp_path / 'Release'
     apt_repo.write_release(str(release), {'Packages': packages})
@@ -55,10 +57,38 @@ def test_the_kubectl_package_holds_the_binary(tmp_path):
     binary = tmp_path / 'kubectl'
     binary.write_text('#!/bin/sh\necho kubectl\n')
     binary.chmod(0o755)
-    deb = apt_repo.build_kubectl(str(tmp_path), '1.31.4-1.1', str(binary))
+    deb = apt_repo.build_kubectl(str(tmp_path), '1.35.4-1.1', str(binary))
     fields = subprocess.run(['dpkg-deb', '-f', deb, 'Package', 'Version'],
                             capture_output=True, text=True, check=True)
-    assert fields.stdout == 'Package: kubectl\nVersion: 1.31.4-1.1\n'
+    assert fields.stdout == 'Package: kubectl\nVersion: 1.35.4-1.1\n'
     listing = subprocess.run(['dpkg-deb', '-c', deb], capture_output=True,
                              text=True, check=True).stdout
     assert './usr/bin/kubectl' in listing
+
+
+@pytest.mark.parametrize('image, version, config_version, systemd_key', [
+    (guest_images.DEBIAN_13, 'v1.7.24', 'version = 2', True),
+    (guest_images.UBUNTU_2604, 'v2.2.2', 'version = 3', False),
+])
+def test_a_guest_images_containerd_prints_its_versions_defaults(
+        tmp_path, image, version, config_version, systemd_key):
+    """What the repository serves a look-alike for its image's containerd
+    (the image's archive): 1.7's default configuration on Debian 13,
+    2.x's on Ubuntu 26.04 (no SystemdCgroup key at all)."""
+    [deb] = [path for path in standins.build_packages(
+        str(tmp_path), containerd_version=image.containerd_version)
+        if os.path.basename(path).startswith('containerd_')]
+    fields = subprocess.run(['dpkg-deb', '-f', deb, 'Version'],
+                            capture_output=True, text=True, check=True)
+    assert fields.stdout.strip() == image.containerd_version
+    root = tmp_path / 'root'
+    subprocess.run(['dpkg-deb', '-x', deb, str(root)], check=True)
+    binary = str(root / 'usr' / 'bin' / 'containerd')
+    printed = subprocess.run([binary, '--version'], capture_output=True,
+                             text=True, check=True).stdout
+    assert printed.split()[2] == version
+    config = subprocess.run([binary, 'config', 'default'],
+                            capture_output=True, text=True,
+                            check=True).stdout
+    assert config_version in config.splitlines()
+    assert ('SystemdCgroup' in config) is systemd_key

@@ -8,10 +8,12 @@ import glob
 import ipaddress
 import os
 import socket
+import stat
 import subprocess
 import tempfile
 import threading
 
+import paramiko
 import pytest
 
 from testbed import hosts
@@ -142,6 +144,25 @@ def test_ssh_password_login_sudo_and_hostname(tb):
             assert ssh(client, 'id -un; sudo -n id -u; hostname; '
                                'command -v exportfs') == (
                 0, f'ubuntu\n0\n{name}\n/usr/sbin/exportfs\n')
+
+
+@needs_testbed
+def test_the_client_key_logs_in_and_is_placed_private(tb, tmp_path):
+    directory = tb.place_client_key(str(tmp_path / 'keys'), 'a', 'b')
+    assert stat.S_IMODE(os.stat(directory).st_mode) == 0o700
+    for name in ('a', 'b'):
+        status = os.lstat(os.path.join(directory, name))
+        assert stat.S_ISREG(status.st_mode)
+        assert stat.S_IMODE(status.st_mode) == 0o600
+    key = paramiko.Ed25519Key.from_private_key_file(
+        os.path.join(directory, 'a'))
+    for host in tb.hosts.values():
+        with paramiko.SSHClient() as client:
+            client.set_missing_host_key_policy(paramiko.AutoAddPolicy())
+            client.connect(host.ip, username='ubuntu', pkey=key,
+                           look_for_keys=False, allow_agent=False,
+                           timeout=10)
+            assert ssh(client, 'id -un') == (0, 'ubuntu\n')
 
 
 @needs_testbed

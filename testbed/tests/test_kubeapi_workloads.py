@@ -12,6 +12,7 @@ from testbed import kubeapi
 from testbed.tests import kubectl_support
 from testbed.tests.kubectl_support import eviction
 from testbed.tests.kubectl_support import node
+from testbed.tests.kubectl_support import pv_yaml
 from testbed.tests.kubectl_support import pvc_yaml
 from testbed.tests.kubectl_support import rows
 from testbed.tests.kubectl_support import writes
@@ -460,6 +461,8 @@ def test_graceful_pods_hold_their_claim_and_their_namespace(server, kubectl):
     server.create(node('worker-1'))
     kubectl.ok('create', 'namespace', 'demo')
     kubectl.ok('apply', '-n', 'demo', '-f', '-', input=pvc_yaml())
+    # The kubelet runs the pod only once its claim is Bound.
+    kubectl.ok('apply', '-f', '-', input=pv_yaml(size='2Gi'))
     manifest = kubeapi.pod_manifest('user', 'worker-1', namespace='demo')
     manifest['spec']['volumes'] = [{'name': 'data', 'persistentVolumeClaim':
                                     {'claimName': 'claim-1'}}]

@@ -10,6 +10,7 @@ VMs, reset. They need root, `ip netns` and sshd and are skipped otherwise.
 """
 
 import base64
+import datetime
 import ipaddress
 import json
 import os
@@ -247,6 +248,70 @@ def test_init_runs_a_single_member_etcd(cluster):
                            f'{ETCD_PKI}/ca.crt --dial-timeout=1s '
                            '--command-timeout=1s member list', check=False)
     assert anonymous.returncode != 0
+
+
+def check_expiration_rows(cluster, master):
+    """{name: (EXPIRES, RESIDUAL TIME)} of both tables of kubeadm certs
+    check-expiration, split on kubeadm's column gaps."""
+    out = cluster.kubeadm(master, 'certs', 'check-expiration').stdout
+    assert out.startswith('[check-expiration] Reading configuration from '
+                          'the cluster...\n')
+    rows = [re.split(r'\s{3,}', line) for line in out.splitlines()
+            if re.match(r'[a-z]', line)]
+    return {row[0]: tuple(row[1:3]) for row in rows}
+
+
+def key_modulus(master, path):
+    return master.run(f'openssl rsa -noout -modulus -in {path}').stdout
+
+
+def test_certs_check_expiration_and_renew_all_on_real_certificates(
+        cluster):
+    master = cluster.master1
+    names = ['apiserver-etcd-client', 'etcd-healthcheck-client',
+             'etcd-peer', 'etcd-server', 'ca', 'etcd-ca']
+    rows = check_expiration_rows(cluster, master)
+    assert list(rows) == names
+    year = datetime.datetime.utcnow() + datetime.timedelta(days=365)
+    expires = datetime.datetime.strptime(rows['etcd-server'][0],
+                                         '%b %d, %Y %H:%M UTC')
+    assert abs(expires - year) < datetime.timedelta(minutes=10)
+    assert rows['etcd-server'][1] == '364d'
+    key = key_modulus(master, f'{ETCD_PKI}/server.key')
+
+    standins.expire_certificates(master, 10)
+    rows = check_expiration_rows(cluster, master)
+    assert {name: rows[name][1] for name in names[:4]} == dict.fromkeys(
+        names[:4], '9d')
+    assert rows['etcd-ca'][1] != '9d'
+
+    out = cluster.kubeadm(master, 'certs', 'renew', 'all').stdout
+    assert 'certificate for serving etcd renewed' in out
+    assert {name: check_expiration_rows(cluster, master)[name][1]
+            for name in names[:4]} == dict.fromkeys(names[:4], '364d')
+    # kubeadm renews with the same keys and the same CA.
+    assert key_modulus(master, f'{ETCD_PKI}/server.key') == key
+    assert master.run(
+        f'openssl verify -CAfile {ETCD_PKI}/ca.crt {ETCD_PKI}/server.crt '
+        f'{ETCD_PKI}/peer.crt').returncode == 0
+
+
+def test_crictl_restarts_the_static_pods(cluster):
+    master = cluster.master1
+    pods = master.run('crictl pods --namespace kube-system --name '
+                      '"^(kube-apiserver|etcd)-" -q').stdout.split()
+    assert len(pods) == 2
+    before = set(etcd_processes(master))
+    api_pid = master.read_file(standins.API_SERVER_PID)
+    master.run('crictl rmp -f ' + ' '.join(pods))
+    assert not set(etcd_processes(master)) & before
+    assert len(etcd_processes(master)) == 1
+    wait_for_health(master, {f'https://{master.ip}:2379': True})
+    polling.wait_until(
+        lambda: master.run(f'cat {standins.API_SERVER_PID}',
+                           check=False).stdout not in ('', api_pid) and
+        port_open(master.ip, standins.API_PORT),
+        'the API server forwarder to start again', timeout=30)
 
 
 def test_init_and_join_refused_on_a_member(cluster):

@@ -14,14 +14,16 @@ from testbed import virtual_vnf
 from tests.functional.conftest import skip_without_testbed
 
 
-def pod(name, node, owner_kind='ReplicaSet', namespace='default',
-        labels=None):
+def pod(name, node, controller):
+    """A pod on ``node`` that ``controller`` (a created object) owns."""
+    meta = controller['metadata']
     return {'apiVersion': 'v1', 'kind': 'Pod',
-            'metadata': {'name': name, 'namespace': namespace,
-                         'labels': labels or {'app': name},
+            'metadata': {'name': name, 'namespace': meta['namespace'],
+                         'labels': {'app': name},
                          'ownerReferences': [{
-                             'apiVersion': 'apps/v1', 'kind': owner_kind,
-                             'name': name + '-owner', 'uid': name + '-uid',
+                             'apiVersion': 'apps/v1',
+                             'kind': controller['kind'],
+                             'name': meta['name'], 'uid': meta['uid'],
                              'controller': True}]},
             'spec': {'nodeName': node, 'containers': [
                 {'name': 'main', 'image': 'registry.example/app:1'}]}}
@@ -37,6 +39,12 @@ def owner(kind, name):
     return {'apiVersion': 'apps/v1', 'kind': api_kind,
             'metadata': {'name': name + '-owner', 'namespace': 'default'},
             'spec': spec}
+
+
+def create_owned_pod(kube, kind, name, node):
+    """The controller first, then its pod: the garbage collector deletes a
+    pod whose owner does not exist, as Kubernetes' does."""
+    kube.create(pod(name, node, kube.create(owner(kind, name))))
 
 
 def etcd_members(master):
@@ -64,8 +72,7 @@ def pod_phase(kube, name):
 
 def run_pod_on(kube, node):
     """A ReplicaSet's pod running on ``node``: what a drain must evict."""
-    kube.create(owner('ReplicaSet', 'web'))
-    kube.create(pod('web', node))
+    create_owned_pod(kube, 'ReplicaSet', 'web', node)
     assert kube.wait_for(lambda: pod_phase(kube, 'web') == ('Running', False))
 
 
@@ -126,10 +133,8 @@ def test_new_workers_log_in_with_the_scale_requests_password(simple):
 
 def test_scale_in_drains_the_worker_and_forgets_it(simple):
     worker2 = simple.host('worker2')
-    simple.kube.create(owner('ReplicaSet', 'web'))
-    simple.kube.create(pod('web', 'worker2'))
-    simple.kube.create(owner('DaemonSet', 'agent'))
-    simple.kube.create(pod('agent', 'worker2', owner_kind='DaemonSet'))
+    create_owned_pod(simple.kube, 'ReplicaSet', 'web', 'worker2')
+    create_owned_pod(simple.kube, 'DaemonSet', 'agent', 'worker2')
     simple.scale_in(worker2)
     master = simple.host('master1')
     assert virtual_vnf.node_readiness(master) == {'master1': 'True',
@@ -160,8 +165,7 @@ def test_a_scale_in_refuses_a_host_name_it_would_write_elsewhere(simple):
 
 
 def test_a_disruption_budget_blocks_the_scale_in(simple):
-    simple.kube.create(owner('ReplicaSet', 'db'))
-    simple.kube.create(pod('db', 'worker2'))
+    create_owned_pod(simple.kube, 'ReplicaSet', 'db', 'worker2')
     simple.kube.create({
         'apiVersion': 'policy/v1', 'kind': 'PodDisruptionBudget',
         'metadata': {'name': 'db-budget', 'namespace': 'default'},

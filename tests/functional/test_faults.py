@@ -249,6 +249,12 @@ def reference(shared):
     return end_state(shared)
 
 
+def without_expiry_reads(calls):
+    """kubeadm calls but the certificates' expiry reads every hook makes."""
+    return [argv for argv in calls
+            if argv[1:3] != ['certs', 'check-expiration']]
+
+
 def reset(cluster, fresh_nodes=(), purge_server=False):
     """A fresh storage VM with a blank volume, no PersistentVolumes;
     fresh nodes without nfs-common; with ``purge_server``, a storage VM
@@ -636,14 +642,15 @@ def test_a_half_joined_master_is_reset_and_joined_again(ha_cluster, joining,
     assert etcd_member_names(master1) == masters
     assert virtual_vnf.node_readiness(master1) == dict.fromkeys(
         masters + ['worker1'], 'True')
-    calls = cluster.kubeadm_calls(joining)
+    calls = without_expiry_reads(cluster.kubeadm_calls(joining))
     # After its join a Master prints the join information (token,
     # upload-certs) for the next.
     assert [argv[1] for argv in calls
             if argv[1] in ('join', 'reset')] == ['join', 'reset', 'join']
     assert 'kubernetes_vim_test' in cluster.vims
     cluster.instantiate_end()  # converged: a third run changes nothing
-    assert cluster.kubeadm_calls(joining) == calls
+    # (it only reads the certificates' expiry, as every hook does)
+    assert without_expiry_reads(cluster.kubeadm_calls(joining)) == calls
 
 
 def etcd_learners(master):

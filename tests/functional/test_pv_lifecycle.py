@@ -13,6 +13,7 @@ from testbed.virtual_vnf import dpkg_log_size
 from testbed.virtual_vnf import installed
 from testbed.virtual_vnf import kubectl
 from testbed.virtual_vnf import persistent_volumes
+from tests.functional import pod_volumes
 
 PV_NAMES = ['nfs-pv1', 'nfs-pv2', 'nfs-pv3']
 
@@ -60,6 +61,8 @@ def test_instantiate_end_sets_up_storage_clients_and_pvs(instantiated):
     assert storage.read_file(export + '/hello.txt') == 'written by NFS'
     assert storage.run('stat -c %U ' + export + '/hello.txt').stdout.strip() \
         == 'nobody'
+    # A pod's claim of a PV: mounted on its Worker, kept when it moves.
+    pod_volumes.assert_pod_volume_follows_the_pod(cluster)
 
 
 def test_guest_device_names_win_over_novas(cluster):
@@ -154,6 +157,48 @@ def test_storage_heal_keeps_the_data_of_a_reattached_volume(instantiated):
         'precious'
     assert_storage_ready(cluster)
     assert_pvs_available(cluster)
+
+
+def test_storage_heal_that_keeps_the_volume_leaves_the_claims_bound(
+        instantiated):
+    """A v2 heal of the Storage VNFC without ``all``: Heat replaces the
+    server and re-attaches its volumes at the same address. heal_start
+    lets it go on while a claim is Bound; heal_end (and its re-run) mounts
+    the existing filesystems, exports them again and leaves the PVs."""
+    cluster = instantiated
+    master, worker = cluster.nodes('master')[0], cluster.nodes('worker')[0]
+    bind_claim(master)
+    storage = cluster.host('storage')
+    export = cluster.export_dirs()[0]  # nfs-pv1's, the claim's
+    storage.write_file(export + '/keep.txt', 'precious')
+    uuids = storage.run('blkid -s UUID -o value ' +
+                        ' '.join(storage.volumes)).stdout
+    before = persistent_volumes(master)
+    storage_vnfc = cluster.vnfcs['storage'].vnfc_id
+
+    cluster.heal_start([storage_vnfc], removed_storage=())
+    assert persistent_volumes(master) == before
+    cluster.replace_host('storage', keep_volumes=True)
+    storage = cluster.host('storage')
+    assert storage.run('findmnt -n ' + export, check=False).returncode != 0
+    cluster.heal_end([storage_vnfc], removed_storage=())
+    cluster.heal_end([storage_vnfc], removed_storage=())  # a retry
+
+    assert storage.read_file(export + '/keep.txt') == 'precious'
+    assert storage.run('blkid -s UUID -o value ' +
+                       ' '.join(storage.volumes)).stdout == uuids
+    assert_storage_ready(cluster)
+    after = persistent_volumes(master)
+    assert {name: volume['metadata']['resourceVersion']
+            for name, volume in after.items()} == {
+        name: volume['metadata']['resourceVersion']
+        for name, volume in before.items()}
+    assert after['nfs-pv1']['status']['phase'] == 'Bound'
+    # The claim's export is served again: writable, the old file there.
+    nfs.start_ganesha(storage)
+    nfs.nfs_write(worker, storage.ip, export, 'after.txt', 'healed')
+    assert storage.read_file(export + '/after.txt') == 'healed'
+    assert nfs.nfs_read(worker, storage.ip, export, 'keep.txt') == 'precious'
 
 
 def test_scale_out_installs_nfs_client_only_on_new_workers(instantiated):

@@ -5,9 +5,12 @@ After each operation an operator checks ``df -h`` and ``sudo exportfs
 get nodes`` on a Master, and the Kubernetes VIM the driver registers.
 """
 
+import json
 import re
 
 import pytest
+
+from testbed import tacker_lab
 
 PV_NAMES = ('nfs-pv1', 'nfs-pv2', 'nfs-pv3')
 EXPORTS = ('/volume/nfs/pv1', '/volume/nfs/pv2', '/volume/nfs/pv3')
@@ -83,3 +86,43 @@ def check_storage_and_pvs(lab, instance_id):
 
 def k8s_vims(lab):
     return [vim for vim in lab.vims() if vim['type'] == 'kubernetes']
+
+
+def shown_passwords(document, path='$'):
+    """JSON paths of ``document`` (a GET's JSON) showing a node password of
+    the testbed: any value equal to one, except a user name (the test
+    user's name is its password) and any key naming a password."""
+    passwords = set(tacker_lab.PASSWORDS.values())
+    found = []
+    if isinstance(document, dict):
+        for key, value in document.items():
+            here = '%s.%s' % (path, key)
+            if 'password' in str(key).lower() and value:
+                found.append(here)
+            elif key != 'username':
+                found += shown_passwords(value, here)
+    elif isinstance(document, list):
+        for index, value in enumerate(document):
+            found += shown_passwords(value, '%s[%d]' % (path, index))
+    elif document in passwords:
+        found.append(path)
+    return found
+
+
+def check_no_password_shown(client, base, instance_id, op_ids):
+    """GET of the VNF instance and of each of its LCM operation
+    occurrences (every one of ``op_ids`` among them) shows no node
+    password: the requests logged in with key files only."""
+    listed = [occ['id'] for occ in client.get(base + '/vnf_lcm_op_occs')
+              if occ['vnfInstanceId'] == instance_id]
+    assert set(op_ids) <= set(listed), (op_ids, listed)
+    documents = {'vnf_instances/%s' % instance_id: client.get(
+        '%s/vnf_instances/%s' % (base, instance_id))}
+    for op_id in listed:
+        documents['vnf_lcm_op_occs/%s' % op_id] = client.get(
+            '%s/vnf_lcm_op_occs/%s' % (base, op_id))
+    shown = {name: shown_passwords(document)
+             for name, document in documents.items()}
+    assert not any(shown.values()), {k: v for k, v in shown.items() if v}
+    # Tacker shows the requests' additionalParams: they named key files.
+    assert '"ssh_key"' in json.dumps(documents)

@@ -197,9 +197,15 @@ def test_simple_flavour_lifecycle(cloud, heat):
     host = testbed.hosts[engine.hosts[healed.physical_resource_id]]
     assert host.ip == storage.ip
     assert host.run('ls /volume-probe', check=False).returncode != 0
-    assert heat.resources.get(stack_id, 'storage_server_volume'
-                              ).physical_resource_id == \
-        volume.physical_resource_id
+    kept = heat.resources.get(stack_id, 'storage_server_volume')
+    assert kept.physical_resource_id == volume.physical_resource_id
+    # Volume and port stay, attached to the new server.
+    assert kept.attributes['attachments'][0]['server_id'] == \
+        healed.physical_resource_id
+    port = heat.resources.get(stack_id, 'storage_server_CP')
+    assert port.physical_resource_id == storage_cp['id']
+    assert port.attributes['device_id'] == healed.physical_resource_id
+    assert port.attributes['fixed_ips'][0]['ip_address'] == storage.ip
     host.run('mkdir -p /mnt/v && mount /dev/vdb /mnt/v')
     assert host.run('ls /mnt/v').stdout.split() == ['kept', 'lost+found']
     host.run('umount /mnt/v')

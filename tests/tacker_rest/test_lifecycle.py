@@ -16,6 +16,10 @@ every operation the checks the user guide tells operators to make:
 ``kubectl get pv`` and ``kubectl get nodes`` on a Master, and ``GET
 /v1.0/vims`` for the Kubernetes VIM the driver registers.
 
+The requests log in with key files only (``ssh_key``: the lab placed the
+testbed's client key in the conductor's ssh_key_dir), and no GET of the
+VNF instance or of its LCM operation occurrences shows a node password.
+
 Everything the driver does runs inside tacker-conductor: Tacker loads it
 through its entry point, checks the package's copy of it, and hands it
 the objects and Heat stacks it made from the package and the requests.
@@ -80,12 +84,12 @@ def test_instantiate(lab, s):
                                {'vnfdId': s.vnfd_id}, expect=201).body
     s.instance_id = instance['id']
     assert instance['instantiationState'] == 'NOT_INSTANTIATED'
-    request = lab.instantiate_request(s.vim_id)
-    # Only the network ids, the VIM id, the storage password and the
-    # export_to (the testbed's subnet instead of the user guide's network,
-    # which the driver would refuse) differ from the sample;
-    # additionalParams are the sample's otherwise.
-    sample = lab.sample_request('instantiate_simple.json')
+    request = lab.instantiate_request(s.vim_id, login='key')
+    # Only the network ids, the VIM id and the export_to (the testbed's
+    # subnet instead of the user guide's network, which the driver would
+    # refuse) differ from the sample; additionalParams are the sample's
+    # otherwise, its key file logins included.
+    sample = lab.sample_request('instantiate_simple.json', login='key')
     assert request['flavourId'] == sample['flavourId']
     storage = request['additionalParams'][
         'k8s_cluster_installation_param']['storage_server']
@@ -95,8 +99,9 @@ def test_instantiate(lab, s):
     def as_sent(exports, export_to):
         return [dict(export, export_to=export_to) for export in exports]
 
-    assert dict(storage, password=None, nfs_server_setup_params=None) == \
-        dict(sample_storage, password=None, nfs_server_setup_params=None)
+    assert dict(storage, nfs_server_setup_params=None) == \
+        dict(sample_storage, nfs_server_setup_params=None)
+    assert 'password' not in json.dumps(request['additionalParams'])
     assert storage['nfs_server_setup_params'] == as_sent(
         sample_storage['nfs_server_setup_params'], lab.engine.testbed.subnet)
     occ = s.ops['instantiate'] = lab.lcm(s.instance_id, 'instantiate',
@@ -380,6 +385,15 @@ def test_terminate_refused_while_a_v2_cnf_is_on_the_cluster(lab, s,
             'INSTANTIATED'
 
 
+def test_no_password_shown_by_the_api(lab, s):
+    """Every operation so far logged in with key files: neither the
+    instance (its instantiatedVnfInfo keeps the instantiate parameters)
+    nor any operation occurrence shows a password."""
+    s.need('instantiate')
+    checks.check_no_password_shown(lab.client, '/vnflcm/v1', s.instance_id,
+                                   [occ['id'] for occ in s.ops.values()])
+
+
 def test_terminate_and_delete(lab, s):
     s.need('instantiate')
     stack_id = lab.stack(s.instance_id).id
@@ -395,6 +409,8 @@ def test_terminate_and_delete(lab, s):
     assert lab.engine.testbed.hosts == {}
     assert lab.engine.kubes == {}
     assert checks.k8s_vims(lab) == []
+    checks.check_no_password_shown(lab.client, '/vnflcm/v1', s.instance_id,
+                                   [occ['id'] for occ in s.ops.values()])
     lab.client.delete('/vnflcm/v1/vnf_instances/%s' % s.instance_id,
                       expect=204)
     assert lab.client.request('GET', '/vnflcm/v1/vnf_instances/%s'

@@ -8,7 +8,8 @@ vimConnectionInfo names the registered OpenStack VIM, the fake Keystone),
 then create, an instantiate that fails
 after the cluster's VIM is registered and is rolled back, instantiate, a
 scale-out that fails after the new Worker joined and is rolled back, scale
-out and in, heal of a Worker, a PATCH removing the driver's state and a
+out (renewing the Master's certificates, set to expire in 10 days) and
+in, heal of a Worker, a PATCH removing the driver's state and a
 change of a cluster CP's external connectivity refused (a PATCH of
 another metadata key done), a heal of the Storage server refused while a
 PersistentVolume is Bound and done once the claim is gone, heal of the
@@ -20,19 +21,26 @@ stays the instance's only vimConnectionInfo entry, the cluster's
 Kubernetes VIM is in Tacker's registry with its id in the instance's
 metadata.
 
-v2 keeps no password between operations: every scale and heal request
-gives the node logins again (``additionalParams``).
+The requests log in with key files only (``ssh_key``: the lab placed the
+testbed's client key in the conductor's ssh_key_dir). v2 keeps no password
+between operations, but it keeps the key file names (the driver's
+metadata): the sample scale and heal requests name them again, the heal of
+a Worker gives no login at all. No GET of the VNF instance or of its LCM
+operation occurrences shows a node password.
 """
 
-import copy
+import datetime
 import os
+import re
 import stat
 
 import pytest
 
 from testbed import cnf_package
 from testbed import faults
+from testbed import nfs
 from testbed import pv_manifest
+from testbed import standins
 from testbed import tacker_v2
 from tests.tacker_rest import cnf_on_the_cluster as cnf
 from tests.tacker_rest import lifecycle_checks as checks
@@ -55,13 +63,9 @@ def _completed(occ, operation):
     assert occ['operationState'] == 'COMPLETED', occ.get('error')
 
 
-def _with_logins(lab, body):
-    """A request with the node logins, as the v2 sample requests give
-    them."""
-    body = copy.deepcopy(body)
-    body.setdefault('additionalParams', {}).update(lab.sample_request(
-        'scale_out_worker.json', 'v2')['additionalParams'])
-    return body
+def _sample(lab, name):
+    """A request of samples/requests-v2, its logins the key files."""
+    return lab.sample_request(name, 'v2', login='key')
 
 
 def _vnfcs(v2, s, vdu_id=None):
@@ -134,7 +138,7 @@ def test_failed_instantiate_is_rolled_back(lab, v2, s):
     deletes the VIM before Heat deletes the stack."""
     s.need('package')
     s.instance_id = v2.create(s.vnfd_id, 'kubernetes-pv-v2')['id']
-    request = lab.instantiate_request(s.vim_id, api='v2')
+    request = lab.instantiate_request(s.vim_id, api='v2', login='key')
     occ, _ = _fails_after_the_cluster_part(lab, v2, s, 'instantiate',
                                            request)
     stack_id = lab.stack(s.instance_id).id
@@ -159,7 +163,7 @@ def test_instantiate(lab, v2, s):
         s.instance_id = v2.create(s.vnfd_id, 'kubernetes-pv-v2')['id']
     # The same instance again, after the rollback: its VIM name is free.
     # samples/requests-v2: vimConnectionInfo names the registered VIM.
-    request = lab.instantiate_request(s.vim_id, api='v2')
+    request = lab.instantiate_request(s.vim_id, api='v2', login='key')
     assert list(request['vimConnectionInfo']) == [tacker_v2.VIM_KEY]
     occ = s.ops['instantiate'] = v2.lcm(s.instance_id, 'instantiate',
                                         request)
@@ -182,8 +186,7 @@ def test_failed_scale_out_is_rolled_back(lab, v2, s):
     workers = {v['id'] for v in _vnfcs(v2, s, 'workerNode')}
     nodes_before = checks.ready_nodes(lab)
     occ, (new_host,) = _fails_after_the_cluster_part(
-        lab, v2, s, 'scale', lab.sample_request('scale_out_worker.json',
-                                                'v2'))
+        lab, v2, s, 'scale', _sample(lab, 'scale_out_worker.json'))
     joined = checks.ready_nodes(lab)
     assert joined.get(new_host.ip) is True and len(joined) == 4, joined
     occ = v2.op_action(occ['id'], 'rollback')
@@ -194,13 +197,31 @@ def test_failed_scale_out_is_rolled_back(lab, v2, s):
     assert nodes == nodes_before and all(nodes.values()), nodes
 
 
-def test_scale_out_and_in(lab, v2, s):
+def _master_host(lab, v2, s):
+    master, = _vnfcs(v2, s, 'masterNode')
+    return lab.engine.testbed.hosts[lab.engine.hosts[
+        master['computeResource']['resourceId']]]
+
+
+def test_scale_out_renews_certificates_expiring_in_10_days_and_in(
+        lab, v2, s):
+    """The Master's kubeadm certificates, signed again to expire in 10
+    days, are renewed by the scale-out (cert_renewal_days: 60); then a
+    scale-in."""
     s.need('instantiate')
+    master = _master_host(lab, v2, s)
+    standins.expire_certificates(master, 10)
+    now = datetime.datetime.utcnow()
+    assert all(date - now < datetime.timedelta(days=11)
+               for date in standins.certificate_expiry(master).values())
     before = {v['id'] for v in _vnfcs(v2, s, 'workerNode')}
     occ = s.ops['scale_out'] = v2.lcm(
-        s.instance_id, 'scale', lab.sample_request('scale_out_worker.json',
-                                                   'v2'))
+        s.instance_id, 'scale', _sample(lab, 'scale_out_worker.json'))
     _completed(occ, 'SCALE')
+    renewed = standins.certificate_expiry(master)
+    assert len(renewed) == 4 and all(
+        datetime.timedelta(days=364) < date - now <
+        datetime.timedelta(days=366) for date in renewed.values()), renewed
     workers = _vnfcs(v2, s, 'workerNode')
     added = [v for v in workers if v['id'] not in before]
     assert len(workers) == 3 and len(added) == 1
@@ -210,8 +231,7 @@ def test_scale_out_and_in(lab, v2, s):
     assert nodes.get(host.ip) is True and len(nodes) == 4, nodes
 
     occ = s.ops['scale_in'] = v2.lcm(
-        s.instance_id, 'scale', lab.sample_request('scale_in_worker.json',
-                                                   'v2'))
+        s.instance_id, 'scale', _sample(lab, 'scale_in_worker.json'))
     _completed(occ, 'SCALE')
     after = _vnfcs(v2, s, 'workerNode')
     assert len(after) == 2
@@ -229,9 +249,10 @@ def test_heal_a_worker(lab, v2, s):
     worker = _vnfcs(v2, s, 'workerNode')[0]
     old_server = worker['computeResource']['resourceId']
     host_name = lab.engine.hosts[old_server]
-    occ = s.ops['heal_worker'] = v2.lcm(s.instance_id, 'heal', _with_logins(
-        lab, {'vnfcInstanceId': [worker['vnfcInfoId']],
-              'cause': 'Heal a Worker node'}))
+    # No login in the request: the saved key file names are used.
+    occ = s.ops['heal_worker'] = v2.lcm(s.instance_id, 'heal', {
+        'vnfcInstanceId': [worker['vnfcInfoId']],
+        'cause': 'Heal a Worker node'})
     _completed(occ, 'HEAL')
     # The same VM name and address, a new server (fresh root fs): v2's
     # VNFC ids are its server's, so they changed too.
@@ -296,17 +317,71 @@ def test_change_ext_conn_of_a_cluster_cp_is_refused(lab, v2, s):
         'INSTANTIATED'
 
 
-def test_heal_storage_server_refused_while_a_pv_is_bound(lab, v2, s):
-    s.need('instantiate')
+def _bind_the_claim(lab):
     lab.ssh(lab.masters()[0], "cat > /tmp/claim.yaml <<'EOF'\n%sEOF\n"
             % pv_manifest.BOUND_CLAIM)
     lab.kubectl('apply', '-f', '/tmp/claim.yaml')
+
+
+def test_heal_storage_server_keeping_its_volume_while_a_pv_is_bound(
+        lab, v2, s):
+    """Without additionalParams.all Tacker v2 replaces only the Storage
+    server; its Cinder volume and port stay, attached to the new VM. The
+    heal goes ahead while the claim is Bound: the claim stays Bound, the
+    file on the volume stays, the export is served and writable again."""
+    s.need('instantiate')
+    _bind_the_claim(lab)
+    assert lab.persistent_volumes()['nfs-pv1']['status']['phase'] == 'Bound'
+    storage, = _vnfcs(v2, s, 'storage_server')
+    old_host = lab.host_at(lab.cp_address(s.instance_id))
+    export = checks.EXPORTS[0]  # nfs-pv1's, the claim's
+    old_host.write_file(export + '/keep.txt', 'precious')
+    old_host.write_file('/root-fs-probe', 'old VM')
+    versions = {name: pv['metadata']['resourceVersion']
+                for name, pv in lab.persistent_volumes().items()}
+    request = _sample(lab, 'heal_storage_server.json')
+    request['vnfcInstanceId'] = [storage['vnfcInfoId']]
+    occ = s.ops['heal_storage_kept'] = v2.lcm(s.instance_id, 'heal', request)
+    _completed(occ, 'HEAL')
+    healed, = _vnfcs(v2, s, 'storage_server')
+    assert healed['computeResource']['resourceId'] != \
+        storage['computeResource']['resourceId']
+    host = lab.host_at(lab.cp_address(s.instance_id))
+    assert host.ip == old_host.ip  # the port stayed
+    assert host.run('cat /root-fs-probe', check=False).returncode != 0
+    assert host.read_file(export + '/keep.txt') == 'precious'
+    found = lab.storage_checks(s.instance_id)
+    assert re.search(r'^/dev/vdb\s.*\s/volume$', found['df'], re.M), \
+        found['df']
+    for path in checks.EXPORTS:
+        assert re.search(r'^%s\s' % re.escape(path), found['exportfs'],
+                         re.M), found['exportfs']
+    volumes = lab.persistent_volumes()
+    assert volumes['nfs-pv1']['status']['phase'] == 'Bound'
+    assert {name: pv['metadata']['resourceVersion']
+            for name, pv in volumes.items()} == versions
+    worker = lab.engine.testbed.hosts[lab.engine.hosts[_vnfcs(
+        v2, s, 'workerNode')[0]['computeResource']['resourceId']]]
+    nfs.start_ganesha(host)
+    try:
+        nfs.nfs_write(worker, host.ip, export, 'after.txt', 'healed')
+        assert nfs.nfs_read(worker, host.ip, export, 'keep.txt') == \
+            'precious'
+    finally:
+        nfs.stop_ganesha(host)
+    assert host.read_file(export + '/after.txt') == 'healed'
+    s.done.add('heal_storage_kept')
+
+
+def test_heal_storage_server_refused_while_a_pv_is_bound(lab, v2, s):
+    s.need('instantiate')
+    _bind_the_claim(lab)
     assert lab.persistent_volumes()['nfs-pv1']['status']['phase'] == 'Bound'
     storage, = _vnfcs(v2, s, 'storage_server')
     s.storage_vnfc = storage
     # all: the Storage server's volume is healed (re-created) too, as
     # Tacker v1 does by default.
-    request = lab.sample_request('heal_storage_server.json', 'v2')
+    request = _sample(lab, 'heal_storage_server.json')
     request['vnfcInstanceId'] = [storage['vnfcInfoId']]
     request['additionalParams']['all'] = True
     s.heal_storage_request = request
@@ -316,6 +391,7 @@ def test_heal_storage_server_refused_while_a_pv_is_bound(lab, v2, s):
     error = v2.op_occ(occ['id'])['error']
     detail = error['detail']
     assert 'nfs-pv1' in detail and 'Bound' in detail, detail
+    assert 'default/data' in detail, detail  # the claim
     assert 'nfs-pv2' not in detail
     # Tacker's "<hook> failed: " and the repr of the script's stderr: one
     # ASCII line naming the step and the Master it ran on, the hook once.
@@ -363,7 +439,7 @@ def test_heal_entire_vnf(lab, v2, s):
     old_stack = lab.stack(s.instance_id).id
     old_servers = {v['computeResource']['resourceId']
                    for v in _vnfcs(v2, s)}
-    body = lab.sample_request('heal_entire_cluster.json', 'v2')
+    body = _sample(lab, 'heal_entire_cluster.json')
     body['additionalParams']['all'] = True  # v2: re-create the stack
     occ = s.ops['heal_entire'] = v2.lcm(s.instance_id, 'heal', body)
     _completed(occ, 'HEAL')
@@ -395,7 +471,8 @@ def _refused_while_the_cnf_runs(lab, v2, s, cnf_id, operation, body):
     assert hosts <= set(lab.engine.testbed.hosts)
     assert _check_vims(lab, v2, s)['id'] == k8s_vim['id']
     assert set(lab.persistent_volumes()) == volumes
-    assert lab.engine.kubes[stack_id].get('pod', cnf_package.POD)
+    deployment = lab.engine.kubes[stack_id].get('deployment', cnf.DEPLOYMENT)
+    assert deployment['status']['readyReplicas'] == 1, deployment
     assert v2.op_action(occ['id'], 'fail')['operationState'] == 'FAILED'
     assert v2.instance(s.instance_id)['instantiationState'] == \
         'INSTANTIATED'
@@ -421,10 +498,19 @@ def test_entire_heal_refused_while_a_cnf_is_on_the_cluster_inline(
     kube = lab.engine.kubes[lab.stack(s.instance_id).id]
     vim = cnf_package.inline_vim(_check_vims(lab, v2, s)['auth_url'],
                                  kube.token, kube.ca_pem)
-    body = lab.sample_request('heal_entire_cluster.json', 'v2')
+    body = _sample(lab, 'heal_entire_cluster.json')
     body['additionalParams']['all'] = True
     with cnf.on_the_cluster(lab, v2, s.instance_id, tmp_path, vim) as cnf_id:
         _refused_while_the_cnf_runs(lab, v2, s, cnf_id, 'heal', body)
+
+
+def test_no_password_shown_by_the_api(lab, v2, s):
+    """Every operation so far logged in with key files: neither the
+    instance (its metadata keeps the driver's state) nor any operation
+    occurrence shows a password."""
+    s.need('instantiate')
+    checks.check_no_password_shown(v2.client, '/vnflcm/v2', s.instance_id,
+                                   [occ['id'] for occ in s.ops.values()])
 
 
 def test_terminate_and_delete(lab, v2, s):
@@ -442,6 +528,8 @@ def test_terminate_and_delete(lab, v2, s):
     assert not hosts & set(lab.engine.testbed.hosts)
     assert stack_id not in lab.engine.kubes
     assert checks.k8s_vims(lab) == []
+    checks.check_no_password_shown(v2.client, '/vnflcm/v2', s.instance_id,
+                                   [occ['id'] for occ in s.ops.values()])
     v2.delete(s.instance_id)
     assert v2.client.request('GET', '/vnflcm/v2/vnf_instances/%s'
                              % s.instance_id).status == 404

@@ -5,6 +5,7 @@ import types
 
 import pytest
 
+from kubernetes_mgmt_pv import config
 from kubernetes_mgmt_pv.doors import tacker_compat
 from kubernetes_mgmt_pv.doors import tacker_v1
 from kubernetes_mgmt_pv import exceptions
@@ -223,6 +224,28 @@ def test_terminate_and_entire_heal_refuse_while_the_vim_is_in_use(
     assert calls == expected
 
 
+def test_entire_heal_refuses_an_unusable_key_file_before_the_vim_goes(
+        tmp_path):
+    """heal_end logs in to the new VMs with the key files: heal_start
+    checks them before it deletes the VIM."""
+    config.CONF.set_override('ssh_key_dir', str(tmp_path),
+                             config.GROUP_NAME)
+    try:
+        calls = []
+        params = cluster_only()
+        params[param_model.ROOT]['worker_node'].pop('password')
+        params[param_model.ROOT]['worker_node']['ssh_key'] = 'gone'
+        driver = _vim_recording_driver(calls, {})
+        with pytest.raises(exceptions.ParameterErrors) as caught:
+            driver.heal_start(None, instance(params), heal_request(), None,
+                              None)
+    finally:
+        config.CONF.clear_override('ssh_key_dir', config.GROUP_NAME)
+    assert [error.path for error in caught.value.errors] == [
+        'additionalParams.%s.worker_node.ssh_key' % param_model.ROOT]
+    assert calls == ['vim_users kubernetes_vim']
+
+
 @pytest.mark.parametrize('value', ['true', 1, []])
 def test_the_pv_check_flag_must_be_a_boolean(value):
     driver = mgmt_driver.KubernetesPvMgmtDriver()
@@ -252,7 +275,8 @@ def test_each_flow_reports_only_what_it_did(monkeypatch, caplog):
         def reserve(self, hosts):
             pass
 
-        def get(self, host, username, password, host_key_policy=None):
+        def get(self, host, username, password, host_key_policy=None,
+                pkey=None):
             return types.SimpleNamespace(host=host)
 
     def install_nfs_client(executor, proxy, conf, outcomes, statuses):

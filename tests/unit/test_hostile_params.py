@@ -206,13 +206,13 @@ def container(value, dotted):
 @pytest.mark.parametrize('parent, key', STRING_FIELDS)
 def test_no_string_field_accepts_a_hostile_value(parent, key):
     path = '.'.join(filter(None, (ROOT, parent, key)))
-    started = time.monotonic()
+    started = time.process_time()
     for hostile in NEVER_VALID:
         value = test_params.sample()
         container(value[ROOT], parent)[key] = hostile
         found = failures(value)
         assert path in found, (hostile, found)
-    assert time.monotonic() - started < 2
+    assert time.process_time() - started < 2
 
 
 NAME_FIELDS = [field for field in STRING_FIELDS if field[1] in (

@@ -27,16 +27,32 @@ if sys.argv[1] == 'update' and os.environ.get('FAKE_APT_UPDATE_FAIL') and \\
     sys.exit(100)
 ''',
     'apt-mark': '',
-    # The shape of containerd 1.6's `containerd config default`.
+    # The shape of `containerd config default`: containerd 1.6/1.7's
+    # (version 2), or 2.x's (version 3, FAKE_CONTAINERD_CONFIG=3).
     'containerd': '''
 if sys.argv[1:] == ['config', 'default']:
-    print('version = 2')
-    print('[plugins."io.containerd.grpc.v1.cri"]')
-    print('    sandbox_image = "registry.k8s.io/pause:3.6"')
-    print('      [plugins."io.containerd.grpc.v1.cri".registry]')
-    print('        config_path = ""')
-    print('            SystemdCgroup = false')
-''',
+    sys.stdout.write(os.environ.get('FAKE_CONTAINERD_CONFIG') == '3' and %r
+                     or %r)
+''' % ('''version = 3
+[plugins.'io.containerd.cri.v1.images'.pinned_images]
+  sandbox = 'registry.k8s.io/pause:3.10'
+[plugins.'io.containerd.cri.v1.images'.registry]
+  config_path = ''
+[plugins.'io.containerd.cri.v1.runtime'.containerd.runtimes.runc]
+  sandboxer = 'podsandbox'
+[plugins.'io.containerd.cri.v1.runtime'.containerd.runtimes.runc.options]
+  ShimCgroup = ''
+[plugins.'io.containerd.cri.v1.runtime'.cni]
+  bin_dir = ''
+''', '''version = 2
+[plugins."io.containerd.grpc.v1.cri"]
+    sandbox_image = "registry.k8s.io/pause:3.6"
+  [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc.options]
+    ShimCgroup = ""
+    SystemdCgroup = false
+      [plugins."io.containerd.grpc.v1.cri".registry]
+        config_path = ""
+'''),
 }
 
 # prepare_node as it is, but for the kernel settings, with the apt and
@@ -155,6 +171,65 @@ def test_containerd_gets_the_mirror_and_the_pause_image(node):
         'docker.io': 'server = "https://registry-1.docker.io"\n\n'
                      '[host."http://10.9.9.1:5000"]\n'
                      '  capabilities = ["pull", "resolve"]\n'}
+
+
+def toml_tables(text):
+    """{table header: [its key lines, stripped]} of a TOML file."""
+    tables, current = {}, None
+    for line in text.splitlines():
+        line = line.strip()
+        if line.startswith('['):
+            current = tables.setdefault(line, [])
+        elif line and current is not None:
+            current.append(line)
+    return tables
+
+
+RUNC_OPTIONS = {
+    '2': '[plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc.'
+         'options]',
+    '3': "[plugins.'io.containerd.cri.v1.runtime'.containerd.runtimes.runc."
+         "options]"}
+PAUSE_TABLE = {
+    '2': '[plugins."io.containerd.grpc.v1.cri"]',
+    '3': "[plugins.'io.containerd.cri.v1.images'.pinned_images]"}
+PAUSE_KEY = {'2': 'sandbox_image', '3': 'sandbox'}
+REGISTRY_TABLE = {
+    '2': '[plugins."io.containerd.grpc.v1.cri".registry]',
+    '3': "[plugins.'io.containerd.cri.v1.images'.registry]"}
+
+
+@pytest.mark.parametrize('version', ['2', '3'])
+def test_both_containerd_config_formats_get_systemd_cgroups_pause_mirror(
+        node, version):
+    """containerd 1.x (Debian 12/13, Ubuntu 22.04/24.04) prints a version 2
+    default; 2.x (Ubuntu 26.04) a version 3 one, with the pause image in
+    pinned_images and no SystemdCgroup key at all."""
+    result = prepare(node, '-M', 'http://10.9.9.1:5000', '-P',
+                     '10.9.9.1:5000/pause:3.10',
+                     FAKE_CONTAINERD_CONFIG=version)
+    assert result.returncode == 0, result.stderr
+    tables = toml_tables((node.containerd / 'config.toml').read_text())
+    runc = tables[RUNC_OPTIONS[version]]
+    assert [line for line in runc if 'SystemdCgroup' in line] == [
+        'SystemdCgroup = true']
+    assert '%s = "10.9.9.1:5000/pause:3.10"' % PAUSE_KEY[version] in \
+        tables[PAUSE_TABLE[version]]
+    assert 'config_path = "%s/certs.d"' % node.containerd in \
+        tables[REGISTRY_TABLE[version]]
+    assert (node.containerd / 'certs.d' / 'registry.k8s.io' /
+            'hosts.toml').exists()
+
+
+def test_a_containerd_config_without_runc_options_fails_clearly(node):
+    base.write_fake(str(node.bin), 'containerd', """
+if sys.argv[1:] == ['config', 'default']:
+    print('version = 3')
+""")
+    result = prepare(node)
+    assert result.returncode == 1
+    assert 'SystemdCgroup' in base.last_stderr_line(result)
+    assert not (node.containerd / 'config.toml').exists()
 
 
 def test_a_mirror_covers_the_default_registries(node):

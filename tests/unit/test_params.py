@@ -143,7 +143,7 @@ def test_all_problems_are_reported_at_once():
     storage['nfs_server_setup_paramz'] = []
     found = errors_of(value)
     assert set(found) == {
-        ROOT + '.storage_server.password',
+        ROOT + '.storage_server.ssh_key',
         ROOT + '.storage_server.cinder_volume_setup_params',
         ROOT + '.storage_server.nfs_server_setup_params[0].export_to',
         ROOT + '.storage_server.nfs_server_setup_paramz',

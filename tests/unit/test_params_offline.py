@@ -13,7 +13,7 @@ from tests.unit import test_cluster
 
 PATH = offline_params.PATH
 FULL = {
-    'apt_repository_url': 'http://mirror.example:8080/k8s/v1.31/deb/',
+    'apt_repository_url': 'http://mirror.example:8080/k8s/v1.35/deb/',
     'apt_key_file': 'Files/keys/kubernetes-apt.asc',
     'cni_manifest_file': 'Files/cni/calico.yaml',
     'registry_mirror_url': 'https://registry.example:5000',

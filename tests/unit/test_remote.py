@@ -3,6 +3,7 @@ connection (the whole path: tests/functional/test_remote.py)."""
 
 import pytest
 
+from kubernetes_mgmt_pv.remote import facts
 from kubernetes_mgmt_pv.remote import remote
 
 
@@ -50,3 +51,17 @@ def test_output_keeps_head_and_tail_within_the_limit(chunks, value,
         output.add(chunk)
     assert output.getvalue() == value
     assert output.overflowed is overflowed
+
+
+@pytest.mark.parametrize('status, stderr, wants', [
+    (1, 'sudo: a password is required\n', True),
+    # sudo-rs, Ubuntu's sudo since 25.10 (26.04 LTS).
+    (1, 'sudo: interactive authentication is required\n', True),
+    (1, 'sudo: a terminal is required to read the password\n', False),
+    (1, 'grep: no match\n', False),  # the command's own failure
+    (0, '', False),
+    (2, 'sudo: a password is required\n', False),
+])
+def test_sudo_refusal_for_want_of_a_password(status, stderr, wants):
+    result = facts.CommandResult(status, b'', stderr.encode())
+    assert facts.sudo_wants_password(result) is wants

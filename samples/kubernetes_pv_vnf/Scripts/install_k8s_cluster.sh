@@ -2,13 +2,16 @@
 # Install a Kubernetes node with kubeadm, then create or join the cluster.
 #
 # Shipped with the sample VNF package. The management driver uploads it to
-# every Master and Worker VM (Ubuntu 22.04, 24.04 or Debian 12) as
-# /usr/local/lib/kubernetes-mgmt-pv/install_k8s_cluster.sh and runs it as
-# root: `sudo bash install_k8s_cluster.sh ARGS`, on the first Master first
-# (the others join with what it prints), then on the other Masters, then on
-# the Workers. An operator may ship another script instead if it keeps
-# this contract: the command line, the join secrets on standard input, the
-# output block and the exit status below.
+# every Master and Worker VM (Ubuntu 22.04, 24.04, 26.04, Debian 12 or 13)
+# as /usr/local/lib/kubernetes-mgmt-pv/install_k8s_cluster.sh and runs it
+# as root: `sudo bash install_k8s_cluster.sh ARGS`, on the first Master
+# first (the others join with what it prints), then on the other Masters,
+# then on the Workers. An operator may ship another script instead if it
+# keeps this contract: the command line, the join secrets on standard
+# input, the output block and the exit status below.
+# It needs no apt-key (gone since apt 2.9: the repository is signed-by
+# its own keyring), nor cgroup v1 (containerd and kubelet use systemd's
+# cgroup driver, as on the cgroup v2 only systemd of 26.04 and 13).
 #
 # kubernetes-mgmt-pv-join-secrets: stdin
 #   (This line tells the driver that the script reads the bootstrap token
@@ -149,11 +152,13 @@ set -euo pipefail
 set -o errtrace           # the ERR trap fires inside functions too
 shopt -s inherit_errexit  # and -e holds inside $(...)
 
-# Pinned versions: change them together. pkgs.k8s.io has one repository
-# per minor version; its package versions are <version>-<revision>.
-readonly K8S_MINOR='v1.31'
-readonly K8S_PACKAGE_VERSION='1.31.4-1.1'
-readonly PAUSE_IMAGE='registry.k8s.io/pause:3.10'
+# The Kubernetes version: the ONE setting to change for another release.
+# pkgs.k8s.io has one repository per minor version (K8S_MINOR, derived
+# from it); its package versions are <version>-<revision>.
+readonly K8S_PACKAGE_VERSION='1.35.4-1.1'
+readonly K8S_VERSION="${K8S_PACKAGE_VERSION%%-*}"  # 1.35.4
+readonly K8S_MINOR="v${K8S_VERSION%.*}"              # v1.35
+readonly PAUSE_IMAGE='registry.k8s.io/pause:3.10.1'
 readonly CALICO_VERSION='v3.28.2'
 readonly CALICO_URL="https://raw.githubusercontent.com/projectcalico/calico/${CALICO_VERSION}/manifests/calico.yaml"
 readonly K8S_REPO="https://pkgs.k8s.io/core:/stable:/${K8S_MINOR}/deb/"
@@ -509,13 +514,18 @@ add_kubernetes_repository() {
 }
 
 # containerd's own default configuration with the systemd cgroup driver,
-# the pause image and, with a mirror, its hosts.toml directory.
+# the pause image and, with a mirror, its hosts.toml directory. Both of
+# its formats: containerd 1.x's (version = 2; Debian 12 and 13, Ubuntu
+# 22.04 and 24.04) and 2.x's (version = 3; Ubuntu 26.04), which names
+# the pause image `sandbox` (pinned_images), quotes with ' and prints no
+# SystemdCgroup key: it is set in the runc options table of either.
 configure_containerd() {
     local config="$CONTAINERD_DIR/config.toml" certs="$CONTAINERD_DIR/certs.d"
     mkdir -p "$CONTAINERD_DIR"
     containerd config default > "${config}.new"
-    sed -i -e 's/SystemdCgroup = false/SystemdCgroup = true/' \
-        -e "s|^\\([[:space:]]*sandbox_image = \\).*|\\1\"${sandbox_image}\"|" \
+    sed -i -e '/^[[:space:]]*SystemdCgroup = /d' \
+        -e '/\.containerd\.runtimes\.runc\.options\]$/a SystemdCgroup = true' \
+        -e "s|^\\([[:space:]]*sandbox\\(_image\\)\\{0,1\\} = \\).*|\\1\"${sandbox_image}\"|" \
         "${config}.new"
     if [ -n "$registry_mirror" ]; then
         sed -i -e "s|^\\([[:space:]]*config_path = \\).*|\\1\"${certs}\"|" \
@@ -524,10 +534,11 @@ configure_containerd() {
             fail 'containerd config default: no registry config_path to set' 1
         write_registry_hosts "$certs"
     fi
-    grep -q 'SystemdCgroup = true' "${config}.new" ||
-        fail 'containerd config default: no SystemdCgroup setting to enable' 1
-    grep -qF "sandbox_image = \"${sandbox_image}\"" "${config}.new" ||
-        fail 'containerd config default: no sandbox_image setting' 1
+    grep -q '^SystemdCgroup = true$' "${config}.new" ||
+        fail 'containerd config default: no runc options to enable SystemdCgroup in' 1
+    grep -qF -e "sandbox_image = \"${sandbox_image}\"" \
+        -e "sandbox = \"${sandbox_image}\"" "${config}.new" ||
+        fail 'containerd config default: no sandbox_image or sandbox setting' 1
     mv "${config}.new" "$config"
 }
 

@@ -1,0 +1,95 @@
+"""The sample CNF (samples/cnf_with_pv) on a testbed cluster: its package
+under a VNFD id of its own, its v2 request on a given VIM, node agents on
+the cluster's Workers, and the data path of its pod (a file written
+through the pod's mount, found on the Storage server). For
+tests/tacker_rest and tools/demo_tacker.py."""
+
+import contextlib
+import json
+import os
+import shutil
+
+from testbed import node_agent
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+SAMPLE = os.path.join(ROOT, 'samples', 'cnf_with_pv')
+REQUEST = os.path.join(ROOT, 'samples', 'requests-cnf-v2',
+                       'instantiate.json')
+SAMPLE_VNFD_ID = '6d7c8f38-3a4e-4b0c-9f55-0c6f4c1e2a01'
+DEPLOYMENT, CLAIM, VOLUME = 'web', 'web-data', 'nfs-pv1'
+
+
+def source(directory, vnfd_id):
+    """The sample under a VNFD id of its own (Tacker takes a VNFD id
+    once)."""
+    shutil.copytree(SAMPLE, directory)
+    definitions = os.path.join(directory, 'Definitions')
+    for name in os.listdir(definitions):
+        if name.startswith('cnf_'):
+            path = os.path.join(definitions, name)
+            with open(path) as handle:
+                text = handle.read()
+            with open(path, 'w') as handle:
+                handle.write(text.replace(SAMPLE_VNFD_ID, vnfd_id))
+    return directory
+
+
+def instantiate_request(vim):
+    """The sample's v2 request with ``vim`` as its vimConnectionInfo
+    entry."""
+    with open(REQUEST) as handle:
+        body = json.load(handle)
+    body['vimConnectionInfo'] = {'vim1': vim}
+    return body
+
+
+def workers(hosts, kube):
+    """{Node name: Worker host} for the Workers (of ``hosts``) that are
+    Nodes of ``kube``, matched by InternalIP (the driver renames Nodes
+    whose VMs share a host name)."""
+    by_address = {}
+    for node in kube.objects('node'):
+        for address in node['status'].get('addresses') or []:
+            if address.get('type') == 'InternalIP':
+                by_address[address['address']] = node['metadata']['name']
+    return {by_address.get(host.cluster_ip) or by_address[host.ip]: host
+            for host in hosts if host.role == 'worker' and (
+                host.ip in by_address or host.cluster_ip in by_address)}
+
+
+@contextlib.contextmanager
+def node_agents(kube, nodes):
+    """A node agent on each host of ``nodes`` ({Node name: host})."""
+    with contextlib.ExitStack() as stack:
+        yield [stack.enter_context(node_agent.NodeAgent(kube, host, name))
+               for name, host in nodes.items()]
+
+
+def running_pod(kube):
+    """The Deployment's one pod, which must be Running."""
+    pods = [pod for pod in kube.objects('pod')
+            if pod['metadata']['name'].startswith(DEPLOYMENT + '-')]
+    assert [pod['status']['phase'] for pod in pods] == ['Running'], pods
+    return pods[0]
+
+
+def write_through_the_pod(kube, nodes, text):
+    """Write "<pod name>.txt" through the pod's mount on its Worker
+    (``nodes``: {Node name: host}; a new file: testbed/nfs_fuse.py cannot
+    rewrite one); returns the pod and the file's path on the Storage
+    server."""
+    pod = running_pod(kube)
+    name = pod['metadata']['name'] + '.txt'
+    mount = node_agent.volume_path(pod['metadata']['uid'], VOLUME)
+    nodes[pod['spec']['nodeName']].write_file(f'{mount}/{name}', text)
+    export = kube.get('pv', VOLUME)['spec']['nfs']['path']
+    return pod, f'{export}/{name}'
+
+
+def release_volume(kube, kubectl):
+    """Make nfs-pv1 Available again once the CNF's claim is gone, as an
+    administrator reuses a Retained PV: remove its claimRef with
+    ``kubectl`` (a function running kubectl on a Master)."""
+    if (kube.get('pv', VOLUME) or {}).get('spec', {}).get('claimRef'):
+        kubectl('patch', 'pv', VOLUME, '--type=json', '-p',
+                '[{"op": "remove", "path": "/spec/claimRef"}]')

@@ -1,0 +1,137 @@
+"""`package --api cnf` and `validate` of the sample CNF (samples/
+cnf_with_pv) and its v2 request on the cluster's Kubernetes VIM."""
+
+import copy
+import json
+import os
+import shutil
+import zipfile
+
+import pytest
+import yaml
+
+from kubernetes_mgmt_pv.doors import cli
+from kubernetes_mgmt_pv.vnf_package import cnf_check
+from tests.unit import cli_support
+
+CNF = os.path.join(cli_support.ROOT, 'samples', 'cnf_with_pv')
+REQUESTS = os.path.join(cli_support.ROOT, 'samples', 'requests-cnf-v2')
+DEF_FILES = 'additionalParams.' + cnf_check.DEF_FILES
+PVC = 'Files/kubernetes/pvc.yaml'
+DEPLOYMENT = 'Files/kubernetes/deployment.yaml'
+
+
+def request(vim_id='4a1d0a2e-7c55-4f0e-b1a3-3b6f0f1c2d3e'):
+    with open(os.path.join(REQUESTS, 'instantiate.json')) as stream:
+        body = json.load(stream)
+    body['vimConnectionInfo']['vim1']['vimId'] = vim_id
+    return body
+
+
+def build(source, output, api='cnf'):
+    assert cli.main(['package', '--api', api, '--source', str(source),
+                     '--output', str(output)]) == 0
+    return output
+
+
+@pytest.fixture(scope='module')
+def cnf_zip(tmp_path_factory):
+    return build(CNF, tmp_path_factory.mktemp('csar') / 'cnf.zip')
+
+
+@pytest.fixture
+def cnf_source(tmp_path):
+    directory = tmp_path / 'source'
+    shutil.copytree(CNF, directory)
+    return directory
+
+
+def test_the_cnf_package_names_its_manifests_and_carries_no_driver(cnf_zip):
+    with zipfile.ZipFile(cnf_zip) as archive:
+        files = set(archive.namelist())
+        meta = archive.read(cli_support.META).decode()
+    assert {PVC, DEPLOYMENT} <= files
+    assert not any(name.startswith('Scripts/') for name in files)
+    assert f'Name: {PVC}\n' in meta and f'Name: {DEPLOYMENT}\n' in meta
+    assert 'Source: ' not in meta
+
+
+def test_the_sample_validates_clean(cnf_zip, validate):
+    assert validate(cnf_zip, request()) == (0, set())
+
+
+def test_the_sample_request_placeholder_is_pointed_out(cnf_zip, validate):
+    code, found = validate(cnf_zip, request(cnf_check.PLACEHOLDER_VIM_ID))
+    assert (code, found) == (0, {('vim-placeholder',
+                                  'vimConnectionInfo.vim1.vimId')})
+
+
+def test_the_sample_claim_binds_a_driver_pv_its_pod_mounts():
+    """The claim pins the cluster sample's nfs-pv1 and matches it, and the
+    Deployment (the VDU "web") mounts that claim."""
+    with open(os.path.join(CNF, PVC)) as stream:
+        claim = yaml.safe_load(stream)
+    with open(os.path.join(cli_support.SAMPLE, 'Files', 'kubernetes',
+                           'nfs-pv1.yaml')) as stream:
+        volume = yaml.safe_load(stream)
+    with open(os.path.join(CNF, DEPLOYMENT)) as stream:
+        deployment = yaml.safe_load(stream)
+    assert claim['spec']['volumeName'] == volume['metadata']['name']
+    assert set(claim['spec']['accessModes']) <= set(
+        volume['spec']['accessModes'])
+    assert claim['spec']['storageClassName'] == volume['spec'].get(
+        'storageClassName', '')
+    assert claim['spec']['resources']['requests']['storage'] == \
+        volume['spec']['capacity']['storage']
+    assert deployment['metadata']['name'] == 'web'
+    assert {'name': 'data', 'persistentVolumeClaim': {
+        'claimName': claim['metadata']['name']}} in \
+        deployment['spec']['template']['spec']['volumes']
+
+
+def test_a_package_built_for_v1_hides_the_manifests_from_v2(
+        cnf_source, validate, tmp_path):
+    zipped = build(cnf_source, tmp_path / 'v1.zip', api='v1')
+    code, found = validate(zipped, request())
+    assert code == 1
+    assert found == {('def-file-not-named', f'{DEF_FILES}[0]'),
+                     ('def-file-not-named', f'{DEF_FILES}[1]')}
+
+
+@pytest.mark.parametrize('change, finding', [
+    (lambda body: body.pop('vimConnectionInfo'),
+     ('vim-missing', 'vimConnectionInfo')),
+    (lambda body: body['vimConnectionInfo']['vim1'].update(
+        vimType='ETSINFV.OPENSTACK_KEYSTONE.V_3'),
+     ('vim-not-kubernetes', 'vimConnectionInfo.vim1.vimType')),
+    (lambda body: body['additionalParams'].update(
+        {cnf_check.DEF_FILES: []}), ('def-files-invalid', DEF_FILES)),
+    (lambda body: body['additionalParams'][cnf_check.DEF_FILES].append(
+        'Files/kubernetes/absent.yaml'),
+     ('def-file-missing', f'{DEF_FILES}[2]')),
+    (lambda body: body['additionalParams'][cnf_check.DEF_FILES].append(
+        '../../etc/passwd'), ('def-file-missing', f'{DEF_FILES}[2]')),
+    # Without the claim's manifest the Deployment mounts an unknown claim.
+    (lambda body: body['additionalParams'][cnf_check.DEF_FILES].remove(PVC),
+     ('claim-not-defined', f'{DEF_FILES}[0]')),
+])
+def test_request_findings(cnf_zip, validate, change, finding):
+    body = copy.deepcopy(request())
+    change(body)
+    code, found = validate(cnf_zip, body)
+    assert found == {finding}
+    assert code == (0 if finding[0] == 'claim-not-defined' else 1)
+
+
+def test_a_claim_that_pins_no_volume(cnf_source, validate, tmp_path):
+    path = cnf_source / PVC
+    path.write_text(path.read_text().replace('  volumeName: nfs-pv1\n', ''))
+    code, found = validate(build(cnf_source, tmp_path / 'c.zip'), request())
+    assert (code, found) == (0, {('claim-unpinned', f'{DEF_FILES}[0]')})
+
+
+def test_a_manifest_without_a_name(cnf_source, validate, tmp_path):
+    path = cnf_source / DEPLOYMENT
+    path.write_text(path.read_text().replace('  name: web\n', '', 1))
+    code, found = validate(build(cnf_source, tmp_path / 'd.zip'), request())
+    assert (code, found) == (1, {('def-file-invalid', f'{DEF_FILES}[1]')})
