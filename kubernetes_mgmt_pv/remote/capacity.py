@@ -13,12 +13,13 @@ progress, so no combination of hooks deadlocks:
   holding none waits (in arrival order, holding nothing else) until the
   permits it asks for are free: as many as its hosts, at most the cap. A
   pool holding some never waits for another hook: it takes a free permit
-  nobody waits for, else closes its own session idle the longest, else
-  waits for one of its own commands to end (commands have timeouts).
-  Sessions of other hooks are never closed, so a hook whose hosts fit in
-  the cap logins once per host, however many hooks run; a hook with more
-  hosts than the cap logs in again to hosts it had to close. Permits go
-  back when the hook's pool is closed (errors included).
+  nobody waits for, else closes its own idle session used most recently
+  (``session_to_close``), else waits for one of its own commands to end
+  (commands have timeouts). Sessions of other hooks are never closed, so
+  a hook whose hosts fit in the cap logs in once per host, however many
+  hooks run; a hook with more hosts than the cap (a warning names the
+  option) logs in again to hosts it had to close. Permits go back when
+  the hook's pool is closed (errors included).
 * Node threads: a step's extra threads are taken only when free, never
   waited for; the calling thread works on the step's nodes itself, so a
   step progresses with no free thread at all.
@@ -94,6 +95,13 @@ class Limits(object):
                     self._held[owner]
             if wanted() <= 0:
                 return
+            if count > self.conf.max_ssh_sessions:
+                LOG.warning('%s needs %d SSH sessions, more than '
+                            'max_ssh_sessions (%d): it logs in again to '
+                            'hosts whose session it closed to make room; '
+                            'raise max_ssh_sessions to at least %d for one '
+                            'login per host', owner, count,
+                            self.conf.max_ssh_sessions, count)
             if self._held[owner]:
                 self._held[owner] += max(0, min(wanted(), self._spare()))
                 return
@@ -223,9 +231,14 @@ class Limits(object):
 
 def session_to_close(sessions, busy):
     """The session of a hook to close for another of its logins: the one
-    idle the longest (``sessions`` in order of last use) that runs no
-    command (``busy`` counts them); None when all run one."""
-    return next((s for s in sessions if not busy[s]), None)
+    used most recently (``sessions`` in order of last use) that runs no
+    command (``busy`` counts them); None when all run one.
+
+    A hook's steps each walk its hosts in the same order, so the session
+    idle the longest is the one the step needs next (closing it would
+    make every login of the step close the next one needed), while the
+    one just used is done with until the next step."""
+    return next((s for s in reversed(sessions) if not busy[s]), None)
 
 
 _PROCESS = Limits()

@@ -91,8 +91,8 @@ def test_a_hook_beyond_the_cap_waits_for_a_slot_and_logs_once(caplog):
 @pytest.mark.parametrize('used_in_order, busy, victim', [
     # (a hook's open sessions, least recently used first; those running
     #  a command; the one closed for its next login)
-    (['a', 'b'], [], 'a'),
-    (['a', 'b'], ['a'], 'b'),
+    (['a', 'b'], [], 'b'),
+    (['a', 'b'], ['b'], 'a'),
     (['a', 'b', 'c'], ['a', 'c'], 'b'),
     (['a', 'b'], ['a', 'b'], None),
     ([], [], None),
@@ -102,7 +102,7 @@ def test_session_to_close(used_in_order, busy, victim):
         used_in_order, collections.Counter(busy)) == victim
 
 
-def test_a_hook_at_its_cap_closes_its_own_longest_idle_session():
+def test_a_hook_at_its_cap_closes_its_own_most_recently_used_session():
     limits = caps(sessions=2)
     a, b = Session('a'), Session('b')
     limits.open_session('hook', a)
@@ -110,7 +110,34 @@ def test_a_hook_at_its_cap_closes_its_own_longest_idle_session():
     with limits.session_in_use('hook', a):
         pass  # a is the most recently used now
     limits.open_session('hook', Session('new'))
-    assert b.closed.is_set() and not a.closed.is_set()
+    assert a.closed.is_set() and not b.closed.is_set()
+
+
+def test_steps_walking_more_hosts_than_the_cap_log_in_again_to_few():
+    """Each step walks the hook's hosts in the same order: a step after
+    the first logs in again to hosts - cap of them (closing the session
+    idle the longest would log in again to every host)."""
+    limits = caps(sessions=3)
+    hosts = [Session(name) for name in 'abcd']
+    logins = collections.Counter()
+    for _ in range(3):
+        for host in hosts:
+            with limits.session_in_use('hook', host):
+                if host.closed.is_set() or host.name not in logins:
+                    host.closed.clear()
+                    limits.open_session('hook', host)
+                    logins[host.name] += 1
+    assert sum(logins.values()) == 4 + 2 * (4 - 3)
+
+
+def test_a_hook_needing_more_sessions_than_the_cap_is_told_the_option(
+        caplog):
+    limits = caps(sessions=2)
+    limits.reserve_sessions('instantiate_end of vnf-1', 5)
+    warnings = [r.getMessage() for r in caplog.records
+                if r.levelno == logging.WARNING]
+    assert len(warnings) == 1
+    assert 'max_ssh_sessions' in warnings[0] and '5' in warnings[0]
 
 
 def test_a_login_never_closes_the_session_of_another_hook():
@@ -147,7 +174,7 @@ def test_a_reservation_beyond_the_cap_takes_the_cap():
     opened = [Session(name) for name in 'abc']
     for session in opened:
         limits.open_session('hook', session)
-    assert [s.closed.is_set() for s in opened] == [True, False, False]
+    assert [s.closed.is_set() for s in opened] == [False, True, False]
 
 
 def test_a_login_waits_while_every_session_of_its_hook_runs_a_command():
