@@ -663,9 +663,6 @@ class SessionPool(object):
         with self._lock:
             return self._secrets
 
-    def __repr__(self):
-        return '<SessionPool %x>' % id(self)
-
     def __enter__(self):
         return self
 
@@ -673,10 +670,8 @@ class SessionPool(object):
         self.close()
 
     def reserve(self, hosts):
-        """Hold session permits for ``hosts`` hosts before logging in to
-        them: the first reservation waits until that many (at most the
-        cap) are free, so no other hook's login closes this hook's
-        sessions meanwhile."""
+        """Hold a session permit per host before the first login (waits
+        until free): no other hook's login closes this hook's sessions."""
         self._limits.reserve_sessions(self, hosts)
 
     def get(self, host, username, password, host_key_policy=None,
