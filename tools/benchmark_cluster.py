@@ -46,8 +46,8 @@ Usage (as root, after ``tools/bootstrap.sh``)::
 
     .venv/bin/python -m tools.benchmark_cluster [--workers 1 4 16]
                                                 [--scale-out 1 8] [--fresh]
-                                                [--max-concurrent-nodes 64]
-                                                [--max-ssh-sessions 64]
+                                                [--max-concurrent-nodes 16]
+                                                [--max-ssh-sessions 256]
 
 Exit status 0 when every target holds, 1 otherwise.
 """
@@ -64,6 +64,7 @@ import time
 import paramiko
 
 from kubernetes_mgmt_pv.cluster import cluster_feature
+from kubernetes_mgmt_pv import config
 from kubernetes_mgmt_pv.remote import parallel
 from kubernetes_mgmt_pv import step_report
 from kubernetes_mgmt_pv.storage import storage_feature
@@ -369,7 +370,9 @@ def main():
                         help='Workers of the instantiated clusters')
     parser.add_argument('--scale-out', type=int, nargs='*', default=[1, 8],
                         help='new Workers of the scale-outs (none: skip)')
-    parser.add_argument('--max-concurrent-nodes', type=int, default=64)
+    parser.add_argument('--max-concurrent-nodes', type=int, default=None,
+                        help="nodes handled at once (default: the "
+                             "driver's)")
     parser.add_argument('--max-ssh-sessions', type=int, default=None,
                         help='the cap on open SSH sessions (default: the '
                              "driver's)")
@@ -377,12 +380,13 @@ def main():
                         help='instantiate on fresh nodes, prepared from the '
                              "testbed's apt repository")
     args = parser.parse_args()
-    caps = {} if args.max_ssh_sessions is None else {
-        'max_ssh_sessions': args.max_ssh_sessions}
-    missing = bench_common.testbed_missing(
-        max_concurrent_nodes=args.max_concurrent_nodes, **caps)
+    options = {name: value for name, value in (
+        ('max_concurrent_nodes', args.max_concurrent_nodes),
+        ('max_ssh_sessions', args.max_ssh_sessions)) if value is not None}
+    missing = bench_common.testbed_missing(**options)
     if missing:
         return missing
+    driver_options = config.options()
 
     rows, scales = [], []
     with contextlib.ExitStack() as stack:
@@ -400,8 +404,11 @@ def main():
 
     cores = os.cpu_count()
     print('instantiate_end with the cluster feature: 1 Master + N Workers, '
-          'storage server with 1 volume (max_concurrent_nodes=%d)%s'
-          % (args.max_concurrent_nodes,
+          'storage server with 1 volume (max_concurrent_nodes=%d, '
+          'max_ssh_sessions=%d, max_node_threads=%d)%s'
+          % (driver_options.max_concurrent_nodes,
+             driver_options.max_ssh_sessions,
+             driver_options.max_node_threads,
              '; fresh nodes, node preparation from the apt repository '
              'included in the first run' if args.fresh else ''))
     width = len(RUN_HEADER)
