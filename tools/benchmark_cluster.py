@@ -54,9 +54,11 @@ Exit status 0 when every target holds, 1 otherwise.
 """
 
 import argparse
+import collections
 import contextlib
 import functools
 import os
+import re
 import statistics
 import sys
 import threading
@@ -82,6 +84,7 @@ MIB = 1024.0 * 1024
 # grow with the hosts' own work, which shares this machine's cores.
 DOUBLING_TARGET_CPU_BOUND = 2.2
 RSS_PER_HOST_TARGET = 1024 * 1024
+IP_ADDRESS = re.compile(r'\b\d{1,3}(\.\d{1,3}){3}\b')
 # A re-run on 128 Workers (or more) finds everything done within this.
 LARGE_RERUN_WORKERS, LARGE_RERUN_SECONDS = 128, 15.0
 
@@ -375,6 +378,20 @@ def step_text(event):
     return text
 
 
+def largest_first(rows):
+    return rows[-1]['first']
+
+
+def command_totals(run, top=6):
+    """The ``top`` remote commands by their seconds summed over all
+    hosts, the host addresses in their descriptions left out: [(text,
+    [seconds of each call])]."""
+    totals = collections.defaultdict(list)
+    for _, description, seconds in run['runs']:
+        totals[IP_ADDRESS.sub('HOST', description)[:70]].append(seconds)
+    return sorted(totals.items(), key=lambda item: -sum(item[1]))[:top]
+
+
 def print_breakdown(label, run):
     print('  %s:' % label)
     for part in breakdown(run):
@@ -502,6 +519,11 @@ def main():
         print_breakdown('N=%d re-run' % row['workers'], row['rerun'])
     for scale in scales:
         print_breakdown('scale-out by %d' % scale['new'], scale['run'])
+    print('remote commands of the largest first run by total seconds (all '
+          'hosts; commands of different hosts overlap):')
+    for description, seconds in command_totals(largest_first(rows)):
+        print('    %7.1fs %4d x  %s' % (sum(seconds), len(seconds),
+                                        description))
 
     def load_note(*runs):
         return '(load %s)' % ' vs '.join('%.0f%%' % (100 * r['load'])
