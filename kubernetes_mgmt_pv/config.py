@@ -122,13 +122,16 @@ step_opts = [
              'in this tacker-conductor process. A hook beyond it waits '
              'before its first remote step until another hook returns.'),
     cfg.IntOpt(
-        'max_ssh_sessions', default=64, min=1,
+        'max_ssh_sessions', default=256, min=1,
         help='How many SSH sessions are open at once in this '
              'tacker-conductor process, all hooks together. A hook keeps '
-             'one session per host until it returns; when the cap is '
-             'reached, the session idle for the longest time is closed to '
-             'make room (its host is logged in to again when next used), '
-             'and a login waits while every session runs a command.'),
+             'one session per host until it returns and first waits until '
+             'as many sessions as its VNF has hosts (at most this cap) are '
+             'free; a hook never closes another hook\'s session. A hook '
+             'with more hosts than the cap (a warning says so) closes its '
+             'own idle session used most recently to make room (that host '
+             'is logged in to again when next used). Each open session '
+             'costs the conductor a socket, a thread and some 100 KiB.'),
     cfg.IntOpt(
         'max_node_threads', default=32, min=1,
         help='How many threads the driver runs for per-node work at once '

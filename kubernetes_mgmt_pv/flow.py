@@ -87,16 +87,20 @@ class Flow(object):
     @contextlib.contextmanager
     def sessions(self):
         """The SSH sessions of the flow, with the nodes' passwords and the
-        proxy credentials redacted from everything they log or raise; the
-        key files the logins name are read first, so an unusable one
-        refuses the hook before any host is touched."""
+        proxy credentials redacted from everything they log or raise, and
+        a session permit reserved for each node of the VNF; the key files
+        the logins name are read first, so an unusable one refuses the
+        hook before any host is touched."""
         self._load_keys()
         secrets = self.topology.passwords() + list(self.params.proxy.secrets())
+        hosts = len({node.address for node in self.topology.nodes})
         if self._shared_sessions is not None:
             self._shared_sessions.hide(*secrets)
+            self._shared_sessions.reserve(hosts)
             yield self._shared_sessions
             return
         with remote.SessionPool(conf=self.conf, secrets=secrets) as pool:
+            pool.reserve(hosts)
             yield pool
 
     def _host_key_policy(self, address):

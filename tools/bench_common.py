@@ -72,6 +72,22 @@ def _busy_cpu_seconds():
     return (sum(fields[:8]) - idle) / os.sysconf('SC_CLK_TCK')
 
 
+def _memory(field):
+    """A memory figure of this process in bytes (/proc/self/status)."""
+    with open('/proc/self/status') as status:
+        for line in status:
+            if line.startswith(field + ':'):
+                return int(line.split()[1]) * 1024
+    return 0
+
+
+def _reset_peak_rss():
+    """Reset the process's peak RSS (VmHWM) to its RSS now; that RSS."""
+    with open('/proc/self/clear_refs', 'w') as clear_refs:
+        clear_refs.write('5')
+    return _memory('VmRSS')
+
+
 @contextlib.contextmanager
 def counting_ssh():
     """Count the successful SSH logins (at paramiko's connect) and the
@@ -81,10 +97,26 @@ def counting_ssh():
     The yielded dict has the totals ``logins`` and ``commands``, plus
     ``hosts`` (a Counter of logins by host address) and ``runs``: one
     ``(host, description, seconds)`` per remote command, ``description``
-    being what the driver passed (or the argument list)."""
-    counts = {'logins': 0, 'commands': 0,
-              'hosts': collections.Counter(), 'runs': []}
+    being what the driver passed (or the argument list); ``bytes``: what
+    the commands wrote to the hosts (command lines and standard input);
+    ``peak_sessions``: SSH clients connected at once; ``peak_threads``
+    and ``peak_node_threads``: threads of the process and of the driver's
+    steps at once, seen at each login and command."""
+    counts = {'logins': 0, 'commands': 0, 'bytes': 0,
+              'hosts': collections.Counter(), 'runs': [],
+              'peak_sessions': 0, 'peak_threads': 0, 'peak_node_threads': 0}
     lock = threading.Lock()
+    connected = set()
+
+    def sample_threads():
+        threads = threading.enumerate()
+        node_threads = sum(1 for t in threads
+                           if t.name.startswith('k8s-mgmt'))
+        with lock:
+            counts['peak_threads'] = max(counts['peak_threads'],
+                                         len(threads))
+            counts['peak_node_threads'] = max(counts['peak_node_threads'],
+                                              node_threads)
 
     def counted_connect(method):
         @functools.wraps(method)
@@ -93,7 +125,28 @@ def counting_ssh():
             with lock:
                 counts['logins'] += 1
                 counts['hosts'][hostname] += 1
+                connected.add(client)
+                counts['peak_sessions'] = max(counts['peak_sessions'],
+                                              len(connected))
+            sample_threads()
             return result
+        return wrapper
+
+    def counted_close(method):
+        @functools.wraps(method)
+        def wrapper(client):
+            with lock:
+                connected.discard(client)
+            return method(client)
+        return wrapper
+
+    def counted_execute(method):
+        @functools.wraps(method)
+        def wrapper(executor, command, stdin, timeout):
+            with lock:
+                counts['bytes'] += len(command.encode()) + len(stdin or b'')
+            sample_threads()
+            return method(executor, command, stdin, timeout)
         return wrapper
 
     def counted_run(method):
@@ -114,6 +167,8 @@ def counting_ssh():
 
     patches = Patches()
     patches.patch(paramiko.SSHClient, 'connect', counted_connect)
+    patches.patch(paramiko.SSHClient, 'close', counted_close)
+    patches.patch(remote.RemoteCommandExecutor, '_execute', counted_execute)
     patches.patch(remote.RemoteCommandExecutor, 'run', counted_run)
     try:
         yield counts
@@ -127,6 +182,7 @@ def timed_call(function):
     ``function`` (a driver hook). The test hosts share this machine's
     cores, so a load near 100% means the run was limited by CPU, not by
     waiting."""
+    rss_before = _reset_peak_rss()
     busy = _busy_cpu_seconds()
     driver_cpu = time.process_time()
     started = time.monotonic()
@@ -134,7 +190,11 @@ def timed_call(function):
         function()
     wall = time.monotonic() - started
     return {'seconds': wall, 'logins': counts['logins'],
-            'commands': counts['commands'],
+            'commands': counts['commands'], 'bytes': counts['bytes'],
+            'peak_sessions': counts['peak_sessions'],
+            'peak_threads': counts['peak_threads'],
+            'peak_node_threads': counts['peak_node_threads'],
+            'rss_before': rss_before, 'rss_peak': _memory('VmHWM'),
             'logins_by_host': dict(counts['hosts']), 'runs': counts['runs'],
             'driver_cpu': time.process_time() - driver_cpu,
             'load': (_busy_cpu_seconds() - busy) / (wall * os.cpu_count())}

@@ -36,18 +36,29 @@ Tacker's sample driver installs the Workers one after another; the
 benchmark prints what that would cost here, from the measured time of the
 install script on one Worker.
 
+Each run also reports the SSH sessions and threads open at once, the
+bytes written to the hosts (the /etc/hosts blocks grow with N on every
+node) and the RSS of the process (targets: RSS growth within 1 MiB per
+host added to the smallest run; for large clusters, ``--workers 1 64
+128``, T(128)/T(64) <= 2.2 when the run is CPU-bound, load >= 85 %,
+else <= 1.5, and a re-run at N=128 within 15 s; CI does not run it).
+
 Usage (as root, after ``tools/bootstrap.sh``)::
 
     .venv/bin/python -m tools.benchmark_cluster [--workers 1 4 16]
                                                 [--scale-out 1 8] [--fresh]
+                                                [--max-concurrent-nodes 16]
+                                                [--max-ssh-sessions 256]
 
 Exit status 0 when every target holds, 1 otherwise.
 """
 
 import argparse
+import collections
 import contextlib
 import functools
 import os
+import re
 import statistics
 import sys
 import threading
@@ -56,6 +67,7 @@ import time
 import paramiko
 
 from kubernetes_mgmt_pv.cluster import cluster_feature
+from kubernetes_mgmt_pv import config
 from kubernetes_mgmt_pv.remote import parallel
 from kubernetes_mgmt_pv import step_report
 from kubernetes_mgmt_pv.storage import storage_feature
@@ -67,6 +79,14 @@ from tools import bench_common
 SCALING_TARGET = bench_common.SCALING_TARGET
 RERUN_TARGET = bench_common.RERUN_TARGET
 SCRIPT = 'install_k8s_cluster.sh on '  # the driver's description of a run
+MIB = 1024.0 * 1024
+# T(largest)/T(next) for a doubling of N: CPU-bound runs (load >= 85%)
+# grow with the hosts' own work, which shares this machine's cores.
+DOUBLING_TARGET_CPU_BOUND = 2.2
+RSS_PER_HOST_TARGET = 1024 * 1024
+IP_ADDRESS = re.compile(r'\b\d{1,3}(\.\d{1,3}){3}\b')
+# A re-run on 128 Workers (or more) finds everything done within this.
+LARGE_RERUN_WORKERS, LARGE_RERUN_SECONDS = 128, 15.0
 
 
 # -- where the time and the CPU go -------------------------------------------
@@ -297,6 +317,30 @@ def run_cells(run):
         run['driver_cpu'], describe_logins(run), run['commands'])
 
 
+def resource_cells(run, hosts):
+    growth = run['rss_peak'] - run['rss_before']
+    return 'sessions %3d threads %3d/%3d %8.0f KiB RSS %4.0f->%4.0f ' \
+        '(%4.0f/host)' % (
+            run['peak_sessions'], run['peak_node_threads'],
+            run['peak_threads'], run['bytes'] / 1024.0,
+            run['rss_before'] / MIB, run['rss_peak'] / MIB,
+            growth / 1024.0 / hosts)
+
+
+def rss_growth(row):
+    return row['first']['rss_peak'] - row['first']['rss_before']
+
+
+def rss_per_host(row, smaller=None):
+    """RSS growth of the first run per host; with ``smaller`` (a run on
+    fewer hosts), per host added to it, so that the growth every hook has
+    (the first use of the driver's modules) is not counted per host."""
+    if smaller is None:
+        return rss_growth(row) / row['hosts']
+    return (rss_growth(row) - rss_growth(smaller)) / (
+        row['hosts'] - smaller['hosts'])
+
+
 def spread(joins):
     return max(joins.values()) - min(joins.values()) if joins else 0.0
 
@@ -334,6 +378,20 @@ def step_text(event):
     return text
 
 
+def largest_first(rows):
+    return rows[-1]['first']
+
+
+def command_totals(run, top=6):
+    """The ``top`` remote commands by their seconds summed over all
+    hosts, the host addresses in their descriptions left out: [(text,
+    [seconds of each call])]."""
+    totals = collections.defaultdict(list)
+    for _, description, seconds in run['runs']:
+        totals[IP_ADDRESS.sub('HOST', description)[:70]].append(seconds)
+    return sorted(totals.items(), key=lambda item: -sum(item[1]))[:top]
+
+
 def print_breakdown(label, run):
     print('  %s:' % label)
     for part in breakdown(run):
@@ -346,15 +404,23 @@ def main():
                         help='Workers of the instantiated clusters')
     parser.add_argument('--scale-out', type=int, nargs='*', default=[1, 8],
                         help='new Workers of the scale-outs (none: skip)')
-    parser.add_argument('--max-concurrent-nodes', type=int, default=64)
+    parser.add_argument('--max-concurrent-nodes', type=int, default=None,
+                        help="nodes handled at once (default: the "
+                             "driver's)")
+    parser.add_argument('--max-ssh-sessions', type=int, default=None,
+                        help='the cap on open SSH sessions (default: the '
+                             "driver's)")
     parser.add_argument('--fresh', action='store_true',
                         help='instantiate on fresh nodes, prepared from the '
                              "testbed's apt repository")
     args = parser.parse_args()
-    missing = bench_common.testbed_missing(
-        max_concurrent_nodes=args.max_concurrent_nodes)
+    options = {name: value for name, value in (
+        ('max_concurrent_nodes', args.max_concurrent_nodes),
+        ('max_ssh_sessions', args.max_ssh_sessions)) if value is not None}
+    missing = bench_common.testbed_missing(**options)
     if missing:
         return missing
+    driver_options = config.options()
 
     rows, scales = [], []
     with contextlib.ExitStack() as stack:
@@ -372,8 +438,11 @@ def main():
 
     cores = os.cpu_count()
     print('instantiate_end with the cluster feature: 1 Master + N Workers, '
-          'storage server with 1 volume (max_concurrent_nodes=%d)%s'
-          % (args.max_concurrent_nodes,
+          'storage server with 1 volume (max_concurrent_nodes=%d, '
+          'max_ssh_sessions=%d, max_node_threads=%d)%s'
+          % (driver_options.max_concurrent_nodes,
+             driver_options.max_ssh_sessions,
+             driver_options.max_node_threads,
              '; fresh nodes, node preparation from the apt repository '
              'included in the first run' if args.fresh else ''))
     width = len(RUN_HEADER)
@@ -391,6 +460,17 @@ def main():
           'threads; prcCPU: of the whole benchmark process, which also runs '
           'the fake Heat and Kubernetes API servers; logins: hosts x logins '
           'per host)' % cores)
+
+    print()
+    print('resources (first run | re-run): SSH sessions open at once, '
+          'threads of the driver\'s steps / of the process at once, KiB '
+          'written to the hosts, RSS of the process before the hook and '
+          'at its peak (MiB), RSS growth per host (KiB)')
+    for row in rows:
+        print('%-7d %-5d | %s | %s' % (
+            row['workers'], row['hosts'],
+            resource_cells(row['first'], row['hosts']),
+            resource_cells(row['rerun'], row['hosts'])))
 
     print()
     print('Worker joins (first run):')
@@ -439,6 +519,11 @@ def main():
         print_breakdown('N=%d re-run' % row['workers'], row['rerun'])
     for scale in scales:
         print_breakdown('scale-out by %d' % scale['new'], scale['run'])
+    print('remote commands of the largest first run by total seconds (all '
+          'hosts; commands of different hosts overlap):')
+    for description, seconds in command_totals(largest_first(rows)):
+        print('    %7.1fs %4d x  %s' % (sum(seconds), len(seconds),
+                                        description))
 
     def load_note(*runs):
         return '(load %s)' % ' vs '.join('%.0f%%' % (100 * r['load'])
@@ -452,10 +537,27 @@ def main():
                 largest['workers'], smallest['workers'], run),
                 largest[run]['seconds'] / smallest[run]['seconds'],
                 SCALING_TARGET, load_note(largest[run], smallest[run])))
+    if len(rows) > 1 and largest['workers'] == 2 * rows[-2]['workers']:
+        half = rows[-2]['first']
+        bound = largest['first']['load'] >= 0.85
+        checks.append(('T(%d)/T(%d) first run' % (
+            largest['workers'], rows[-2]['workers']),
+            largest['first']['seconds'] / half['seconds'],
+            DOUBLING_TARGET_CPU_BOUND if bound else SCALING_TARGET,
+            load_note(largest['first'], half)))
+    for row in rows[1:] or rows:
+        checks.append(('RSS growth/host at N=%d (MiB)' % row['workers'],
+                       rss_per_host(row, smallest if row is not smallest
+                                    else None) / MIB,
+                       RSS_PER_HOST_TARGET / MIB))
     for row in rows:
         checks.append(('T(re-run)/T(first) at N=%d' % row['workers'],
                        row['rerun']['seconds'] / row['first']['seconds'],
                        RERUN_TARGET, load_note(row['rerun'], row['first'])))
+        if row['workers'] >= LARGE_RERUN_WORKERS:
+            checks.append(('T(re-run) at N=%d (s)' % row['workers'],
+                           row['rerun']['seconds'], LARGE_RERUN_SECONDS,
+                           load_note(row['rerun'])))
     if len(scales) > 1:
         few, many = scales[0], scales[-1]
         checks.append(('scale-out T(%d)/T(%d)' % (many['new'], few['new']),

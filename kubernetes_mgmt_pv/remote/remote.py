@@ -594,9 +594,10 @@ class _CappedSession(RemoteCommandExecutor):
     permits (``capacity.Limits``) until it is closed; closed while idle to
     make room, it logs in again at its next command."""
 
-    def __init__(self, *args, limits, **kwargs):
+    def __init__(self, *args, limits, owner, **kwargs):
         super().__init__(*args, **kwargs)
         self._limits = limits
+        self._owner = owner
 
     def connect(self):
         if self._client is not None:
@@ -604,16 +605,16 @@ class _CappedSession(RemoteCommandExecutor):
         prepare = getattr(self._host_key_policy, 'prepare', None)
         if prepare is not None:
             prepare()  # a booting VM is waited for without a permit
-        with self._limits.session_in_use(self):
-            self._limits.open_session(self)
+        with self._limits.session_in_use(self._owner, self):
+            self._limits.open_session(self._owner, self)
             try:
                 super().connect()
             except BaseException:
-                self._limits.close_session(self)
+                self._limits.close_session(self._owner, self)
                 raise
 
     def run(self, *args, **kwargs):
-        with self._limits.session_in_use(self):
+        with self._limits.session_in_use(self._owner, self):
             return super().run(*args, **kwargs)
 
     def detach(self):
@@ -623,14 +624,15 @@ class _CappedSession(RemoteCommandExecutor):
 
     def close(self):
         super().close()
-        self._limits.close_session(self)
+        self._limits.close_session(self._owner, self)
 
 
 class SessionPool(object):
     """One SSH connection per host for the whole hook, shared by all steps.
 
     ``get`` is thread-safe: concurrent steps asking for the same host wait
-    for the single connection instead of opening a second one.
+    for the single connection instead of opening a second one. The pool
+    holds its session permits (``capacity.Limits``) until it is closed.
     """
 
     def __init__(self, conf=None, secrets=(), host_key_policy=None,
@@ -667,6 +669,11 @@ class SessionPool(object):
     def __exit__(self, *exc_info):
         self.close()
 
+    def reserve(self, hosts):
+        """Hold a session permit per host before the first login (waits
+        until free): no other hook's login closes this hook's sessions."""
+        self._limits.reserve_sessions(self, hosts)
+
     def get(self, host, username, password, host_key_policy=None,
             pkey=None):
         """The session to host, opened at the first call; a flow sharing a
@@ -683,7 +690,7 @@ class SessionPool(object):
                 session = _CappedSession(
                     host, username, password, secrets=self._secrets,
                     conf=self._conf, host_key_policy=policy(host),
-                    limits=self._limits, pkey=pkey)
+                    limits=self._limits, owner=self, pkey=pkey)
                 session.connect()
                 self._sessions[host] = session
             return session
@@ -691,5 +698,8 @@ class SessionPool(object):
     def close(self):
         with self._lock:
             sessions, self._sessions = self._sessions, {}
-        for session in sessions.values():
-            session.close()
+        try:
+            for session in sessions.values():
+                session.close()
+        finally:
+            self._limits.release_sessions(self)

@@ -1,5 +1,7 @@
 """RemoteCommandExecutor and SessionPool against a real OpenSSH server."""
 
+import collections
+import functools
 import re
 import socket
 import subprocess
@@ -11,6 +13,7 @@ import pytest
 
 from kubernetes_mgmt_pv import config
 from kubernetes_mgmt_pv import exceptions
+from kubernetes_mgmt_pv.remote import parallel
 from kubernetes_mgmt_pv.remote import remote
 from testbed import polling
 
@@ -242,6 +245,66 @@ def test_session_pool_opens_one_connection_per_host(host, options, logins):
         assert first is again
         first.run(['true'])
     assert logins == [host.ip]
+
+
+def _established_ssh(addresses):
+    """TCP connections to port 22 of ``addresses`` established now, as the
+    kernel of this (the driver's) namespace lists them."""
+    wanted = {'%s:0016' % ''.join(
+        '%02X' % int(octet) for octet in reversed(address.split('.')))
+        for address in addresses}
+    count = 0
+    with open('/proc/net/tcp') as table:
+        next(table)
+        for line in table:
+            fields = line.split()
+            count += fields[2] in wanted and fields[3] == '01'
+    return count
+
+
+@pytest.fixture(scope='module')
+def ten_hosts(testbed):
+    return [testbed.add_host('pool%d' % n, 'worker').ip for n in range(10)]
+
+
+def test_hooks_fitting_the_cap_log_in_once_per_host_at_any_count(
+        ten_hosts, options, logins):
+    """Three hooks of 4, 3 and 3 hosts at once with 4 sessions for all:
+    each step walks its hook's hosts in the same order, as the driver's
+    steps do. A hook waits for permits rather than closing another hook's
+    session, so each host is logged in to once, and never are more than 4
+    connections established (counted by the kernel, not by the driver)."""
+    config.CONF.set_override('max_ssh_sessions', 4, config.GROUP_NAME)
+    groups = [ten_hosts[:4], ten_hosts[4:7], ten_hosts[7:]]
+    peak, lock, errors = [0], threading.Lock(), []
+
+    def command(pool, address):
+        pool.get(address, 'ubuntu', 'ubuntu').run(['true'])
+        with lock:
+            peak[0] = max(peak[0], _established_ssh(ten_hosts))
+
+    def hook(addresses):
+        try:
+            with remote.SessionPool() as pool:
+                pool.reserve(len(addresses))
+                for step in range(3):
+                    parallel.run_on_nodes(
+                        'step %d' % step, functools.partial(command, pool),
+                        {a: a for a in addresses}, max_workers=4)
+        except Exception as error:  # reported below
+            errors.append(error)
+
+    hooks = [threading.Thread(target=hook, args=(group,)) for group in groups]
+    for thread in hooks:
+        thread.start()
+    for thread in hooks:
+        thread.join(120)
+    assert errors == [] and not any(t.is_alive() for t in hooks)
+    assert collections.Counter(logins) == dict.fromkeys(ten_hosts, 1)
+    assert 1 <= peak[0] <= 4
+    # paramiko's transport threads close the sockets just after the hooks.
+    polling.wait_until(lambda: _established_ssh(ten_hosts) == 0,
+                       'the connections to close', timeout=10)
 
 
 # -- a host that stops answering ----------------------------------------------

@@ -4,6 +4,7 @@ Waits are bounded by events: a test that would deadlock fails after
 WAIT seconds instead of hanging.
 """
 
+import collections
 import logging
 import threading
 import types
@@ -87,61 +88,126 @@ def test_a_hook_beyond_the_cap_waits_for_a_slot_and_logs_once(caplog):
 
 # -- sessions -----------------------------------------------------------------
 
-@pytest.mark.parametrize('open_first, busy, victim', [
-    # (sessions opened in this order, those running a command, closed)
-    (['a', 'b'], [], 'a'),           # least recently used first
-    (['a', 'b'], ['a'], 'b'),        # never one running a command
+@pytest.mark.parametrize('used_in_order, busy, victim', [
+    # (a hook's open sessions, least recently used first; those running
+    #  a command; the one closed for its next login)
+    (['a', 'b'], [], 'b'),
+    (['a', 'b'], ['b'], 'a'),
     (['a', 'b', 'c'], ['a', 'c'], 'b'),
+    (['a', 'b'], ['a', 'b'], None),
+    ([], [], None),
 ])
-def test_a_login_at_the_cap_closes_the_longest_idle_session(
-        open_first, busy, victim):
-    limits = caps(sessions=len(open_first))
-    sessions = {name: Session(name) for name in open_first}
-    for name in open_first:
-        limits.open_session(sessions[name])
-    holds = [limits.session_in_use(sessions[name]) for name in busy]
-    for hold in holds:
-        hold.__enter__()
-
-    limits.open_session(Session('new'))
-
-    assert [n for n, s in sessions.items() if s.closed.is_set()] == [victim]
+def test_session_to_close(used_in_order, busy, victim):
+    assert capacity.session_to_close(
+        used_in_order, collections.Counter(busy)) == victim
 
 
-def test_using_a_session_makes_it_the_most_recently_used():
+def test_a_hook_at_its_cap_closes_its_own_most_recently_used_session():
     limits = caps(sessions=2)
     a, b = Session('a'), Session('b')
-    limits.open_session(a)
-    limits.open_session(b)
-    with limits.session_in_use(a):
-        pass
-    limits.open_session(Session('new'))
-    assert b.closed.is_set() and not a.closed.is_set()
+    limits.open_session('hook', a)
+    limits.open_session('hook', b)
+    with limits.session_in_use('hook', a):
+        pass  # a is the most recently used now
+    limits.open_session('hook', Session('new'))
+    assert a.closed.is_set() and not b.closed.is_set()
 
 
-def test_a_login_waits_while_every_session_runs_a_command():
+def test_steps_walking_more_hosts_than_the_cap_log_in_again_to_few():
+    """Each step walks the hook's hosts in the same order: a step after
+    the first logs in again to hosts - cap of them (closing the session
+    idle the longest would log in again to every host)."""
+    limits = caps(sessions=3)
+    hosts = [Session(name) for name in 'abcd']
+    logins = collections.Counter()
+    for _ in range(3):
+        for host in hosts:
+            with limits.session_in_use('hook', host):
+                if host.closed.is_set() or host.name not in logins:
+                    host.closed.clear()
+                    limits.open_session('hook', host)
+                    logins[host.name] += 1
+    assert sum(logins.values()) == 4 + 2 * (4 - 3)
+
+
+def test_a_hook_needing_more_sessions_than_the_cap_is_told_the_option(
+        caplog):
+    limits = caps(sessions=2)
+    limits.reserve_sessions('instantiate_end of vnf-1', 5)
+    warnings = [r.getMessage() for r in caplog.records
+                if r.levelno == logging.WARNING]
+    assert len(warnings) == 1
+    assert 'max_ssh_sessions' in warnings[0] and '5' in warnings[0]
+
+
+def test_a_login_never_closes_the_session_of_another_hook():
+    """The first hook's idle sessions stay open: the second hook waits
+    for a permit instead, until the first hook gives its permits back."""
+    limits = caps(sessions=2)
+    a, b = Session('a'), Session('b')
+    limits.open_session('first', a)
+    limits.open_session('first', b)
+    login = in_thread(limits.open_session, 'second', Session('c'))
+    assert not login.wait(0.2)
+    limits.close_session('first', a)
+    assert not login.wait(0.2)  # the permit stays with its hook
+    limits.close_session('first', b)
+    limits.release_sessions('first')  # the first hook returned
+    assert login.wait(WAIT)
+    assert not a.closed.is_set() and not b.closed.is_set()
+
+
+def test_a_reservation_waits_for_all_its_permits_at_once():
+    limits = caps(sessions=4)
+    limits.reserve_sessions('first', 3)
+    reserved = in_thread(limits.reserve_sessions, 'second', 3)
+    assert not reserved.wait(0.2)  # one free: it waits for three
+    limits.release_sessions('first')
+    assert reserved.wait(WAIT)
+    for name in 'abc':  # its own permits: no wait, nothing closed
+        limits.open_session('second', Session(name))
+
+
+def test_a_reservation_beyond_the_cap_takes_the_cap():
+    limits = caps(sessions=2)
+    limits.reserve_sessions('hook', 5)
+    opened = [Session(name) for name in 'abc']
+    for session in opened:
+        limits.open_session('hook', session)
+    assert [s.closed.is_set() for s in opened] == [False, True, False]
+
+
+def test_a_login_waits_while_every_session_of_its_hook_runs_a_command():
     limits = caps(sessions=1)
     a = Session('a')
-    limits.open_session(a)
-    command = limits.session_in_use(a)
+    limits.open_session('hook', a)
+    command = limits.session_in_use('hook', a)
     command.__enter__()
-    login = in_thread(limits.open_session, Session('b'))
+    login = in_thread(limits.open_session, 'hook', Session('b'))
     assert not login.wait(0.2)
     command.__exit__(None, None, None)  # the command ended
     assert login.wait(WAIT)
     assert a.closed.is_set()
 
 
-def test_a_closed_session_gives_its_permit_back_to_a_waiting_login():
-    limits = caps(sessions=1)
+def test_a_hook_holding_permits_takes_a_free_one_nobody_waits_for():
+    limits = caps(sessions=3)
     a = Session('a')
-    limits.open_session(a)
-    with limits.session_in_use(a):
-        login = in_thread(limits.open_session, Session('b'))
-        assert not login.wait(0.2)
-        limits.close_session(a)  # its hook returned
-        assert login.wait(WAIT)
-    assert not a.closed.is_set()  # closed by its owner, not by the cap
+    limits.open_session('hook', a)
+    limits.open_session('hook', Session('b'))
+    assert not a.closed.is_set()
+
+
+def test_free_permits_go_to_the_hook_waiting_for_them_first():
+    limits = caps(sessions=3)
+    a = Session('a')
+    limits.open_session('first', a)
+    waiting = in_thread(limits.reserve_sessions, 'second', 3)
+    assert not waiting.wait(0.2)
+    limits.open_session('first', Session('b'))  # closes a, takes no permit
+    assert a.closed.is_set()
+    limits.release_sessions('first')
+    assert waiting.wait(WAIT)
 
 
 def test_hooks_needing_more_sessions_than_the_cap_all_finish():
@@ -159,16 +225,18 @@ def test_hooks_needing_more_sessions_than_the_cap_all_finish():
 
     def hook(number):
         sessions = [Counted('h%d-%d' % (number, host)) for host in range(5)]
+        limits.reserve_sessions(number, len(sessions))
         for _ in range(2):  # every host twice, as a hook's steps do
             for session in sessions:
-                with limits.session_in_use(session):
-                    limits.open_session(session)
+                with limits.session_in_use(number, session):
+                    limits.open_session(number, session)
                     with lock:
                         opened.add(session)
                         peak.highest = max(peak.highest, len(opened))
         for session in sessions:
-            limits.close_session(session)
+            limits.close_session(number, session)
             session.close()
+        limits.release_sessions(number)
 
     done = [in_thread(hook, n) for n in range(3)]
     assert all(event.wait(WAIT) for event in done)

@@ -272,6 +272,9 @@ def test_each_flow_reports_only_what_it_did(monkeypatch, caplog):
         def __exit__(self, *exc_info):
             pass
 
+        def reserve(self, hosts):
+            pass
+
         def get(self, host, username, password, host_key_policy=None,
                 pkey=None):
             return types.SimpleNamespace(host=host)
