@@ -26,7 +26,7 @@ waiting), the CPU seconds of the driver's own threads and of the whole
 benchmark process (which also runs the fake Heat and Kubernetes API
 servers), the SSH logins per host and the remote commands. Targets:
 
-* T(16)/T(1) <= 1.5        (Workers join concurrently)
+* T(16)/T(1) <= 1.5        (Workers join concurrently; N <= 16 only)
 * T(re-run) <= 25% of T(first run)
 * scale-out T(8)/T(1) <= 1.5
 * one SSH login per host per hook (cluster and storage features share
@@ -84,6 +84,7 @@ MIB = 1024.0 * 1024
 # grow with the hosts' own work, which shares this machine's cores.
 DOUBLING_TARGET_CPU_BOUND = 2.2
 RSS_PER_HOST_TARGET = 1024 * 1024
+ONE_WAVE_WORKERS = 16  # T(N)/T(1) <= SCALING_TARGET up to this N
 IP_ADDRESS = re.compile(r'\b\d{1,3}(\.\d{1,3}){3}\b')
 # A re-run on 128 Workers (or more) finds everything done within this.
 LARGE_RERUN_WORKERS, LARGE_RERUN_SECONDS = 128, 15.0
@@ -531,7 +532,9 @@ def main():
 
     checks = []
     smallest, largest = rows[0], rows[-1]
-    if len(rows) > 1:
+    # Workers join concurrently: up to max_concurrent_nodes' default they
+    # all join in one wave; beyond it the doubling target applies.
+    if len(rows) > 1 and largest['workers'] <= ONE_WAVE_WORKERS:
         for run in ('first', 'rerun'):
             checks.append(('T(%d)/T(%d) %s' % (
                 largest['workers'], smallest['workers'], run),
