@@ -67,7 +67,10 @@ def test_vnflcm_hooks_point_at_the_driver_artifact(flavours, flavour):
          # Tacker v2's rollbacks; their interface type derives SOL001's.
          'instantiate_rollback_start', 'scale_rollback_start',
          'change_external_connectivity_start', 'modify_information_start',
-         'change_current_package_start'],
+         'change_current_package_start',
+         # Tacker v2's ChangeCurrentVnfPackage: the minor upgrade.
+         'change_current_package_end',
+         'change_current_package_rollback_start'],
         feature_hooks.DRIVER_NAME)
     assert vnf.entity_tpl['artifacts'][feature_hooks.DRIVER_NAME] == {
         'description': 'Management driver for Kubernetes clusters with '
