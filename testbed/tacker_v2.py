@@ -37,6 +37,11 @@ RECORDER = os.path.join(os.path.dirname(os.path.abspath(__file__)),
 # The script the sample's v2 VNFD runs (samples/.../v2/Scripts).
 DOOR_SCRIPT = 'kubernetes_mgmt_v2.py'
 FINAL_STATES = ('COMPLETED', 'FAILED_TEMP', 'FAILED', 'ROLLED_BACK')
+# An operation in these states keeps any other of its instance out.
+UNFINISHED_STATES = ('STARTING', 'PROCESSING', 'ROLLING_BACK', 'FAILED_TEMP')
+# How long the conductor may hold an instance's lock after an operation's
+# state is final (it sends the notification meanwhile).
+LOCK_RELEASE_TIMEOUT = 120
 
 
 # -- the package ----------------------------------------------------------
@@ -148,13 +153,38 @@ class V2Api(object):
         return polling.wait_until(done, 'v2 LCM operation %s' % op_id,
                                   timeout, first_delay=0.5, max_delay=3)
 
+    def unfinished_ops(self, instance_id):
+        """Ids of the instance's operations that keep another out."""
+        occs = self.client.get('/vnflcm/v2/vnf_lcm_op_occs')
+        return {occ['id'] for occ in occs
+                if occ['vnfInstanceId'] == instance_id and
+                occ['operationState'] in UNFINISHED_STATES}
+
+    def past_the_lock(self, instance_id, send, acting_on=None):
+        """``send()`` an LCM request of the instance, again while Tacker
+        answers 409 only because its conductor still holds the instance's
+        lock: the conductor sends an operation's notification after its
+        final state (or FAILED_TEMP) is visible. A 409 while another
+        operation of the instance is unfinished is a refusal: raised."""
+        def attempt():
+            try:
+                return send()
+            except tacker_client.TackerError as error:
+                if error.status != 409 or \
+                        self.unfinished_ops(instance_id) - {acting_on}:
+                    raise
+                return None
+        return polling.wait_until(
+            attempt, 'the lock of VNF instance %s' % instance_id,
+            LOCK_RELEASE_TIMEOUT, first_delay=0.2, max_delay=2.0)
+
     def lcm(self, instance_id, operation, body, timeout=1800):
         """POST an LCM operation, wait for its final state; returns the
         occurrence (with 'seconds')."""
         started = time.monotonic()
-        response = self.client.post('/vnflcm/v2/vnf_instances/%s/%s'
-                                    % (instance_id, operation), body,
-                                    expect=202)
+        response = self.past_the_lock(instance_id, lambda: self.client.post(
+            '/vnflcm/v2/vnf_instances/%s/%s' % (instance_id, operation),
+            body, expect=202))
         return self._finished(operation, response, started, timeout)
 
     def modify(self, instance_id, patch, timeout=600):
@@ -162,10 +192,10 @@ class V2Api(object):
         where null removes a key), wait for its final state; returns the
         occurrence (with 'seconds')."""
         started = time.monotonic()
-        response = self.client.request(
+        response = self.past_the_lock(instance_id, lambda: self.client.request(
             'PATCH', '/vnflcm/v2/vnf_instances/%s' % instance_id,
             data=json.dumps(patch).encode(),
-            content_type='application/merge-patch+json', expect=202)
+            content_type='application/merge-patch+json', expect=202))
         return self._finished('modify', response, started, timeout)
 
     def _finished(self, operation, response, started, timeout):
@@ -179,9 +209,10 @@ class V2Api(object):
 
     def op_action(self, op_id, action, timeout=1800):
         """retry | rollback | fail of a FAILED_TEMP occurrence."""
-        response = self.client.request(
-            'POST', '/vnflcm/v2/vnf_lcm_op_occs/%s/%s' % (op_id, action),
-            expect=(200, 202))
+        response = self.past_the_lock(
+            self.op_occ(op_id)['vnfInstanceId'], lambda: self.client.request(
+                'POST', '/vnflcm/v2/vnf_lcm_op_occs/%s/%s' % (op_id, action),
+                expect=(200, 202)), acting_on=op_id)
         if action == 'fail':
             return response.body
         polling.wait_until(

@@ -1,14 +1,19 @@
 """The v2 package, request and recorder helpers (no Tacker, no hosts)."""
 
+import http.server
 import io
+import json
 import os
 import pickle
 import shutil
 import subprocess
 import sys
+import threading
 
+import pytest
 import yaml
 
+from testbed import tacker_client
 from testbed import tacker_v2
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(
@@ -83,3 +88,68 @@ def test_fixtures_carry_no_password(tmp_path):
     text = io.open(path).read()
     assert 'secret' not in text and '"pw"' not in text
     assert '"username": "admin"' in text
+
+
+class _LockedTacker(http.server.BaseHTTPRequestHandler):
+    """/vnflcm/v2 answering POSTs 409 ``locked`` times, then 202; the
+    instance's operations are ``server.occs``."""
+
+    def do_GET(self):
+        self._answer(200, self.server.occs)
+
+    def do_POST(self):
+        self.server.posts += 1
+        if self.server.posts <= self.server.locked:
+            self._answer(409, {'status': 409})
+        else:
+            self.send_response(202)
+            self.send_header('Location', '/vnflcm/v2/vnf_lcm_op_occs/new')
+            self.send_header('Content-Length', '0')
+            self.end_headers()
+
+    def _answer(self, status, body):
+        raw = json.dumps(body).encode()
+        self.send_response(status)
+        self.send_header('Content-Type', 'application/json')
+        self.send_header('Content-Length', str(len(raw)))
+        self.end_headers()
+        self.wfile.write(raw)
+
+    def log_message(self, *args):
+        pass
+
+
+@pytest.mark.parametrize('occs, locked, sent', [
+    # The previous operation is final: the 409s are the conductor's lock.
+    ([{'id': 'a', 'vnfInstanceId': 'i', 'operationState': 'COMPLETED'}],
+     2, True),
+    # The operation acted on (a fail of it) is the only unfinished one.
+    ([{'id': 'a', 'vnfInstanceId': 'i', 'operationState': 'FAILED_TEMP'}],
+     1, 'a'),
+    # Another operation of the instance is unfinished: a real refusal.
+    ([{'id': 'b', 'vnfInstanceId': 'i', 'operationState': 'FAILED_TEMP'}],
+     1, False),
+])
+def test_a_request_waits_out_the_lock_but_not_a_refusal(occs, locked, sent):
+    server = http.server.ThreadingHTTPServer(('127.0.0.1', 0), _LockedTacker)
+    server.occs, server.locked, server.posts = occs, locked, 0
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        api = tacker_v2.V2Api('http://127.0.0.1:%d' % server.server_port)
+
+        def send():
+            return api.client.post('/vnflcm/v2/vnf_instances/i/heal', {},
+                                   expect=202)
+        acting_on = sent if isinstance(sent, str) else None
+        if sent:
+            assert api.past_the_lock('i', send, acting_on).status == 202
+            assert server.posts == locked + 1
+        else:
+            with pytest.raises(tacker_client.TackerError) as raised:
+                api.past_the_lock('i', send, acting_on)
+            assert raised.value.status == 409
+            assert server.posts == 1
+    finally:
+        server.shutdown()
+        server.server_close()
