@@ -57,8 +57,11 @@ class TackerLab(object):
             workdir=workdir, driver_options=options,
             conductor_count=conductor_count, extra_conf={
                 # A v2 CNF waits this long (default 500 s) for its
-                # resources to be ready in the test Kubernetes API server.
-                'v2_vnfm': {'kubernetes_vim_rsc_wait_timeout': 60}})
+                # resources to be ready in the test Kubernetes API server:
+                # its pod is Running once a node agent mounted its PV over
+                # NFS, which took over 60 s while every env of `make
+                # test` shared the cores.
+                'v2_vnfm': {'kubernetes_vim_rsc_wait_timeout': 300}})
         self.client = None
         self.timings = {}
 
