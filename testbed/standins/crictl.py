@@ -22,6 +22,9 @@ import subprocess
 import sys
 import time
 
+# No __pycache__: an upgrade's modules have the size and, built in the
+# same second, the mtime of the old ones, so a cached .pyc would outlive it.
+sys.dont_write_bytecode = True
 sys.path[:0] = ['/usr/lib/testbed', os.path.dirname(os.path.abspath(__file__))]
 import kubeadm_etcd as etcd  # noqa: E402
 import kubeadm_node as node  # noqa: E402

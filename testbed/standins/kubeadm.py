@@ -61,6 +61,9 @@ import time
 # The etcd half (kubeadm_etcd.py) and the node side (kubeadm_node.py) are
 # installed next to the API server stand-in; from a source tree they are
 # next to this file.
+# No __pycache__: an upgrade's modules have the size and, built in the
+# same second, the mtime of the old ones, so a cached .pyc would outlive it.
+sys.dont_write_bytecode = True
 sys.path[:0] = ['/usr/lib/testbed', os.path.dirname(os.path.abspath(__file__))]
 import kubeadm_config  # noqa: E402
 import kubeadm_etcd as etcd  # noqa: E402

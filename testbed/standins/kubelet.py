@@ -21,6 +21,7 @@ KUBELET_CONF = '/etc/kubernetes/kubelet.conf'
 
 def post_status():
     """PATCH the Node's status.nodeInfo with this kubelet's version."""
+    sys.dont_write_bytecode = True  # as kubeadm.py: no stale .pyc
     sys.path[:0] = ['/usr/lib/testbed',
                     os.path.dirname(os.path.abspath(__file__))]
     import kubeadm_node as node

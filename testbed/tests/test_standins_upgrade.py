@@ -157,7 +157,12 @@ def test_upgrade_node_on_a_worker_then_its_kubelet(cluster):
     result = cluster.kubeadm(worker, 'upgrade', 'node', check=False)
     assert result.returncode != 0
     assert f'cluster version "{NEW}" is higher' in result.stderr
+    # Packages built in the same second give the new modules the old ones'
+    # size and mtime: the upgraded kubeadm must still run the new code.
+    module = standins.KUBEADM_NODE
+    mtime = worker.run(f'stat -c %Y {module}').stdout.strip()
     install_next(cluster, worker, 'kubeadm')
+    worker.run(f'touch -d @{mtime} {module}')
     assert 'successfully upgraded' in cluster.kubeadm(
         worker, 'upgrade', 'node').stdout
     assert kubelet_version(cluster, 'worker1') == OLD
