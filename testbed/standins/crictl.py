@@ -49,7 +49,7 @@ def _restart(pid, log_file):
         argv = [arg.decode() for arg in handle.read().split(b'\0')[:-1]]
     os.kill(pid, signal.SIGTERM)
     deadline = time.monotonic() + STOP_GRACE
-    while os.path.exists(f'/proc/{pid}') and _alive(pid):
+    while not etcd.process_exited(pid):
         if time.monotonic() > deadline:
             os.kill(pid, signal.SIGKILL)
             deadline = float('inf')
@@ -62,14 +62,6 @@ def _restart(pid, log_file):
     if argv[0] == etcd.ETCD:
         with open(etcd.PID_FILE, 'w') as handle:
             handle.write(f'{process.pid}\n')
-
-
-def _alive(pid):
-    try:
-        with open(f'/proc/{pid}/stat') as handle:
-            return handle.read().rsplit(')', 1)[1].split()[0] != 'Z'
-    except OSError:
-        return False
 
 
 def pods(args):

@@ -16,6 +16,7 @@ The PID file is written once the port is bound, and removed on SIGTERM.
 """
 
 import argparse
+import errno
 import os
 import signal
 import socket
@@ -67,6 +68,24 @@ def relay(client, upstream):
             upward.join()
 
 
+def listen(address, patience=30.0):
+    """Bind the API port; while it is still held (a stopped forwarder's
+    last threads exiting), retry as the kubelet restarts a crashed static
+    pod, for up to ``patience`` seconds."""
+    deadline = time.monotonic() + patience
+    delay = 0.05
+    while True:
+        try:
+            return socket.create_server(address, backlog=128)
+        except OSError as error:
+            if error.errno != errno.EADDRINUSE or \
+                    time.monotonic() > deadline:
+                raise
+            log(f'{address[0]}:{address[1]} in use; binding again')
+            time.sleep(delay)
+            delay = min(delay * 2, 1.0)
+
+
 def main(argv):
     parser = argparse.ArgumentParser(prog='kube-apiserver-standin')
     parser.add_argument('--listen', type=address, required=True)
@@ -74,7 +93,7 @@ def main(argv):
     parser.add_argument('--pid-file')
     args = parser.parse_args(argv)
 
-    listener = socket.create_server(args.listen, backlog=128)
+    listener = listen(args.listen)
     if args.pid_file:
         with open(args.pid_file, 'w') as handle:
             handle.write(f'{os.getpid()}\n')

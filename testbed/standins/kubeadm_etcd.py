@@ -398,17 +398,28 @@ def manifest_flags():
     return flags
 
 
+def process_exited(pid):
+    """True once the process is gone or a zombie none of whose threads
+    still run: only then are its files, listening sockets included,
+    closed (a zombie leader's other threads may still be exiting)."""
+    try:
+        with open(f'/proc/{pid}/stat') as handle:
+            if handle.read().rsplit(')', 1)[1].split()[0] != 'Z':
+                return False
+        return os.listdir(f'/proc/{pid}/task') == [str(pid)]
+    except OSError:
+        return True
+
+
 def _is_etcd(pid):
-    """True if pid is a live (not zombie) etcd of /var/lib/etcd."""
+    """True if pid is a running etcd of /var/lib/etcd."""
     try:
         with open(f'/proc/{pid}/cmdline', 'rb') as handle:
             argv = handle.read().decode(errors='replace').split('\0')
-        with open(f'/proc/{pid}/stat') as handle:
-            if handle.read().rsplit(')', 1)[1].split()[0] == 'Z':
-                return False
     except OSError:
         return False
-    return argv[0] == ETCD and f'--data-dir={DATA_DIR}' in argv
+    return (argv[0] == ETCD and f'--data-dir={DATA_DIR}' in argv
+            and not process_exited(pid))
 
 
 def running_pids():

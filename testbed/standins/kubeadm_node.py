@@ -517,10 +517,7 @@ def api_server_pid():
         with open(f'/proc/{pid}/cmdline', 'rb') as handle:
             if API_SERVER.encode() not in handle.read():
                 return None  # a stale file; the PID was reused
-        with open(f'/proc/{pid}/stat') as handle:
-            if handle.read().rsplit(')', 1)[1].split()[0] == 'Z':
-                return None  # exited, not reaped yet
-        return pid
+        return None if etcd.process_exited(pid) else pid
     except (OSError, ValueError):
         return None
 
@@ -610,7 +607,7 @@ def stop_api_server():
         return False
     os.kill(pid, signal.SIGTERM)
     deadline = time.monotonic() + 5
-    while api_server_pid() == pid:
+    while not etcd.process_exited(pid):
         if time.monotonic() > deadline:
             os.kill(pid, signal.SIGKILL)
             deadline = float('inf')
