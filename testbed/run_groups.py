@@ -9,9 +9,10 @@ cluster) is built once and tests that lean on their module's earlier
 steps keep their order. ``SHARED_FIXTURE_MODULES`` names the functional
 modules that share fixtures; ``shared_fixture_problem`` keeps that list
 true at collection.
-Every tests/tacker_rest module is in one group: they share the session's
-one TackerLab (MariaDB, RabbitMQ, tacker-server, tacker-conductor), which
-a second worker would start a second time; the modules in LAB_FREE need
+The tests/tacker_rest modules are in two groups, v1's and v2's: a
+worker starts one TackerLab (MariaDB, RabbitMQ, tacker-server,
+tacker-conductor) for the session, so the two lifecycles each have a lab
+and run side by side, each in file order; the modules in LAB_FREE need
 no lab and are groups of their own.
 
 The modules in ALONE time what they test (fault timeouts, SSH silence
@@ -26,6 +27,12 @@ import fcntl
 import os
 
 TACKER_LAB_GROUP = 'tacker-lab'
+# About as long as the rest of tests/tacker_rest together.
+TACKER_V2_LAB_GROUP = 'tacker-lab-v2'
+V2_LAB_MODULES = frozenset((
+    'tests/tacker_rest/test_lifecycle_v2.py',
+    'tests/tacker_rest/test_v2_hooks.py',
+))
 LAB_FREE = frozenset((
     'tests/tacker_rest/test_heat_engine.py',  # its own Heat engine only
 ))
@@ -55,6 +62,8 @@ def module_of(nodeid):
 def xdist_group(nodeid):
     """The group of a test, by its node id."""
     module = module_of(nodeid)
+    if module in V2_LAB_MODULES:
+        return TACKER_V2_LAB_GROUP
     if module.startswith('tests/tacker_rest/') and module not in LAB_FREE:
         return TACKER_LAB_GROUP
     if module.startswith(PER_TEST_DIR) and module not in \

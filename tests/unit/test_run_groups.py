@@ -12,7 +12,10 @@ from testbed import run_groups
     ('tests/functional/test_faults.py::test_fault[a::b]',
      'tests/functional/test_faults.py'),
     ('tests/tacker_rest/test_lifecycle.py::test_instantiate', 'tacker-lab'),
-    ('tests/tacker_rest/test_v2_hooks.py::test_hooks', 'tacker-lab'),
+    ('tests/tacker_rest/test_lifecycle_ha.py::test_x', 'tacker-lab'),
+    ('tests/tacker_rest/test_two_conductors.py::test_x', 'tacker-lab'),
+    ('tests/tacker_rest/test_v2_hooks.py::test_hooks', 'tacker-lab-v2'),
+    ('tests/tacker_rest/test_lifecycle_v2.py::test_x', 'tacker-lab-v2'),
     ('tests/tacker_rest/test_heat_engine.py::test_x',
      'tests/tacker_rest/test_heat_engine.py'),
     ('tests/tacker_integration/test_v2_vim.py::test_x',
@@ -22,8 +25,8 @@ from testbed import run_groups
     ('testbed/tests/test_hosts.py::test_x', 'testbed/tests/test_hosts.py'),
 ])
 def test_groups(nodeid, group):
-    """A module is a group, tacker_rest is one, and a functional test
-    with fixtures of its own only is a group by itself."""
+    """A module is a group, tacker_rest is two (a lab each), and a
+    functional test with fixtures of its own only is a group by itself."""
     assert run_groups.xdist_group(nodeid) == group
 
 
