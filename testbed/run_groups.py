@@ -15,8 +15,8 @@ tacker-conductor) for the session, so the two lifecycles each have a lab
 and run side by side, each in file order; the modules in LAB_FREE need
 no lab and are groups of their own.
 
-The modules in ALONE time what they test (fault timeouts, SSH silence
-detection, stand-in start-up budgets): each of their tests runs while no
+The modules in ALONE time what they test (SSH silence detection,
+stand-in start-up budgets): each of their tests runs while no
 other worker of the run is in a test. ``RunLock`` does it: every other
 test holds it shared, these hold it exclusively, and a turnstile keeps a
 waiting exclusive holder from being starved.
@@ -50,7 +50,6 @@ SHARED_FIXTURE_MODULES = frozenset((
 SHARED_SCOPES = frozenset(('class', 'module', 'package'))
 ALONE = frozenset((
     'testbed/tests/test_standins.py',
-    'tests/functional/test_faults.py',
     'tests/functional/test_remote.py',
 ))
 

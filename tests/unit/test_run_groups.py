@@ -50,8 +50,12 @@ def test_a_test_alone_in_its_group_has_no_shared_fixture(
 
 def test_the_timing_modules_run_alone():
     assert run_groups.runs_alone(
-        'tests/functional/test_faults.py::test_x[y]@tests/functional/'
-        'test_faults.py')
+        'tests/functional/test_remote.py::test_x[y]@tests/functional/'
+        'test_remote.py')
+    # Its faults are injected commands, HTTP errors and cut connections,
+    # none a deadline: it shares the machine.
+    assert not run_groups.runs_alone(
+        'tests/functional/test_faults.py::test_x[y]')
     assert not run_groups.runs_alone('tests/functional/test_ha.py::test_x')
 
 
