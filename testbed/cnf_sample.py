@@ -1,7 +1,7 @@
 """The sample CNF (samples/cnf_with_pv) on a testbed cluster: its package
-under a VNFD id of its own, its v2 request on a given VIM, node agents on
-the cluster's Workers, and the data path of its pod (a file written
-through the pod's mount, found on the Storage server). For
+under a VNFD id of its own, its v1 or v2 requests on a given VIM, node
+agents on the cluster's Workers, and the data path of its pod (a file
+written through the pod's mount, found on the Storage server). For
 tests/tacker_rest and tools/demo_tacker.py."""
 
 import contextlib
@@ -13,8 +13,7 @@ from testbed import node_agent
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SAMPLE = os.path.join(ROOT, 'samples', 'cnf_with_pv')
-REQUEST = os.path.join(ROOT, 'samples', 'requests-cnf-v2',
-                       'instantiate.json')
+REQUESTS = os.path.join(ROOT, 'samples', 'requests-cnf-%s')
 SAMPLE_VNFD_ID = '6d7c8f38-3a4e-4b0c-9f55-0c6f4c1e2a01'
 DEPLOYMENT, CLAIM, VOLUME = 'web', 'web-data', 'nfs-pv1'
 
@@ -34,12 +33,28 @@ def source(directory, vnfd_id):
     return directory
 
 
-def instantiate_request(vim):
-    """The sample's v2 request with ``vim`` as its vimConnectionInfo
-    entry."""
-    with open(REQUEST) as handle:
-        body = json.load(handle)
-    body['vimConnectionInfo'] = {'vim1': vim}
+def request(name, version='v2'):
+    """The sample request body ``name`` (create.json, terminate.json) of
+    Tacker's ``version`` (v1 or v2) of the VNF LCM API."""
+    with open(os.path.join(REQUESTS % version, name)) as handle:
+        return json.load(handle)
+
+
+def create_request(vnfd_id, version='v2'):
+    """The sample's create request for the VNFD ``vnfd_id``."""
+    return dict(request('create.json', version), vnfdId=vnfd_id)
+
+
+def instantiate_request(vim, version='v2'):
+    """The sample's instantiate request on ``vim``: in v2 the entry "vim1"
+    of vimConnectionInfo is ``vim``; in v1 the list's one entry keeps its
+    "id" and takes the fields of ``vim``."""
+    body = request('instantiate.json', version)
+    if version == 'v2':
+        body['vimConnectionInfo'] = {'vim1': vim}
+    else:
+        entry, = body['vimConnectionInfo']
+        body['vimConnectionInfo'] = [dict(entry, **vim)]
     return body
 
 

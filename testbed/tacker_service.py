@@ -228,6 +228,9 @@ class TackerService(object):
             'vim_keys': {'openstack': self._p('fernet_keys')},
             'openstack_vim': {'stack_retries': self.stack_retries,
                               'stack_retry_wait': self.stack_retry_wait},
+            # v1's Kubernetes infra driver polls a CNF's resources so.
+            'kubernetes_vim': {'stack_retries': self.stack_retries,
+                               'stack_retry_wait': self.stack_retry_wait},
             'key_manager': {'api_class': '%s.%s' % (
                 tacker_keymgr.__name__,
                 tacker_keymgr.FileKeyManager.__name__)},

@@ -124,6 +124,7 @@ def vim_connection_info(cloud):
 
 class V2Api(object):
     """/vnflcm/v2 as a user calls it (``Version: 2.0.0``)."""
+    version = 'v2'  # of its sample requests (samples/requests-cnf-v2)
 
     def __init__(self, base_url, log=None):
         self.client = tacker_client.TackerClient(

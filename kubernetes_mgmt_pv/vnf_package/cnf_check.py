@@ -1,9 +1,9 @@
 """Offline checks of a CNF's package (``kubernetes-mgmt-pv package --api
-cnf``) against its v2 Instantiate request on the cluster's Kubernetes
-VIM: what Tacker v2's Kubernetes infra driver would only hit after the
-grant, on the cluster (a definition file it cannot find, a VIM that is
-not Kubernetes), and what would leave a pod Pending (a claim that no
-manifest defines, a claim that could bind any PV rather than the
+cnf``) against its v2 (or v1) Instantiate request on the cluster's
+Kubernetes VIM: what Tacker's Kubernetes infra driver would only hit
+after the grant, on the cluster (a definition file it cannot find, a VIM
+that is not Kubernetes), and what would leave a pod Pending (a claim that
+no manifest defines, a claim that could bind any PV rather than the
 driver's).
 
 ``findings`` is a package_check._Findings; each finding names the JSON
@@ -48,13 +48,19 @@ def check(package_dir, request, found):
 
 
 def _check_vims(vims, found):
-    if not isinstance(vims, dict) or not vims:
+    """v2's vimConnectionInfo is a map of entries, v1's a list."""
+    if isinstance(vims, dict) and vims:
+        entries = [('vimConnectionInfo.%s' % key, vim)
+                   for key, vim in sorted(vims.items())]
+    elif isinstance(vims, list) and vims:
+        entries = [('vimConnectionInfo[%d]' % index, vim)
+                   for index, vim in enumerate(vims)]
+    else:
         found.error('vim-missing', 'vimConnectionInfo',
                     'a CNF needs the cluster\'s Kubernetes VIM: '
                     '{"vimId": <its id>, "vimType": "kubernetes"}')
         return
-    for key, vim in sorted(vims.items()):
-        where = 'vimConnectionInfo.%s' % key
+    for where, vim in entries:
         if not isinstance(vim, dict) or vim.get('vimType') not in VIM_TYPES:
             found.error('vim-not-kubernetes', where + '.vimType',
                         'must be one of %s' % ', '.join(VIM_TYPES))

@@ -1,5 +1,6 @@
 """The sample CNF (samples/cnf_with_pv) on the cluster of a lifecycle
-module's VNF instance (v1 or v2), through /vnflcm/v2: its Deployment's
+module's VNF instance (v1 or v2), through /vnflcm/v2 (or /vnflcm/v1,
+with V1Api and the v1 sample requests): its Deployment's
 pod mounts a claim bound to the driver's nfs-pv1, really (node agents on
 the Workers, ganesha on the Storage server). It keeps the cluster's
 Kubernetes VIM in use, so the cluster VNF's terminate and entire heal are
@@ -17,6 +18,29 @@ from testbed import tacker_v2
 
 DEPLOYMENT = cnf_sample.DEPLOYMENT
 KEPT = 'kept by the CNF\n'  # the file the pod wrote at instantiate
+
+
+class V1Api(object):
+    """The calls on_the_cluster makes, through the lab's /vnflcm/v1 (what
+    testbed.tacker_v2.V2Api makes through /vnflcm/v2)."""
+    version = 'v1'
+
+    def __init__(self, lab):
+        self.lab = lab
+        self.lcm = lab.lcm
+        self.instance = lab.instance
+        self.op_action = lab.op_action
+
+    def create(self, vnfd_id, name):
+        """POST the v1 sample's create request for ``vnfd_id``."""
+        body = dict(cnf_sample.create_request(vnfd_id, self.version),
+                    vnfInstanceName=name)
+        return self.lab.client.post('/vnflcm/v1/vnf_instances', body,
+                                    expect=201).body
+
+    def delete(self, instance_id):
+        return self.lab.client.delete('/vnflcm/v1/vnf_instances/%s'
+                                      % instance_id, expect=204)
 
 
 def _completed(occ, operation):
@@ -42,12 +66,14 @@ def _check_the_data_path(lab, kube, storage, workers):
 
 
 @contextlib.contextmanager
-def on_the_cluster(lab, v2, cluster_instance_id, tmp_path, vim):
+def on_the_cluster(lab, api, cluster_instance_id, tmp_path, vim):
     """The sample CNF instantiated on the cluster of the VNF instance
-    ``cluster_instance_id`` through ``vim``, a vimConnectionInfo entry;
-    yields its id, then terminates and deletes it (and makes nfs-pv1
-    Available again, as an operator reuses a Retained PV), so that the
-    cluster VNF can go."""
+    ``cluster_instance_id`` through ``vim``, a vimConnectionInfo entry,
+    with the sample requests of ``api`` (a V2Api, or a V1Api); yields its
+    id, then terminates and deletes it (and makes nfs-pv1 Available
+    again, as an operator reuses a Retained PV), so that the cluster VNF
+    can go."""
+    version = api.version
     kube = lab.engine.kubes[lab.stack(cluster_instance_id).id]
     storage = lab.host_at(lab.cp_address(cluster_instance_id))
     workers = cnf_sample.workers(lab.engine.testbed.hosts.values(), kube)
@@ -59,24 +85,24 @@ def on_the_cluster(lab, v2, cluster_instance_id, tmp_path, vim):
     nfs.start_ganesha(storage)
     occ = None
     with cnf_sample.node_agents(kube, workers):
-        cnf_id = v2.create(vnfd_id, 'cnf-on-the-cluster')['id']
+        cnf_id = api.create(vnfd_id, 'cnf-on-the-cluster')['id']
         try:
-            occ = v2.lcm(cnf_id, 'instantiate',
-                         cnf_sample.instantiate_request(vim), timeout=600)
+            occ = api.lcm(cnf_id, 'instantiate',
+                          cnf_sample.instantiate_request(vim, version),
+                          timeout=600)
             _completed(occ, 'INSTANTIATE')
             pod = _check_the_data_path(lab, kube, storage, workers)
             assert [v['computeResource']['resourceId'] for v in
-                    tacker_v2.vnfcs(v2.instance(cnf_id))] == [
+                    tacker_v2.vnfcs(api.instance(cnf_id))] == [
                 pod['metadata']['name']]
             yield cnf_id
         finally:
             if occ and occ['operationState'] == 'FAILED_TEMP':
-                v2.op_action(occ['id'], 'fail')
-            if v2.instance(cnf_id)['instantiationState'] == 'INSTANTIATED':
-                _completed(v2.lcm(cnf_id, 'terminate',
-                                  {'terminationType': 'FORCEFUL'}),
-                           'TERMINATE')
-            v2.delete(cnf_id)
+                api.op_action(occ['id'], 'fail')
+            if api.instance(cnf_id)['instantiationState'] == 'INSTANTIATED':
+                _completed(api.lcm(cnf_id, 'terminate', cnf_sample.request(
+                    'terminate.json', version)), 'TERMINATE')
+            api.delete(cnf_id)
             cnf_sample.release_volume(kube, lab.kubectl)
             # A heal may have replaced the Storage server meanwhile.
             nfs.stop_ganesha(lab.host_at(lab.cp_address(cluster_instance_id)))

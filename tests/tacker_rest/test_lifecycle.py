@@ -12,8 +12,9 @@ FAILED_TEMP with the driver's message), release the claim, fail the
 operation and heal the Storage server, heal the entire VNF; then a v2
 CNF on the cluster: a terminate refused while it runs, a heal of the
 Worker running its pod (the pod and its file move to the other Worker), a
-Storage heal refused naming its claim; the CNF terminated, terminate and
-delete. After
+Storage heal refused naming its claim; the CNF terminated; the same CNF
+through /vnflcm/v1 (samples/requests-cnf-v1), instantiated and
+terminated; terminate and delete. After
 every operation the checks the user guide tells operators to make:
 ``df -h`` and ``sudo exportfs -v`` on the Storage server (over SSH),
 ``kubectl get pv`` and ``kubectl get nodes`` on a Master, and ``GET
@@ -441,6 +442,22 @@ def test_terminate_the_cnf(s):
     """The CNF goes (terminate, delete; its PV made Available again)."""
     s.need('cnf')
     s.cnf.close()
+
+
+def test_a_v1_cnf_on_the_cluster(lab, s, tmp_path_factory):
+    """The same CNF through /vnflcm/v1 with samples/requests-cnf-v1 on
+    the same VIM (Tacker v1's Kubernetes infra driver): instantiated, its
+    pod Running with its claim Bound and its file on the Storage server,
+    then terminated and deleted."""
+    s.need('instantiate')
+    k8s_vim, = checks.k8s_vims(lab)
+    with cnf.on_the_cluster(lab, cnf.V1Api(lab), s.instance_id,
+                            tmp_path_factory.mktemp('v1-cnf'),
+                            cnf_package.registered_vim(k8s_vim['id'])) \
+            as cnf_id:
+        instance = lab.instance(cnf_id)
+        assert instance['vimConnectionInfo'][0]['vimId'] == k8s_vim['id']
+        assert [v['vduId'] for v in lab.vnfcs(cnf_id)] == ['web']
 
 
 def test_no_password_shown_by_the_api(lab, s):

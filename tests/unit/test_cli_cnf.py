@@ -1,5 +1,6 @@
 """`package --api cnf` and `validate` of the sample CNF (samples/
-cnf_with_pv) and its v2 request on the cluster's Kubernetes VIM."""
+cnf_with_pv) and its v2 and v1 requests on the cluster's Kubernetes
+VIM."""
 
 import copy
 import json
@@ -16,6 +17,7 @@ from tests.unit import cli_support
 
 CNF = os.path.join(cli_support.ROOT, 'samples', 'cnf_with_pv')
 REQUESTS = os.path.join(cli_support.ROOT, 'samples', 'requests-cnf-v2')
+REQUESTS_V1 = os.path.join(cli_support.ROOT, 'samples', 'requests-cnf-v1')
 DEF_FILES = 'additionalParams.' + cnf_check.DEF_FILES
 PVC = 'Files/kubernetes/pvc.yaml'
 DEPLOYMENT = 'Files/kubernetes/deployment.yaml'
@@ -25,6 +27,13 @@ def request(vim_id='4a1d0a2e-7c55-4f0e-b1a3-3b6f0f1c2d3e'):
     with open(os.path.join(REQUESTS, 'instantiate.json')) as stream:
         body = json.load(stream)
     body['vimConnectionInfo']['vim1']['vimId'] = vim_id
+    return body
+
+
+def request_v1(vim_id='4a1d0a2e-7c55-4f0e-b1a3-3b6f0f1c2d3e'):
+    with open(os.path.join(REQUESTS_V1, 'instantiate.json')) as stream:
+        body = json.load(stream)
+    body['vimConnectionInfo'][0]['vimId'] = vim_id
     return body
 
 
@@ -64,6 +73,43 @@ def test_the_sample_request_placeholder_is_pointed_out(cnf_zip, validate):
     code, found = validate(cnf_zip, request(cnf_check.PLACEHOLDER_VIM_ID))
     assert (code, found) == (0, {('vim-placeholder',
                                   'vimConnectionInfo.vim1.vimId')})
+
+
+def test_the_v1_sample_request_validates_clean(cnf_zip, validate):
+    assert validate(cnf_zip, request_v1()) == (0, set())
+
+
+@pytest.mark.parametrize('change, finding', [
+    (lambda entry: entry.update(vimId=cnf_check.PLACEHOLDER_VIM_ID),
+     ('vim-placeholder', 'vimConnectionInfo[0].vimId')),
+    (lambda entry: entry.update(vimType='openstack'),
+     ('vim-not-kubernetes', 'vimConnectionInfo[0].vimType')),
+])
+def test_v1_request_findings_name_the_list_entry(
+        cnf_zip, validate, change, finding):
+    body = request_v1()
+    change(body['vimConnectionInfo'][0])
+    code, found = validate(cnf_zip, body)
+    assert found == {finding}
+    assert code == (0 if finding[0] == 'vim-placeholder' else 1)
+
+
+def test_the_v1_and_v2_samples_differ_only_in_vim_connection_info():
+    """Same flavour, definition files and namespace: only the shape of
+    vimConnectionInfo is v1's (a list of entries with an id)."""
+    names = sorted(os.listdir(REQUESTS))
+    assert sorted(os.listdir(REQUESTS_V1)) == names
+    for name in names:
+        with open(os.path.join(REQUESTS, name)) as stream:
+            v2 = json.load(stream)
+        with open(os.path.join(REQUESTS_V1, name)) as stream:
+            v1 = json.load(stream)
+        v2_vims, v1_vims = (v2.pop('vimConnectionInfo', None),
+                            v1.pop('vimConnectionInfo', None))
+        assert v1 == v2, name
+        if v2_vims is not None:
+            entry, = v1_vims
+            assert entry.pop('id') and [entry] == list(v2_vims.values())
 
 
 def test_the_sample_claim_binds_a_driver_pv_its_pod_mounts():
