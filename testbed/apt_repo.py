@@ -236,6 +236,18 @@ MIRRORED_REGISTRIES = ('registry.k8s.io', 'docker.io')
 PAUSE_IMAGE = '10.254.0.1:5000/pause:3.10'
 
 
+def offline_params(repository):
+    """The request's ``offline`` object naming the repository, the
+    package's KEY_FILE and CNI_FILE, the registry mirror and the pause
+    image."""
+    return {
+        'apt_repository_url': repository.url, 'apt_key_file': KEY_FILE,
+        'cni_manifest_file': CNI_FILE,
+        'registry_mirror_url': REGISTRY_MIRROR,
+        'mirrored_registries': list(MIRRORED_REGISTRIES),
+        'sandbox_image': PAUSE_IMAGE}
+
+
 def use_in(virtual, repository, cni_manifest, key=None):
     """Make a testbed.virtual_vnf.VirtualCluster's request and package name
     the repository: its key (or ``key``, armored bytes) and the CNI
@@ -243,12 +255,7 @@ def use_in(virtual, repository, cni_manifest, key=None):
     virtual.add_package_file(
         KEY_FILE, (key or repository.key.public_armored).decode())
     virtual.add_package_file(CNI_FILE, cni_manifest)
-    virtual.offline = {
-        'apt_repository_url': repository.url, 'apt_key_file': KEY_FILE,
-        'cni_manifest_file': CNI_FILE,
-        'registry_mirror_url': REGISTRY_MIRROR,
-        'mirrored_registries': list(MIRRORED_REGISTRIES),
-        'sandbox_image': PAUSE_IMAGE}
+    virtual.offline = offline_params(repository)
 
 
 class _Handler(http.server.SimpleHTTPRequestHandler):

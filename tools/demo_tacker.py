@@ -20,9 +20,15 @@ delete. The lifecycle runs twice, through both of the driver's front doors:
 first Tacker's v1 API (``/vnflcm/v1``, the driver's entry point), then its v2
 API (``/vnflcm/v2``, a v2 package whose VNFD runs
 Scripts/kubernetes_mgmt_v2.py, the request's vimConnectionInfo naming the
-OpenStack VIM). The requests log in with the key files the lab places in the
-conductor's ssh_key_dir, as the samples do. Each LCM operation is printed
-with its API version and its result as Tacker reports it (GET
+OpenStack VIM). The v2 request's ``offline`` object names the testbed's apt
+repository (an internal mirror of pkgs.k8s.io serving two minors;
+testbed.lab_upgrade), and before its terminate the v2 cluster is upgraded to
+the next Kubernetes minor through ChangeCurrentVnfPackage (``POST
+.../change_vnfpkg`` to a package whose install script installs it, its packages
+from that repository); kubectl get nodes then shows the new version. The
+requests log in with the key files the lab places in the conductor's
+ssh_key_dir, as the samples do. Each LCM operation is printed with its API
+version and its result as Tacker reports it (GET
 /vnflcm/v{1,2}/vnf_lcm_op_occs/{id}), followed by the checks of the user guide:
 df -h and sudo exportfs -v on the Storage server, kubectl get pv and kubectl
 get nodes on a Master, and the VIMs.
@@ -48,6 +54,7 @@ import uuid
 from testbed import cnf_package
 from testbed import cnf_sample
 from testbed import hosts
+from testbed import lab_upgrade
 from testbed import nfs
 from testbed import pv_manifest
 from testbed import tacker_lab
@@ -122,11 +129,12 @@ class V1Door(object):
     """Tacker's v1 API: the driver's entry point, samples/requests."""
 
     api = 'v1'
+    upgrades = False  # ChangeCurrentVnfPackage is v2's
 
     def __init__(self, lab):
         self.lab = lab
 
-    def package(self, workdir):
+    def package(self, workdir, kubernetes_version=None):
         return self.lab.build_package(workdir, api=self.api)
 
     def create(self, vnfd_id):
@@ -164,13 +172,25 @@ class V1Door(object):
 
 class V2Door(V1Door):
     """Tacker's v2 API: the package built with ``--api v2`` (its VNFD runs
-    Scripts/kubernetes_mgmt_v2.py), samples/requests-v2."""
+    Scripts/kubernetes_mgmt_v2.py), samples/requests-v2 naming the test
+    apt repository (a lab_upgrade.LabRepository), where the upgrade finds
+    the next minor's packages."""
 
     api = 'v2'
+    upgrades = True
 
-    def __init__(self, lab):
+    def __init__(self, lab, repository):
         super().__init__(lab)
         self.v2 = tacker_v2.V2Api(lab.service.api_url)
+        self.repository = repository
+
+    def package(self, workdir, kubernetes_version=None):
+        return self.repository.build_package(
+            workdir, kubernetes_version=kubernetes_version)
+
+    def instantiate_request(self, vim_id):
+        return self.repository.instantiate_request(
+            vim_id, 'instantiate_simple.json')
 
     def create(self, vnfd_id):
         return self.v2.create(vnfd_id, 'kubernetes-pv-v2')['id']
@@ -238,6 +258,30 @@ def cnf_step(lab, workdir, api, instance_id):
     finally:
         nfs.stop_ganesha(storage)
     return seconds
+
+
+def upgrade_step(lab, workdir, door, instance_id, lcm):
+    """ChangeCurrentVnfPackage to the next minor's package: every Node at
+    its version afterwards."""
+    package_version, version = lab_upgrade.next_minor()
+    banner('Tacker %s: upgrade Kubernetes to %s (change_vnfpkg to a package '
+           'built with --kubernetes-version %s)' % (
+               door.api, version, package_version))
+    section('kubectl get nodes on %s' % lab.masters()[0].name,
+            lab.kubectl('get', 'nodes'))
+    vnfd_id, zip_path = door.package(os.path.join(workdir, 'next-minor'),
+                                     kubernetes_version=package_version)
+    package = lab.client.onboard_package(zip_path)
+    print('package %s: %s, vnfdId %s' % (
+        package['id'], package['onboardingState'], package['vnfdId']))
+    lcm('upgrade', 'change_vnfpkg',
+        lab_upgrade.next_minor_request(lab, vnfd_id))
+    operator_checks(lab, instance_id)  # kubectl get nodes among them
+    versions = {name: node['status']['nodeInfo']['kubeletVersion']
+                for name, node in lab.nodes().items()}
+    if set(versions.values()) != {version}:
+        raise Failed('Nodes not at %s after the upgrade: %s' % (
+            version, versions))
 
 
 def run(lab, workdir, door, vim):
@@ -316,6 +360,9 @@ def run(lab, workdir, door, vim):
     lcm('heal_entire', 'heal', door.heal_request('heal_entire_cluster.json'))
     operator_checks(lab, instance_id)
 
+    if door.upgrades:
+        upgrade_step(lab, workdir, door, instance_id, lcm)
+
     banner('%s: terminate and delete' % name)
     lcm('terminate', 'terminate', {'terminationType': 'FORCEFUL'})
     section('GET /v1.0/vims', '\n'.join(
@@ -353,8 +400,9 @@ def main(argv=None):
         banner('Register the OpenStack VIM (POST /v1.0/vims)')
         vim = lab.register_openstack_vim()
         print('VIM %s (%s): %s' % (vim['name'], vim['id'], vim['status']))
-        timings = {door.api: run(lab, workdir, door, vim)
-                   for door in (V1Door(lab), V2Door(lab))}
+        timings = {'v1': run(lab, workdir, V1Door(lab), vim)}
+        with lab_upgrade.LabRepository(lab) as repository:
+            timings['v2'] = run(lab, workdir, V2Door(lab, repository), vim)
         memory = lab.memory()
         banner('Done in %.0fs' % (time.monotonic() - started))
         print('LCM operations (s): %s' % timings)

@@ -141,7 +141,11 @@ def _vnflcm_utils():
             'Tacker is not installed: the VNF package and VIM lookups need '
             'it (outside Tacker, override the driver\'s vnf_package_dir and '
             'vim_access_info)')
+    from tacker import objects
     from tacker.vnflcm import utils
+    # Its lookups use Tacker's versioned objects (VnfPackageVnfd), which
+    # tacker-conductor registers at start but a v2 hook's process has not.
+    objects.register_all()
     return utils
 
 

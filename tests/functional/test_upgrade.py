@@ -12,11 +12,6 @@ answers every second.
 """
 
 import json
-import ssl
-import threading
-import time
-import urllib.error
-import urllib.request
 
 import pytest
 
@@ -25,6 +20,7 @@ from kubernetes_mgmt_pv import exceptions
 from testbed import apt_repo
 from testbed import faults
 from testbed import standins
+from testbed import vip_probe
 from testbed import virtual_vnf
 from tests.functional.conftest import skip_without_testbed
 from tests.functional.test_pv_lifecycle import bind_claim
@@ -79,40 +75,6 @@ def upgrade_times(virtual, name):
             if entry['argv'][1:2] == ['upgrade']]
 
 
-class VipProbe(object):
-    """GET /healthz through the VIP every second, in a thread: the times
-    nothing answered."""
-
-    def __init__(self, vip):
-        self.url = 'https://%s:16443/healthz' % vip
-        self.answers, self.silences = 0, []
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, daemon=True)
-
-    def __enter__(self):
-        self._thread.start()
-        return self
-
-    def __exit__(self, *exc_info):
-        self._stop.set()
-        self._thread.join()
-
-    def _run(self):
-        context = ssl.create_default_context()
-        context.check_hostname = False
-        context.verify_mode = ssl.CERT_NONE
-        while not self._stop.is_set():
-            try:
-                urllib.request.urlopen(self.url, context=context,
-                                       timeout=5).read()
-                self.answers += 1
-            except urllib.error.HTTPError:
-                self.answers += 1  # an API server answered
-            except OSError as error:
-                self.silences.append((time.strftime('%H:%M:%S'), error))
-            self._stop.wait(1.0)
-
-
 def test_a_two_minor_jump_is_refused_before_any_change(ha):
     two_minors = standins.next_minor(NEXT)
     before = {name: package_versions(ha.host(name)) for name in NODES}
@@ -135,7 +97,7 @@ def test_a_two_minor_jump_is_refused_before_any_change(ha):
 
 def test_an_upgrade_failed_on_the_second_master_converges_on_a_rerun(ha):
     master1, master2 = ha.host('master1'), ha.host('master2')
-    with VipProbe(ha.vip) as probe:
+    with vip_probe.VipProbe(ha.vip) as probe:
         with faults.Faults() as injected:
             fault = injected.command(master2, 'kubeadm',
                                      match='upgrade node')

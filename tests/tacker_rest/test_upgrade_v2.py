@@ -1,0 +1,240 @@
+"""The Kubernetes minor upgrade of an HA cluster through Tacker v2's
+ChangeCurrentVnfPackage (``POST /vnflcm/v2/vnf_instances/{id}/
+change_vnfpkg``; the v2 door's change_current_package hooks).
+
+One VNF instance of the ``ha`` flavour (samples/requests-v2/
+instantiate_ha.json: three Masters behind the VIP, two Workers, the
+Storage server), whose request's ``offline`` object names the test apt
+repository (testbed.lab_upgrade: it serves the install script's minor and
+the next one; the package carries its key), where the upgrade's install
+script finds the next minor's packages. In file order: a claim is
+Bound to nfs-pv1 and a file written to its export on the Storage server;
+the change to the next minor's package, with ``kubeadm upgrade node``
+failing on the second Master, ends FAILED_TEMP naming that Master and
+the step; its retry converges to COMPLETED. A probe through the VIP
+answers every second from before the change until the retry completed.
+Afterwards every Node's kubelet is at the new version, the PVs are still
+Bound, the file is intact and the Kubernetes VIM still registered; then
+terminate and delete.
+"""
+
+import json
+
+import pytest
+
+from kubernetes_mgmt_pv.cluster import ha
+from testbed import faults
+from testbed import lab_upgrade
+from testbed import pv_manifest
+from testbed import tacker_v2
+from testbed import vip_probe
+from tests.tacker_rest import lifecycle_checks as checks
+from tests.tacker_rest import test_lifecycle_ha as ha_checks
+
+NEXT, NEW = lab_upgrade.next_minor()
+STATE_KEY = 'kubernetesMgmtPv'
+KEPT = 'kept through the upgrade\n'
+APT_SOURCE = '/etc/apt/sources.list.d/kubernetes.list'
+
+
+@pytest.fixture(scope='module')
+def repository(lab):
+    with lab_upgrade.LabRepository(lab) as served:
+        yield served
+
+
+@pytest.fixture(scope='module')
+def s():
+    session = checks.Session()
+    session.probe = None
+    yield session
+    if session.probe is not None:  # a test stopped before the retry
+        session.probe.stop()
+
+
+@pytest.fixture(scope='module')
+def v2(lab):
+    return tacker_v2.V2Api(lab.service.api_url, log=lab.log)
+
+
+def _onboarded(lab, repository, tmp_path, version=None):
+    """The sample v2 package with the repository's files, its install
+    script at ``version`` (default: the sample's), onboarded."""
+    vnfd_id, package = repository.build_package(str(tmp_path),
+                                                kubernetes_version=version)
+    assert lab.client.onboard_package(package)['vnfdId'] == vnfd_id
+    return vnfd_id
+
+
+def _completed(occ, operation):
+    assert occ['operation'] == operation
+    assert occ['operationState'] == 'COMPLETED', occ.get('error')
+
+
+def _hosts(lab, v2, s, *vdu_ids):
+    """The test hosts of the instance's VNFCs of ``vdu_ids``."""
+    return [lab.engine.testbed.hosts[lab.engine.hosts[
+        vnfc['computeResource']['resourceId']]] for vnfc in
+        tacker_v2.vnfcs(v2.instance(s.instance_id))
+        if vnfc['vduId'] in vdu_ids]
+
+
+def _nodes(lab, s):
+    """{Node name: (kubeletVersion, Ready?)}, kubectl on a Master
+    (through the VIP)."""
+    items = json.loads(lab.kubectl('get', 'nodes', '-o', 'json',
+                                   master=s.masters[0]))['items']
+    found = {}
+    for item in items:
+        conditions = {condition['type']: condition['status'] for condition
+                      in item['status'].get('conditions', [])}
+        found[item['metadata']['name']] = (
+            item['status']['nodeInfo']['kubeletVersion'],
+            conditions.get('Ready') == 'True')
+    return found
+
+
+def _apt_sources(s):
+    """{host: the Kubernetes apt repository its install script set}."""
+    found = {}
+    for host in s.nodes:
+        line = host.run('cat %s' % APT_SOURCE, check=False).stdout
+        found[host.name] = line.split()[-2:-1]  # deb [signed-by=K] URL /
+    return {name: words[0] if words else None
+            for name, words in found.items()}
+
+
+def _phases(lab, s):
+    items = json.loads(lab.kubectl('get', 'pv', '-o', 'json',
+                                   master=s.masters[0]))['items']
+    return {item['metadata']['name']: item['status']['phase']
+            for item in items}
+
+
+def _vim(lab, v2, s):
+    """The cluster's Kubernetes VIM: registered at the VIP, its id in
+    the instance's metadata."""
+    vim, = checks.k8s_vims(lab)
+    assert vim['name'] == 'kubernetes_vim_%s' % s.instance_id
+    assert vim['auth_url'] == 'https://%s:%d' % (
+        s.vip, ha.FRONTEND_PORT)
+    saved = v2.instance(s.instance_id)['metadata'][STATE_KEY]
+    assert saved['vim']['id'] == vim['id']
+    return vim
+
+
+# -- the steps ------------------------------------------------------------
+
+def test_instantiate_ha_from_the_test_apt_repository(
+        lab, v2, s, repository, tmp_path_factory):
+    s.vim_id = ha_checks.openstack_vim_id(lab)
+    s.old_vnfd_id = _onboarded(lab, repository,
+                               tmp_path_factory.mktemp('upgrade-old'))
+    s.instance_id = v2.create(s.old_vnfd_id, 'kubernetes-pv-ha-v2')['id']
+    request = repository.instantiate_request(s.vim_id, 'instantiate_ha.json')
+    assert request['flavourId'] == 'ha'
+    occ = s.ops['instantiate'] = v2.lcm(s.instance_id, 'instantiate',
+                                        request)
+    _completed(occ, 'INSTANTIATE')
+    s.vip = lab.cp_address(s.instance_id, 'vip_CP')
+    s.masters = sorted(_hosts(lab, v2, s, 'masterNode'),
+                       key=lambda host: host.ip)
+    s.nodes = _hosts(lab, v2, s, 'masterNode', 'workerNode')
+    assert len(s.masters) == 3 and len(s.nodes) == 5
+    # The nodes were prepared as an offline image is (the stand-ins
+    # installed): none has set an apt source yet.
+    assert set(_apt_sources(s).values()) == {None}
+    checks.check_storage_and_pvs(lab, s.instance_id)
+    nodes = _nodes(lab, s)
+    assert len(nodes) == 5 and len(set(nodes.values())) == 1, nodes
+    (s.old_version, ready), = set(nodes.values())
+    assert ready and s.old_version != NEW
+    s.vim = _vim(lab, v2, s)
+    s.done.add('instantiate')
+
+
+def test_a_claim_bound_and_a_file_on_the_storage_server(lab, s):
+    s.need('instantiate')
+    lab.ssh(s.masters[0], "cat > /tmp/claim.yaml <<'EOF'\n%sEOF\n"
+            % pv_manifest.BOUND_CLAIM)
+    lab.kubectl('apply', '-f', '/tmp/claim.yaml', master=s.masters[0])
+    assert _phases(lab, s)['nfs-pv1'] == 'Bound'
+    s.storage = lab.host_at(lab.cp_address(s.instance_id))
+    s.kept = checks.EXPORTS[0] + '/kept.txt'
+    s.storage.write_file(s.kept, KEPT)
+    s.done.add('bound')
+
+
+def test_an_upgrade_failing_on_the_second_master_ends_failed_temp(
+        lab, v2, s, repository, tmp_path_factory):
+    """``kubeadm upgrade node`` fails on every Master: the first Master
+    runs ``kubeadm upgrade apply``, so the second one fails, and the
+    operation stops there."""
+    s.need('bound')
+    s.new_vnfd_id = _onboarded(lab, repository,
+                               tmp_path_factory.mktemp('upgrade-new'), NEXT)
+    s.probe = vip_probe.VipProbe(s.vip)
+    s.probe.start()
+    with faults.Faults() as injected:
+        for master in s.masters:
+            injected.command(master, 'kubeadm', match='upgrade node')
+        occ = s.ops['change_failed'] = v2.lcm(
+            s.instance_id, 'change_vnfpkg',
+            lab_upgrade.next_minor_request(lab, s.new_vnfd_id))
+        hit = [fault.host for fault in injected if fault.hits]
+    assert occ['operation'] == 'CHANGE_VNFPKG'
+    assert occ['operationState'] == 'FAILED_TEMP', occ
+    assert len(hit) == 1, [host.name for host in hit]
+    second = hit[0]
+    detail = occ['error']['detail']
+    assert detail.startswith('change_current_package_end failed: '), detail
+    assert 'kubeadm upgrade node failed on %s' % second.ip in detail, detail
+    failure = occ['error']['userScriptErrHandlingData'][STATE_KEY][
+        'failure']
+    assert (failure['step'], failure['host']) == ('kubeadm upgrade node',
+                                                  second.ip)
+    # The first Master is at the new version, every other node is not.
+    versions = [version for version, _ in _nodes(lab, s).values()]
+    assert sorted(versions) == sorted([NEW] + [s.old_version] * 4), versions
+    s.failed_occ = occ
+    s.done.add('failed')
+
+
+def test_a_retry_converges_while_the_vip_answers(lab, v2, s, repository):
+    s.need('failed')
+    occ = s.ops['change_retried'] = v2.op_action(s.failed_occ['id'],
+                                                 'retry')
+    s.probe.stop()
+    _completed(occ, 'CHANGE_VNFPKG')
+    probe, s.probe = s.probe, None
+    assert probe.silences == [] and probe.answers > 5, probe.silences
+    assert v2.instance(s.instance_id)['vnfdId'] == s.new_vnfd_id
+    nodes = _nodes(lab, s)
+    assert len(nodes) == 5 and set(nodes.values()) == {(NEW, True)}, nodes
+    # Each node's packages came from the next minor's repository.
+    assert _apt_sources(s) == dict.fromkeys(
+        (host.name for host in s.nodes),
+        repository.repository.url_for(NEXT))
+    assert _phases(lab, s)['nfs-pv1'] == 'Bound'
+    assert s.storage.read_file(s.kept) == KEPT
+    assert _vim(lab, v2, s)['id'] == s.vim['id']
+    s.done.add('upgraded')
+
+
+def test_terminate_and_delete(lab, v2, s):
+    s.need('instantiate')
+    stack_id = lab.stack(s.instance_id).id
+    hosts = {host.name for host in _hosts(
+        lab, v2, s, 'masterNode', 'workerNode', 'storage_server')}
+    lab.kubectl('delete', 'pvc', 'data', '--ignore-not-found',
+                master=s.masters[0])
+    occ = s.ops['terminate'] = v2.lcm(s.instance_id, 'terminate',
+                                      {'terminationType': 'FORCEFUL'})
+    _completed(occ, 'TERMINATE')
+    assert lab.stack(s.instance_id) is None
+    assert lab.cloud.stack(stack_id).status == 'DELETE_COMPLETE'
+    assert not hosts & set(lab.engine.testbed.hosts)
+    assert checks.k8s_vims(lab) == []
+    v2.delete(s.instance_id)
+    assert v2.client.request('GET', '/vnflcm/v2/vnf_instances/%s'
+                             % s.instance_id).status == 404
