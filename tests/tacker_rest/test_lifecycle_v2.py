@@ -46,6 +46,7 @@ import pytest
 from testbed import cnf_package
 from testbed import cnf_sample
 from testbed import faults
+from testbed import lab_upgrade
 from testbed import nfs
 from testbed import pv_manifest
 from testbed import standins
@@ -300,9 +301,7 @@ def _package_change(lab, s, tmp_path_factory, version):
         str(tmp_path_factory.mktemp('v2upgrade')), api='v2',
         kubernetes_version=version)
     assert lab.client.onboard_package(package)['vnfdId'] == vnfd_id
-    logins = _sample(lab, 'scale_out_worker.json')['additionalParams']
-    return {'vnfdId': vnfd_id, 'additionalParams': dict(
-        logins, upgrade_type='RollingUpdate', vdu_params=[])}
+    return lab_upgrade.next_minor_request(lab, vnfd_id)
 
 
 def test_a_package_two_minors_ahead_is_refused_and_rolled_back(
