@@ -28,7 +28,12 @@ import fcntl
 import functools
 import glob
 import hashlib
-import http.server
+# The classes of the module itself: Tacker's imports rebind the `http`
+# package's `server` attribute to an eventlet copy whose servers run on
+# green threads, which never run in a test process (conftest of
+# tests/tacker_integration).
+from http.server import SimpleHTTPRequestHandler
+from http.server import ThreadingHTTPServer
 import os
 import re
 import secrets
@@ -258,7 +263,7 @@ def use_in(virtual, repository, cni_manifest, key=None):
     virtual.offline = offline_params(repository)
 
 
-class _Handler(http.server.SimpleHTTPRequestHandler):
+class _Handler(SimpleHTTPRequestHandler):
     def log_message(self, *args):
         pass  # requests go to the server's log instead
 
@@ -340,8 +345,7 @@ class AptRepository(object):
 
     def _serve(self):
         handler = functools.partial(_Handler, directory=self.directory)
-        self._server = http.server.ThreadingHTTPServer((self.address, 0),
-                                                       handler)
+        self._server = ThreadingHTTPServer((self.address, 0), handler)
         self._server.daemon_threads = True
         self._server.log = []
         self._thread = threading.Thread(target=self._server.serve_forever,

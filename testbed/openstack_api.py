@@ -40,7 +40,12 @@ testbed.openstack_heat, testbed.openstack_nova and testbed.openstack_glance
 (an image service without images, for Tacker v2's grants).
 """
 
-import http.server
+# The classes of the module itself: Tacker's imports rebind the `http`
+# package's `server` attribute to an eventlet copy whose servers run on
+# green threads, which never run in a test process (conftest of
+# tests/tacker_integration).
+from http.server import BaseHTTPRequestHandler
+from http.server import ThreadingHTTPServer
 import json
 import re
 import socket
@@ -429,7 +434,7 @@ class FakeOpenStack(openstack_keystone.KeystoneMixin,
                 openstack_model.RequestRecord(method, path, had_token, status))
 
 
-class _IPv4Server(http.server.ThreadingHTTPServer):
+class _IPv4Server(ThreadingHTTPServer):
     daemon_threads = True
     # socketserver listens with a backlog of 5: the driver's concurrent
     # requests (one per host) overflowed it, and each dropped SYN cost a
@@ -444,7 +449,7 @@ class _IPv6Server(_IPv4Server):
 def _handler_class(fake):
     """A request handler class bound to one FakeOpenStack."""
 
-    class Handler(http.server.BaseHTTPRequestHandler):
+    class Handler(BaseHTTPRequestHandler):
 
         def _body(self):
             length = int(self.headers.get('Content-Length') or 0)

@@ -4,7 +4,12 @@ routes a resource request by its verb and scope through a table."""
 
 import contextlib
 import dataclasses
-import http.server
+# The classes of the module itself: Tacker's imports rebind the `http`
+# package's `server` attribute to an eventlet copy whose servers run on
+# green threads, which never run in a test process (conftest of
+# tests/tacker_integration).
+from http.server import BaseHTTPRequestHandler
+from http.server import ThreadingHTTPServer
 import json
 import socket
 import ssl
@@ -22,7 +27,7 @@ from testbed.kubeapi import patches
 from testbed.kubeapi import printing
 
 
-class HttpServer(http.server.ThreadingHTTPServer):
+class HttpServer(ThreadingHTTPServer):
     """HTTPS server doing each TLS handshake in the connection's thread.
 
     Handler threads are daemons (a forgotten stop() cannot block interpreter
@@ -64,7 +69,7 @@ class HttpServer(http.server.ThreadingHTTPServer):
             super().handle_error(request, client_address)
 
 
-class _Handler(http.server.BaseHTTPRequestHandler):
+class _Handler(BaseHTTPRequestHandler):
     protocol_version = 'HTTP/1.1'  # keep-alive and chunked watch streams
     server_version = 'kubeapi-test'
     timeout = 30  # seconds before an idle keep-alive connection is closed
