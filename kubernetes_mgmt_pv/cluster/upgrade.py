@@ -84,8 +84,7 @@ def upgrade_cluster(workflow, new_script, drain_force=None,
 class _Upgrade(object):
     """One run of ``upgrade_cluster``."""
 
-    def __init__(self, workflow, script, package_version, drain_force,
-                 clock=time.monotonic, sleep=time.sleep):
+    def __init__(self, workflow, script, package_version, drain_force):
         self.flow = workflow
         self.conf = workflow.conf
         self.script = script
@@ -94,8 +93,6 @@ class _Upgrade(object):
         self.drain_force = drain_force
         self.report = step_report.Report()
         self.endpoint = None
-        self._clock = clock
-        self._sleep = sleep
 
     def run(self, check_only):
         topology = self.flow.topology
@@ -248,26 +245,35 @@ class _Upgrade(object):
         self.report.record(kubectl.host, 'drain of %s' % name, True)
 
     def _wait_ready_at_target(self, kubectl, step):
-        """Until the node's Node is Ready with the target kubelet."""
-        deadline = self._clock() + self.conf.node_ready_timeout
-        delay = 0.2
-        while True:
-            nodes = upgrade_plan.parse_nodes(
-                kubectl.run(['get', 'nodes', '-o', 'json']).stdout)
-            node = nodes.get(step.node.fixed_ip)
-            if node and node.ready and node.kubelet == self.target:
-                return
-            if self._clock() >= deadline:
+        """Until the node's Node reports the target kubelet, then Ready:
+        two watches (kubectl wait), within node_ready_timeout."""
+        timeout = self.conf.node_ready_timeout
+        deadline = time.monotonic() + timeout
+        target = upgrade_plan.shown(self.target)
+        for condition in ('jsonpath={.status.nodeInfo.kubeletVersion}=%s'
+                          % target, 'condition=Ready'):
+            left = max(1, int(deadline - time.monotonic()))
+            result = kubectl.run(['wait', '--for=' + condition,
+                                  '--timeout=%ds' % left,
+                                  'node/%s' % step.name],
+                                 check=False, timeout=left + 60)
+            if not result.ok:
                 raise exceptions.ClusterInstallError(
                     'Node %s is not Ready at %s after %ds: %s' % (
-                        step.name, upgrade_plan.shown(self.target),
-                        self.conf.node_ready_timeout,
-                        'kubelet %s, %s' % (
-                            upgrade_plan.shown(node.kubelet)
-                            if node and node.kubelet else 'unknown',
-                            'Ready' if node and node.ready else 'not Ready')))
-            self._sleep(delay)
-            delay = min(delay * 2, 2.0)
+                        step.name, target, timeout,
+                        self._node_state(kubectl, step)))
+
+    def _node_state(self, kubectl, step):
+        """'kubelet v1.36.1, not Ready' of the step's Node, for an error."""
+        result = kubectl.run(['get', 'nodes', '-o', 'json'], check=False)
+        try:
+            node = upgrade_plan.parse_nodes(result.stdout).get(
+                step.node.fixed_ip) if result.ok else None
+        except exceptions.ClusterInstallError:
+            node = None
+        return 'kubelet %s, %s' % (
+            upgrade_plan.shown(node.kubelet) if node and node.kubelet
+            else 'unknown', 'Ready' if node and node.ready else 'not Ready')
 
     # -- afterwards -----------------------------------------------------------
 

@@ -23,3 +23,48 @@ def test_a_script_without_its_version_is_refused_before_any_login():
     assert [error.path for error in raised.value.errors] == [
         upgrade.SCRIPT_PATH_PARAM]
     assert 'K8S_PACKAGE_VERSION' in str(raised.value)
+
+
+class RecordingKubectl(object):
+    """kubectl whose ``wait`` calls answer from ``waits`` in turn."""
+
+    NODES = ('{"items": [{"metadata": {"name": "worker1"}, "status": {'
+             '"addresses": [{"type": "InternalIP", "address": "10.0.0.5"}],'
+             ' "nodeInfo": {"kubeletVersion": "v1.35.4"}, "conditions": ['
+             '{"type": "Ready", "status": "True"}]}}]}')
+
+    def __init__(self, *waits):
+        self.waits = list(waits)
+        self.calls = []
+
+    def run(self, args, check=True, timeout=None):
+        self.calls.append(args)
+        ok = self.waits.pop(0) if args[0] == 'wait' else True
+        return types.SimpleNamespace(ok=ok, stdout=self.NODES)
+
+
+def waiting_upgrade():
+    workflow = types.SimpleNamespace(
+        conf=types.SimpleNamespace(node_ready_timeout=300))
+    step = types.SimpleNamespace(
+        name='worker1', node=types.SimpleNamespace(fixed_ip='10.0.0.5'))
+    return upgrade._Upgrade(workflow, b'', '1.36.1-1.1', False), step
+
+
+def test_a_node_is_watched_to_the_target_kubelet_then_ready():
+    run, step = waiting_upgrade()
+    kubectl = RecordingKubectl(True, True)
+    run._wait_ready_at_target(kubectl, step)
+    assert [call[:2] for call in kubectl.calls] == [
+        ['wait', '--for=jsonpath={.status.nodeInfo.kubeletVersion}=v1.36.1'],
+        ['wait', '--for=condition=Ready']]
+    assert all(call[-1] == 'node/worker1' for call in kubectl.calls)
+
+
+def test_a_node_not_at_the_target_in_time_is_named_with_its_state():
+    run, step = waiting_upgrade()
+    kubectl = RecordingKubectl(False)
+    with pytest.raises(exceptions.ClusterInstallError) as raised:
+        run._wait_ready_at_target(kubectl, step)
+    assert str(raised.value) == ('Node worker1 is not Ready at v1.36.1 after '
+                                 '300s: kubelet v1.35.4, Ready')
