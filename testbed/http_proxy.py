@@ -14,15 +14,10 @@ import subprocess
 import tempfile
 
 from testbed import polling
+from testbed import processes
 
 BINARY = '/usr/bin/tinyproxy'
 USER = 'tinyproxy'
-
-
-def _free_port(address):
-    with socket.socket() as probe:
-        probe.bind((address, 0))
-        return probe.getsockname()[1]
 
 
 class TinyProxy(object):
@@ -54,7 +49,7 @@ class TinyProxy(object):
     def start(self):
         self.directory = tempfile.mkdtemp(prefix='testbed-tinyproxy-')
         shutil.chown(self.directory, user=USER)
-        self.port = _free_port(self.address)
+        self.port = processes.free_port(self.address)
         config = os.path.join(self.directory, 'tinyproxy.conf')
         with open(config, 'w') as stream:
             stream.write(f'User {USER}\nGroup {USER}\n'

@@ -3,6 +3,7 @@ RabbitMQ, Tacker: free ports, PID files, liveness, log tails and memory)
 and those of a test host's PID namespace."""
 
 import os
+import secrets
 import socket
 
 
@@ -26,10 +27,28 @@ class Process(object):
         return self.popen.poll() is None
 
 
+LOWEST_PORT = 10000
+PORT_RANGE = '/proc/sys/net/ipv4/ip_local_port_range'
+
+
 def free_port(host='127.0.0.1'):
-    with socket.socket() as sock:
-        sock.bind((host, 0))
-        return sock.getsockname()[1]
+    """A port free on ``host`` now, below the kernel's ephemeral range:
+    a port of that range may become some connection's source port
+    between this pick and the service's bind (the service then fails to
+    start), one below it only if another service takes it."""
+    with open(PORT_RANGE) as handle:
+        ephemeral_start = int(handle.read().split()[0])
+    for _ in range(100):
+        port = LOWEST_PORT + secrets.randbelow(
+            max(1, ephemeral_start - LOWEST_PORT))
+        with socket.socket() as sock:
+            try:
+                sock.bind((host, port))
+            except OSError:
+                continue
+            return port
+    raise ServiceError('no free port below %d on %s' % (ephemeral_start,
+                                                        host))
 
 
 def alive(pid):

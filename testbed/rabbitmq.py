@@ -2,6 +2,7 @@
 ports and Erlang cookie (``HOME`` is its directory, so
 ``~/.erlang.cookie`` is private; ``epmd`` runs on a private port)."""
 
+import contextlib
 import os
 import signal
 import subprocess
@@ -12,6 +13,11 @@ from testbed import processes
 
 CTL = '/usr/lib/rabbitmq/bin/rabbitmqctl'
 SERVER = '/usr/lib/rabbitmq/bin/rabbitmq-server'
+START_ATTEMPTS = 3
+
+
+class NodeExited(processes.ServiceError):
+    """The node's VM exited before the node was up."""
 
 
 class RabbitMQ(object):
@@ -23,6 +29,7 @@ class RabbitMQ(object):
         self.node = 'tacker-%s@localhost' % uuid.uuid4().hex[:8]
         self.amqp_port = self.epmd_port = self.dist_port = None
         self._started = False
+        self._server = None
 
     @property
     def pid_file(self):
@@ -61,34 +68,53 @@ class RabbitMQ(object):
             capture_output=True, text=True, timeout=timeout)
 
     def start(self):
-        """Start the node unless it runs already."""
+        """Start the node unless it runs already. A node whose VM exits
+        while it boots (a port taken between its pick and its bind) is
+        started again on other ports, up to ``START_ATTEMPTS`` times."""
         if self._started and processes.alive(
                 processes.read_pid(self.pid_file)):
             return
-        self.amqp_port = self.amqp_port or processes.free_port()
-        self.dist_port = self.dist_port or processes.free_port()
-        self.epmd_port = self.epmd_port or processes.free_port()
         with open(self._path('rabbitmq', 'enabled_plugins'), 'w') as handle:
             handle.write('[].\n')
         for name in ('rabbitmq.conf', 'rabbitmq-env.conf'):
             open(self._path('rabbitmq', name), 'a').close()
         with open(self._path('rabbitmq', 'advanced.config'), 'w') as handle:
             handle.write('[].\n')
+        for attempt in range(1, START_ATTEMPTS + 1):
+            try:
+                return self._start_once()
+            except NodeExited:
+                self._end_server()
+                self._kill_epmd()
+                if attempt == START_ATTEMPTS:
+                    raise
+                self.amqp_port = self.dist_port = self.epmd_port = None
+
+    def _start_once(self):
+        self.amqp_port = self.amqp_port or processes.free_port()
+        self.dist_port = self.dist_port or processes.free_port()
+        self.epmd_port = self.epmd_port or processes.free_port()
         log = self._path('logs', 'rabbitmq-server.out')
+        # In the foreground (not -detached), so that what the VM prints
+        # when it cannot start reaches the log and its exit is seen.
         with open(log, 'ab') as out:
-            result = subprocess.run(
-                [SERVER, '-detached'], env=self._env(),
-                stdin=subprocess.DEVNULL, stdout=out,
-                stderr=subprocess.STDOUT, timeout=60)
-        if result.returncode:
-            raise processes.ServiceError(
-                'rabbitmq-server -detached failed (see %s)' % log)
+            server = subprocess.Popen(
+                [SERVER], env=self._env(), stdin=subprocess.DEVNULL,
+                stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
+        self._server = server
         self._started = True
-        polling.wait_until(
-            lambda: self.ctl('await_startup', '--timeout', '10',
-                             timeout=30).returncode == 0,
-            'RabbitMQ', 90, first_delay=0.05, max_delay=1.0,
-            log=self._path('logs', 'rabbitmq'))
+
+        def up():
+            if server.poll() is not None:
+                self._started = False
+                raise NodeExited('rabbitmq-server exited with status %d '
+                                 'while starting; %s:\n%s' % (
+                                     server.returncode, log,
+                                     processes.tail(log, 20)))
+            return self.ctl('await_startup', '--timeout', '10',
+                            timeout=30).returncode == 0
+        polling.wait_until(up, 'RabbitMQ', 90, first_delay=0.05,
+                           max_delay=1.0, log=log)
 
     def stop(self):
         if not self._started:
@@ -104,7 +130,27 @@ class RabbitMQ(object):
                                        first_delay=0.05, max_delay=1.0)
                 except polling.WaitTimeout:
                     os.kill(pid, signal.SIGKILL)
-        # Our private epmd (ERL_EPMD_PORT) goes too.
+        self._end_server()
+        self._kill_epmd()
+        self._started = False
+
+    def _end_server(self):
+        """Reap the foreground script; a node that never came up goes with
+        its whole session (the script traps SIGTERM to stop the node)."""
+        if self._server is None:
+            return
+        for sent in (signal.SIGTERM, signal.SIGKILL):
+            if self._server.poll() is None:
+                with contextlib.suppress(ProcessLookupError):
+                    os.killpg(self._server.pid, sent)
+            try:
+                self._server.wait(timeout=30)
+                break
+            except subprocess.TimeoutExpired:
+                continue
+        self._server = None
+
+    def _kill_epmd(self):
+        """Our private epmd (ERL_EPMD_PORT) goes too."""
         subprocess.run(['epmd', '-port', str(self.epmd_port), '-kill'],
                        capture_output=True, timeout=30)
-        self._started = False
