@@ -50,6 +50,8 @@ class RabbitMQ(object):
             'ERL_EPMD_ADDRESS': '127.0.0.1',
             'RABBITMQ_MNESIA_BASE': self._path('rabbitmq', 'mnesia'),
             'RABBITMQ_LOG_BASE': self._path('logs', 'rabbitmq'),
+            # A VM that cannot boot dumps here, not into the cwd.
+            'ERL_CRASH_DUMP': self._path('logs', 'erl_crash.dump'),
             'RABBITMQ_PID_FILE': self.pid_file,
             'RABBITMQ_CONFIG_FILE': self._path('rabbitmq', 'rabbitmq'),
             'RABBITMQ_ADVANCED_CONFIG_FILE': self._path('rabbitmq',
