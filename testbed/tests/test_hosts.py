@@ -450,6 +450,24 @@ def test_purged_package_reinstalls_offline_from_apt_cache(make_testbed):
     assert host.run(status).stdout == 'install ok installed'
 
 
+def test_package_lists_name_only_what_an_offline_host_can_install(tb):
+    """The image's lists are trimmed (host_scripts.BASE_SCRIPT) to the
+    runner's installed packages and its cached .debs, so that apt-get
+    does not weigh 63,000 packages a host could never download."""
+    host = next(iter(tb.hosts.values()))
+    listed = set(host.run(
+        "apt-cache dumpavail | sed -n 's/^Package: //p'").stdout.split())
+    installed = subprocess.run(
+        ['dpkg-query', '-W', '-f=${Package}\\n'], capture_output=True,
+        text=True, check=True).stdout.split()
+    cached = {name.split('_', 1)[0]
+              for name in os.listdir('/var/cache/apt/archives')
+              if name.endswith('.deb')}
+    assert 'nfs-common' in listed
+    assert listed <= set(installed) | cached, sorted(
+        listed - set(installed) - cached)[:10]
+
+
 def test_parse_exportfs_handles_wrapped_long_paths():
     text = ('/srv/a/rather/long/export/path\n'
             '\t\t10.1.2.13(sync,wdelay,ro,root_squash)\n'
