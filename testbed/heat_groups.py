@@ -92,13 +92,13 @@ class GroupsMixin(object):
     def _members(self, group_stack):
         """Live members of a group in Heat's removal order: those marked
         unhealthy first (Tacker v2 marks the members it scales in), then
-        oldest first."""
+        oldest first: by creation time in whole seconds, as Heat stores
+        it, and by name among those created in the same second."""
         with self._lock:
             members = [r for r in group_stack.resources.values()
                        if not r.status.startswith('DELETE')]
         return sorted(members, key=lambda r: (not r.unhealthy,
-                                              r.creation_time, r.created_at,
-                                              r.name))
+                                              r.creation_time, r.name))
 
     def _new_member(self, group_stack, group):
         """A member resource and its (empty) stack, CREATE_IN_PROGRESS."""

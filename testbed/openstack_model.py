@@ -41,8 +41,6 @@ class FakeResource:
     # Names of the resources of its template that refer to it (Heat's
     # required_by: Tacker finds a server's ports by it).
     required_by: list = dataclasses.field(default_factory=list)
-    created_at: float = dataclasses.field(default_factory=lambda: now(
-    ).timestamp())
 
 
 @dataclasses.dataclass
