@@ -126,7 +126,8 @@ def look_like_the_user_guides_guest(host):
     """Make a freshly booted test host an Ubuntu 22.04 guest of the guide."""
     host.write_file('/etc/os-release', UBUNTU_OS_RELEASE)
     if host.role == 'storage':
-        host.run('chpasswd', input='ubuntu:%s\n' % STORAGE_PASSWORD)
+        host.run('chpasswd -c SHA512',  # as the image's (host_scripts)
+                 input='ubuntu:%s\n' % STORAGE_PASSWORD)
         host._password = STORAGE_PASSWORD  # for host.ssh_client()
 
 
