@@ -104,7 +104,10 @@ class HeatEngine(heat_servers.ServersMixin, heat_groups.GroupsMixin):
 
     def start(self):
         if self.testbed is None:
-            self.testbed = hosts.Testbed(purge_packages=self._purge)
+            from testbed import virtual_vnf  # it imports this module
+            self.testbed = hosts.Testbed(
+                purge_packages=self._purge,
+                role_purge_packages=virtual_vnf.NODE_IMAGE_PURGES)
         if self._own_testbed and self.testbed.bridge_ip is None:
             self.testbed.start()
         if self._worker is None:

@@ -131,6 +131,12 @@ def look_like_the_user_guides_guest(host):
         host._password = STORAGE_PASSWORD  # for host.ssh_client()
 
 
+# What a Master's or Worker's image lacks, so that the driver installs it
+# (prepare_guest): not the storage host's, whose nfs-ganesha (the test NFS
+# server) depends on nfs-common.
+NODE_IMAGE_PURGES = {'master': ('nfs-common',), 'worker': ('nfs-common',)}
+
+
 def prepare_guest(host, kube, install_cluster=True, nfs_common=False,
                   fresh=False, image=None):
     """Make a freshly booted test host a VM of the user guide's VNF: an
@@ -147,10 +153,12 @@ def prepare_guest(host, kube, install_cluster=True, nfs_common=False,
         guest_images.make(host, image)
     if host.role == 'storage':
         return
-    # Per node, not in the shared base image: the storage host keeps
-    # nfs-ganesha (the test NFS server), which depends on nfs-common.
+    # A testbed made with NODE_IMAGE_PURGES booted the node without it;
+    # on any other, apt-get removes it now.
     if not nfs_common:
-        host.run('apt-get purge -y -q nfs-common')
+        host.run("dpkg-query -W -f='${Status}' nfs-common 2>/dev/null |"
+                 " grep -qx 'install ok installed' || exit 0;"
+                 ' apt-get purge -y -q nfs-common')
     if fresh:
         fresh_nodes.make(host)
         standins.connect_host(host, kube)
@@ -221,7 +229,7 @@ class VirtualCluster(object):
         self.offline = None
         self.proxy = None  # the request's proxy object, None: none
         self.cluster_network = cluster_network
-        self.nfs_common = nfs_common
+        self.nfs_common = nfs_common or fresh_nodes
         self.nova_host_names = nova_host_names
         self.master_count = masters
         self.worker_count = workers
@@ -235,6 +243,8 @@ class VirtualCluster(object):
         # The clients of every export (default: the testbed's subnet).
         self.export_to = None
         self.testbed = hosts.Testbed(purge_packages=purge_packages,
+                                     role_purge_packages=None if
+                                     self.nfs_common else NODE_IMAGE_PURGES,
                                      cluster_network=cluster_network,
                                      install_standins=not fresh_nodes)
         self._own_openstack = openstack is None
@@ -407,7 +417,7 @@ class VirtualCluster(object):
             name, role, hostname=cloud_init.guest_host_name(server_name)
             if self.nova_host_names else None)
         prepare_guest(host, self.kube, self.install_cluster,
-                      self.nfs_common or self.fresh_nodes, self.fresh_nodes,
+                      self.nfs_common, self.fresh_nodes,
                       self.guest_image)
         aspect, cp_name = ((MASTER_ASPECT, MASTER_CP) if role == 'master'
                            else (WORKER_ASPECT, WORKER_CP))
@@ -438,7 +448,7 @@ class VirtualCluster(object):
         host = self.testbed.replace_host(name, same_ip=same_ip,
                                          keep_volumes=keep_volumes)
         prepare_guest(host, self.kube, self.install_cluster,
-                      self.nfs_common or self.fresh_nodes, self.fresh_nodes,
+                      self.nfs_common, self.fresh_nodes,
                       self.guest_image)
         vnfc = self.vnfcs[name]
         stack_id = vnfc.member_stack_id or self.stack_id

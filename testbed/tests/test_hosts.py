@@ -450,6 +450,16 @@ def test_purged_package_reinstalls_offline_from_apt_cache(make_testbed):
     assert host.run(status).stdout == 'install ok installed'
 
 
+def test_role_purged_packages_are_missing_from_that_roles_hosts(
+        make_testbed):
+    testbed = make_testbed(role_purge_packages={'worker': ('libnfs-utils',)})
+    worker = testbed.add_host('worker', 'worker')
+    storage = testbed.add_host('storage', 'storage')
+    status = "dpkg-query -W -f='${Status}' libnfs-utils"
+    assert worker.run(status, check=False).stdout != 'install ok installed'
+    assert storage.run(status).stdout == 'install ok installed'
+
+
 def test_package_lists_name_only_what_an_offline_host_can_install(tb):
     """The image's lists are trimmed (host_scripts.BASE_SCRIPT) to the
     runner's installed packages and its cached .debs, so that apt-get
