@@ -142,16 +142,19 @@ def test_simple_flavour_lifecycle(cloud, heat):
     assert [s.id for s in heat.stacks.list(
         filters={'name': 'vnflcm_simple'})] == [stack_id]
 
-    # Scale out, then in: Heat removes the oldest member.
-    before = members(heat, stack_id, 'worker_instance')
-    oldest = min(before, key=lambda r: (r.creation_time, r.resource_name))
+    # Scale out, then in: Heat removes the oldest member, by creation time
+    # in whole seconds and then by name (the new one, if all three were
+    # created within the same second and its name sorts first).
     last = list(heat.events.list(stack_id, 'worker_instance_scale_out',
                                  limit=1, sort_dir='desc'))[0].id
     heat.resources.signal(stack_id, 'worker_instance_scale_out')
     assert list(heat.events.list(stack_id, 'worker_instance_scale_out',
                                  limit=1, sort_dir='desc'))[0].id != last
     wait(idle(heat, stack_id, 'worker_instance'))
-    assert len(members(heat, stack_id, 'worker_instance')) == 3
+    scaled_out = members(heat, stack_id, 'worker_instance')
+    assert len(scaled_out) == 3
+    oldest = min(scaled_out,
+                 key=lambda r: (r.creation_time, r.resource_name))
     assert heat.resources.get(stack_id, 'worker_instance').attributes[
         'current_size'] == 3
     assert heat.resources.metadata(stack_id, 'worker_instance')[
