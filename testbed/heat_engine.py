@@ -69,7 +69,8 @@ class HeatEngine(heat_servers.ServersMixin, heat_groups.GroupsMixin):
     """Heat's engine over a testbed; see the module docstring.
 
     ``testbed``: a started hosts.Testbed to boot VMs in (default: one of its
-    own, started by ``start()`` and stopped by ``stop()``).
+    own, whose Masters and Workers lack nfs-common (NODE_IMAGE_PURGES),
+    started by ``start()`` and stopped by ``stop()``).
     ``prepare``: called as ``prepare(host, kube)`` on every booted host
     (default: ``cluster.prepare_guest(host, kube, install_cluster=True)``).
     ``boot_hooks``: callables run as ``hook(host)`` on every server's host

@@ -448,7 +448,7 @@ class Testbed:
                 layer = os.path.join(self.workdir, f'image{len(images) + 1}')
                 os.makedirs(os.path.join(layer, 'work'))
                 os.makedirs(os.path.join(layer, 'root'))
-                _run(['cp', '-a', self._image_dir(None) + '/upper',
+                _run(['cp', '-a', os.path.join(self.workdir, 'base', 'upper'),
                       f'{layer}/upper'])
                 _run(self._unshare(
                     f'{layer}/root', f'{layer}/upper', f'{layer}/work',

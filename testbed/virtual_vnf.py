@@ -137,15 +137,16 @@ def look_like_the_user_guides_guest(host):
 NODE_IMAGE_PURGES = {'master': ('nfs-common',), 'worker': ('nfs-common',)}
 
 
-def prepare_guest(host, kube, install_cluster=True, nfs_common=False,
-                  fresh=False, image=None):
+def prepare_guest(host, kube, install_cluster=True, fresh=False,
+                  image=None):
     """Make a freshly booted test host a VM of the user guide's VNF: an
-    Ubuntu 22.04 look-alike; a Master or Worker also lacks nfs-common
-    unless ``nfs_common`` (so the driver really installs it) and either
-    gets the kubeadm stand-ins' view of the cluster's state ``kube`` (the
-    driver installs Kubernetes) or, as a Master of an existing kubeadm
-    cluster, its admin.conf and API server. A ``fresh`` Master or Worker
-    has nothing of Kubernetes and no apt source (testbed.fresh_nodes).
+    Ubuntu 22.04 look-alike; a Master or Worker either gets the kubeadm
+    stand-ins' view of the cluster's state ``kube`` (the driver installs
+    Kubernetes) or, as a Master of an existing kubeadm cluster, its
+    admin.conf and API server. (It lacks nfs-common, so that the driver
+    really installs it, when its testbed was made with NODE_IMAGE_PURGES.)
+    A ``fresh`` Master or Worker has nothing of Kubernetes and no apt
+    source (testbed.fresh_nodes).
     With a guest ``image`` (testbed.guest_images) the host looks like a
     VM of that image instead of Ubuntu 22.04."""
     look_like_the_user_guides_guest(host)
@@ -153,12 +154,6 @@ def prepare_guest(host, kube, install_cluster=True, nfs_common=False,
         guest_images.make(host, image)
     if host.role == 'storage':
         return
-    # A testbed made with NODE_IMAGE_PURGES booted the node without it;
-    # on any other, apt-get removes it now.
-    if not nfs_common:
-        host.run("dpkg-query -W -f='${Status}' nfs-common 2>/dev/null |"
-                 " grep -qx 'install ok installed' || exit 0;"
-                 ' apt-get purge -y -q nfs-common')
     if fresh:
         fresh_nodes.make(host)
         standins.connect_host(host, kube)
@@ -229,7 +224,6 @@ class VirtualCluster(object):
         self.offline = None
         self.proxy = None  # the request's proxy object, None: none
         self.cluster_network = cluster_network
-        self.nfs_common = nfs_common or fresh_nodes
         self.nova_host_names = nova_host_names
         self.master_count = masters
         self.worker_count = workers
@@ -244,7 +238,8 @@ class VirtualCluster(object):
         self.export_to = None
         self.testbed = hosts.Testbed(purge_packages=purge_packages,
                                      role_purge_packages=None if
-                                     self.nfs_common else NODE_IMAGE_PURGES,
+                                     nfs_common or fresh_nodes
+                                     else NODE_IMAGE_PURGES,
                                      cluster_network=cluster_network,
                                      install_standins=not fresh_nodes)
         self._own_openstack = openstack is None
@@ -417,8 +412,7 @@ class VirtualCluster(object):
             name, role, hostname=cloud_init.guest_host_name(server_name)
             if self.nova_host_names else None)
         prepare_guest(host, self.kube, self.install_cluster,
-                      self.nfs_common, self.fresh_nodes,
-                      self.guest_image)
+                      self.fresh_nodes, self.guest_image)
         aspect, cp_name = ((MASTER_ASPECT, MASTER_CP) if role == 'master'
                            else (WORKER_ASPECT, WORKER_CP))
         vnfc = self.vnfcs[name] = _Vnfc(name, cp_name)
@@ -448,8 +442,7 @@ class VirtualCluster(object):
         host = self.testbed.replace_host(name, same_ip=same_ip,
                                          keep_volumes=keep_volumes)
         prepare_guest(host, self.kube, self.install_cluster,
-                      self.nfs_common, self.fresh_nodes,
-                      self.guest_image)
+                      self.fresh_nodes, self.guest_image)
         vnfc = self.vnfcs[name]
         stack_id = vnfc.member_stack_id or self.stack_id
         vnfc.server_id = str(uuid.uuid4())
