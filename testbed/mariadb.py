@@ -11,6 +11,9 @@ from testbed import polling
 from testbed import processes
 
 DB_NAME, DB_USER = 'tacker', 'tacker'
+# mariadb-install-db's own advice after a failed bootstrap: about 30
+# lines that would push mariadbd's errors out of any log tail.
+INSTALL_ADVICE = 'Installation of system tables failed!'
 
 
 class MariaDB(object):
@@ -48,13 +51,7 @@ class MariaDB(object):
         datadir = self._path('mysql')
         log = self._path('logs', 'mariadb.err')
         if not os.path.exists(os.path.join(datadir, 'mysql')):
-            with open(self._path('logs', 'mariadb-install.log'), 'w') as out:
-                subprocess.run(
-                    ['mariadb-install-db', '--no-defaults', '--user=root',
-                     '--datadir=%s' % datadir, '--skip-test-db',
-                     '--auth-root-authentication-method=socket'],
-                    stdout=out, stderr=subprocess.STDOUT, check=True,
-                    timeout=120)
+            self._install(datadir)
         self.port = self.port or processes.free_port()
         with open(self._path('logs', 'mysqld_safe.out'), 'ab') as out:
             popen = subprocess.Popen(
@@ -88,6 +85,25 @@ class MariaDB(object):
         if result.returncode:
             raise processes.ServiceError('MariaDB set-up failed: %s'
                                          % result.stderr)
+
+    def _install(self, datadir):
+        """Create the system tables; a failure names mariadbd's own
+        errors, not the installer's advice that follows them."""
+        install_log = self._path('logs', 'mariadb-install.log')
+        with open(install_log, 'w') as out:
+            status = subprocess.run(
+                ['mariadb-install-db', '--no-defaults', '--user=root',
+                 '--datadir=%s' % datadir, '--skip-test-db',
+                 '--auth-root-authentication-method=socket'],
+                stdout=out, stderr=subprocess.STDOUT, timeout=120).returncode
+        if status:
+            with open(install_log, errors='replace') as handle:
+                lines = handle.read(1 << 20).splitlines()
+            advice = next((i for i, line in enumerate(lines)
+                           if INSTALL_ADVICE in line), len(lines))
+            raise processes.ServiceError(
+                'mariadb-install-db exited with %d (%s):\n%s'
+                % (status, install_log, '\n'.join(lines[:advice][-40:])))
 
     def stop(self):
         pid = processes.read_pid(self.pid_file)
