@@ -30,6 +30,14 @@ class MariaDB(object):
     def pid_file(self):
         return self._path('run', 'mysqld.pid')
 
+    @property
+    def socket(self):
+        return self._path('run', 'mysqld.sock')
+
+    @property
+    def tmpdir(self):
+        return self._path('mysql-tmp')
+
     def url(self):
         """The SQLAlchemy URL of Tacker's database."""
         return 'mysql+pymysql://%s:%s@127.0.0.1:%d/%s?charset=utf8' % (
@@ -38,7 +46,7 @@ class MariaDB(object):
     def sql(self, statements):
         return subprocess.run(
             ['mariadb', '--no-defaults', '-uroot',
-             '--socket=%s' % self._path('run', 'mysqld.sock'), '-e',
+             '--socket=%s' % self.socket, '-e',
              statements], capture_output=True, text=True, timeout=30)
 
     def start(self):
@@ -50,14 +58,19 @@ class MariaDB(object):
             return
         datadir = self._path('mysql')
         log = self._path('logs', 'mariadb.err')
+        # Its own tmpdir: a MariaDB that starts deletes every "#sql*"
+        # file in its tmpdir, a shared /tmp included, i.e. the temporary
+        # tables of any other MariaDB running there (a second lab's
+        # bootstrap then fails with "Unknown table").
+        os.makedirs(self.tmpdir, exist_ok=True)
         if not os.path.exists(os.path.join(datadir, 'mysql')):
             self._install(datadir)
         self.port = self.port or processes.free_port()
         with open(self._path('logs', 'mysqld_safe.out'), 'ab') as out:
             popen = subprocess.Popen(
                 ['mysqld_safe', '--no-defaults', '--user=root',
-                 '--datadir=%s' % datadir,
-                 '--socket=%s' % self._path('run', 'mysqld.sock'),
+                 '--datadir=%s' % datadir, '--tmpdir=%s' % self.tmpdir,
+                 '--socket=%s' % self.socket,
                  '--pid-file=%s' % self.pid_file,
                  '--port=%d' % self.port, '--bind-address=127.0.0.1',
                  '--log-error=%s' % log, '--skip-name-resolve',
@@ -93,7 +106,8 @@ class MariaDB(object):
         with open(install_log, 'w') as out:
             status = subprocess.run(
                 ['mariadb-install-db', '--no-defaults', '--user=root',
-                 '--datadir=%s' % datadir, '--skip-test-db',
+                 '--datadir=%s' % datadir, '--tmpdir=%s' % self.tmpdir,
+                 '--skip-test-db',
                  '--auth-root-authentication-method=socket'],
                 stdout=out, stderr=subprocess.STDOUT, timeout=120).returncode
         if status:

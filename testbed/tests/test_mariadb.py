@@ -1,6 +1,8 @@
 """The Tacker lab's private MariaDB (testbed/mariadb.py)."""
 
+import os
 import shutil
+import subprocess
 
 import pytest
 
@@ -8,14 +10,25 @@ from testbed import mariadb
 from testbed import processes
 
 
-@pytest.fixture
-def database(tmp_path):
+def _server(workdir):
     if not shutil.which('mariadb-install-db'):
         pytest.skip('mariadb-server is not installed '
                     '(testbed/install-deps.sh)')
     for sub in ('mysql', 'run', 'logs'):
-        (tmp_path / sub).mkdir()
-    server = mariadb.MariaDB(lambda *parts: str(tmp_path.joinpath(*parts)))
+        (workdir / sub).mkdir(parents=True)
+    return mariadb.MariaDB(lambda *parts: str(workdir.joinpath(*parts)))
+
+
+@pytest.fixture
+def database(tmp_path):
+    server = _server(tmp_path)
+    yield server
+    server.stop()
+
+
+@pytest.fixture
+def second_database(tmp_path):
+    server = _server(tmp_path / 'second')
     yield server
     server.stop()
 
@@ -48,3 +61,36 @@ def test_a_started_server_serves_tackers_database_and_starts_once(
     assert result.returncode == 0 and result.stdout.split()[-1] == '1'
     database.stop()
     assert not processes.alive(pid)
+
+
+def test_a_starting_server_leaves_another_servers_temporary_tables(
+        database, second_database):
+    """A MariaDB deletes the "#sql*" files of its tmpdir when it starts;
+    in a shared /tmp those are another server's temporary tables (CI: a
+    second lab's bootstrap failed on its own vanished table)."""
+    database.start()
+    database.sql('CREATE DATABASE scratch')
+    session = subprocess.Popen(
+        ['mariadb', '--no-defaults', '-uroot', '--unbuffered',
+         '--socket=%s' % database.socket, 'scratch'],
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT, text=True)
+    try:
+        session.stdin.write('CREATE TEMPORARY TABLE kept (a INT) '
+                            'ENGINE=Aria; SELECT "created";\n')
+        session.stdin.flush()
+        assert session.stdout.readline().split() == ['created']
+        assert session.stdout.readline().split() == ['created']
+        table_files = [name for name in os.listdir(database.tmpdir)
+                       if name.startswith('#sql')]
+        assert table_files
+
+        second_database.start()
+
+        assert set(table_files) <= set(os.listdir(database.tmpdir))
+        output, _ = session.communicate(
+            'DROP TEMPORARY TABLE kept;\n', timeout=30)
+    finally:
+        if session.poll() is None:
+            session.kill()
+    assert session.returncode == 0, output
