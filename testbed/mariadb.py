@@ -44,10 +44,12 @@ class MariaDB(object):
             DB_USER, self.password, self.port, DB_NAME)
 
     def sql(self, statements):
+        """Run ``statements`` as root; on stdin, not in the argv, since
+        they may set a password."""
         return subprocess.run(
             ['mariadb', '--no-defaults', '-uroot',
-             '--socket=%s' % self.socket, '-e',
-             statements], capture_output=True, text=True, timeout=30)
+             '--socket=%s' % self.socket], input=statements,
+            capture_output=True, text=True, timeout=30)
 
     def start(self):
         """Start it unless it answers already; create Tacker's database

@@ -51,8 +51,19 @@ def test_a_failed_install_names_the_servers_own_errors(database, tmp_path):
 
 
 def test_a_started_server_serves_tackers_database_and_starts_once(
-        database):
+        database, monkeypatch):
+    """...and no command line carries the password of Tacker's user:
+    every user of the machine can read command lines."""
+    command_lines = []
+
+    class RecordingPopen(subprocess.Popen):
+        def __init__(self, args, *more, **options):
+            command_lines.append(' '.join(args))
+            super().__init__(args, *more, **options)
+    monkeypatch.setattr(subprocess, 'Popen', RecordingPopen)
     database.start()
+    assert command_lines
+    assert not [line for line in command_lines if database.password in line]
     pid = processes.read_pid(database.pid_file)
     database.start()  # answers already: nothing is started again
     assert processes.read_pid(database.pid_file) == pid
