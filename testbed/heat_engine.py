@@ -7,7 +7,7 @@ would, on the testbed (testbed/hosts.py) instead of Nova, Neutron and
 Cinder:
 
 * ``OS::Nova::Server`` boots a test host (a network namespace with sshd),
-  made a VM of the user guide's VNF with ``cluster.prepare_guest``; Nova's
+  made a VM of the user guide's VNF with ``virtual_vnf.prepare_guest``; Nova's
   console log of the server is the host's (with its real host key); its
   guest host name is the one cloud-init would set from its Nova name
   (testbed.cloud_init), so the members of a scaling group share it;
@@ -61,6 +61,7 @@ from testbed import heat_servers
 from testbed import heat_template
 from testbed import hosts
 from testbed import openstack_model
+from testbed import virtual_vnf
 
 LOG = logging.getLogger(__name__)
 
@@ -72,7 +73,7 @@ class HeatEngine(heat_servers.ServersMixin, heat_groups.GroupsMixin):
     own, whose Masters and Workers lack nfs-common (NODE_IMAGE_PURGES),
     started by ``start()`` and stopped by ``stop()``).
     ``prepare``: called as ``prepare(host, kube)`` on every booted host
-    (default: ``cluster.prepare_guest(host, kube, install_cluster=True)``).
+    (default: ``virtual_vnf.prepare_guest(host, kube, install_cluster=True)``).
     ``boot_hooks``: callables run as ``hook(host)`` on every server's host
     once it is prepared, before the server is ACTIVE: a test arms faults
     (testbed.faults) on the VMs an operation boots.
@@ -105,7 +106,6 @@ class HeatEngine(heat_servers.ServersMixin, heat_groups.GroupsMixin):
 
     def start(self):
         if self.testbed is None:
-            from testbed import virtual_vnf  # it imports this module
             self.testbed = hosts.Testbed(
                 purge_packages=self._purge,
                 role_purge_packages=virtual_vnf.NODE_IMAGE_PURGES)

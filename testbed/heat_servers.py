@@ -15,6 +15,7 @@ from testbed import heat_template
 from testbed import kubeapi
 from testbed import node_lifecycle
 from testbed import openstack_model
+from testbed import virtual_vnf
 
 
 class ServersMixin(object):
@@ -52,7 +53,6 @@ class ServersMixin(object):
         if self._prepare is not None:
             self._prepare(host, kube)
         else:
-            from testbed import virtual_vnf
             virtual_vnf.prepare_guest(host, kube, install_cluster=True)
 
     def _server_volumes(self, stack, props):
