@@ -46,10 +46,11 @@ class ClusterWorkflow(flow.Flow):
     """
 
     def __init__(self, params, heat, script, conf=None,
-                 credential_overrides=None, sessions=None, node_files=()):
+                 credential_overrides=None, sessions=None, node_files=(),
+                 key_project=None):
         super().__init__(params, heat, conf=conf,
                          credential_overrides=credential_overrides,
-                         sessions=sessions)
+                         sessions=sessions, key_project=key_project)
         self.script = script
         self.node_files = tuple(node_files)
         # The bootstrap tokens the Master runs of this hook printed.
