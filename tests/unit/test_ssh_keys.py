@@ -42,29 +42,19 @@ DirectoryFacts = ssh_keys.DirectoryFacts
     # The first reason is enough: the file is refused either way.
     (Facts(False, 0o644, ME + 1), 'is not a regular file'),
     (Facts(True, 0o644, ME + 1), 'is owned by uid %d' % (ME + 1)),
-])
-def test_which_key_files_are_accepted(facts, problem):
-    found = ssh_keys.key_file_problem(facts, ME)
-    if problem is None:
-        assert found is None
-    else:
-        assert found.startswith(problem)
-
-
-@pytest.mark.parametrize('facts, problem', [
-    (DirectoryFacts(True, 0o700, ME), None),
-    (DirectoryFacts(True, 0o755, ME), None),  # others may look, not write
-    (DirectoryFacts(True, 0o711, ME), None),
-    (DirectoryFacts(True, 0o770, ME), 'has mode 0770'),
-    (DirectoryFacts(True, 0o720, ME), 'has mode 0720'),
-    (DirectoryFacts(True, 0o702, ME), 'has mode 0702'),
-    (DirectoryFacts(True, 0o1777, ME), 'has mode 1777'),
+    # A key directory: others may look into it, not write it.
+    *[(DirectoryFacts(True, mode, ME), None)
+      for mode in (0o700, 0o755, 0o711, 0o500)],
+    *[(DirectoryFacts(True, mode, ME), 'has mode %04o' % mode)
+      for mode in (0o770, 0o720, 0o702, 0o1777)],
     (DirectoryFacts(True, 0o700, ME + 1), 'is owned by uid %d' % (ME + 1)),
     (DirectoryFacts(False, 0o700, ME), 'is not a directory'),
     (DirectoryFacts(False, 0o777, ME + 1), 'is not a directory'),
 ])
-def test_which_key_directories_are_accepted(facts, problem):
-    found = ssh_keys.directory_problem(facts, ME)
+def test_which_key_files_and_directories_are_accepted(facts, problem):
+    judge = ssh_keys.directory_problem if isinstance(
+        facts, DirectoryFacts) else ssh_keys.key_file_problem
+    found = judge(facts, ME)
     if problem is None:
         assert found is None
     else:
