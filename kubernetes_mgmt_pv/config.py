@@ -60,9 +60,23 @@ ssh_opts = [
         help='Directory of the SSH private keys that requests name by file '
              'name (ssh_key of master_node, worker_node and storage_server), '
              'so no password is in the request, which Tacker shows in its '
-             'API. Each key file must be a regular file (not a symbolic '
-             'link) owned by tacker-conductor\'s user, mode 0600, holding '
+             'API. The directory (and with ssh_key_per_project each '
+             'project\'s subdirectory) must be a directory, not a symbolic '
+             'link, owned by tacker-conductor\'s user and not writable by '
+             'group or others (mode 0700); each key file a regular file '
+             '(not a symbolic link) owned by that user, mode 0600, holding '
              'an unencrypted Ed25519, ECDSA or RSA key.'),
+    cfg.BoolOpt(
+        'ssh_key_per_project', default=False,
+        help='Look up the key file a request names in the subdirectory of '
+             'ssh_key_dir named after the project id of the VNF instance '
+             '(<ssh_key_dir>/<project id>/<ssh_key>), so that a project '
+             'cannot log in with a key placed for another project. Tacker '
+             'v1: the VNF instance\'s project; Tacker v2: the project that '
+             'owns the instance\'s OpenStack VIM in Tacker\'s VIM registry '
+             '(the instance needs a vimConnectionInfo with a vimId). When '
+             'False, every project may name every key file of '
+             'ssh_key_dir.'),
     cfg.StrOpt(
         'known_hosts_file',
         default='/var/lib/tacker/kubernetes_mgmt_pv_known_hosts',

@@ -62,16 +62,19 @@ class Flow(object):
     """The plumbing of one feature's flows in one hook.
 
     ``sessions``: the hook's SessionPool (the flow does not close it); by
-    default each flow opens and closes its own.
+    default each flow opens and closes its own. ``key_project``: called
+    for the project id of the VNF instance when key files are looked up
+    per project (``ssh_keys.load_configured``).
     """
 
     def __init__(self, params, heat, conf=None, credential_overrides=None,
-                 sessions=None):
+                 sessions=None, key_project=None):
         self.params = params
         self.heat = heat
         self.conf = conf or config.options()
         self._credential_overrides = credential_overrides
         self._shared_sessions = sessions
+        self._key_project = key_project
         self._topology = None
         self._keys = None
 
@@ -113,10 +116,10 @@ class Flow(object):
 
     def _load_keys(self):
         if self._keys is None:
-            self._keys = ssh_keys.load_all(
+            self._keys = ssh_keys.load_configured(
                 vnf_topology.named_key_files(self.params,
                                              self._credential_overrides),
-                self.conf.ssh_key_dir)
+                self.conf, self._key_project)
         return self._keys
 
     def session(self, sessions, node):

@@ -522,26 +522,6 @@ def drain_argv(name, timeout, force):
     return argv
 
 
-# How kubectl drain names the pods it could not remove.
-_BLOCKING_POD = re.compile(
-    r'pods?/"(?P<name>[^"]+)" -n "(?P<namespace>[^"]+)"'
-    r'|pod "(?P<namespace2>[^"/]+)/(?P<name2>[^"]+)"'
-    r'|override\): (?P<list>[^\n\]]+)')
-
-
-def blocking_pods(stderr):
-    """namespace/name of every pod kubectl drain's errors name."""
-    pods = []
-    for match in _BLOCKING_POD.finditer(stderr):
-        if match.group('list'):
-            pods += [pod.strip() for pod in match.group('list').split(',')]
-        else:
-            pods.append('%s/%s' % (
-                match.group('namespace') or match.group('namespace2'),
-                match.group('name') or match.group('name2')))
-    return list(dict.fromkeys(pod for pod in pods if pod))
-
-
 def _selects(selector, labels):
     """A LabelSelector (matchLabels, matchExpressions) matches labels."""
     if not isinstance(selector, dict):
@@ -583,24 +563,3 @@ def blocking_budgets(pods_output, budgets_output, pods):
                for pod in pods):
             found.append('%s/%s' % (meta.get('namespace'), meta.get('name')))
     return found
-
-
-def drain_failure(name, stderr, timeout, budgets=()):
-    """The error of a drain that did not finish, naming what blocks it:
-    the pods and the PodDisruptionBudgets (``budgets``) that protect
-    them."""
-    pods = blocking_pods(stderr)
-    last = [line for line in stderr.strip().splitlines() if line.strip()]
-    outcome = ('did not finish within %ds' % timeout
-               if 'timeout' in stderr.lower() else 'failed')
-    blocked = ''
-    if pods:
-        blocked = ': blocked by pod(s) %s' % ', '.join(pods)
-    if budgets:
-        blocked += ' (PodDisruptionBudget %s allows no disruption)' % \
-            ', '.join(budgets)
-    return exceptions.ClusterInstallError(
-        'kubectl drain of Node %s %s%s; the node stays in the cluster%s: %s'
-        % (name, outcome, blocked,
-           ' (drain_force deletes such pods regardless)' if pods else '',
-           last[-1] if last else 'no message'))

@@ -7,6 +7,7 @@ persistent volumes to a cluster that exists. Like ``storage_feature`` it
 takes every decision here, outside the file Tacker hashes.
 """
 
+import functools
 import os
 
 from oslo_log import log as logging
@@ -77,10 +78,11 @@ class ClusterFeature(object):
             self.refuse_if_vim_in_use(context, vnf_instance, HEAL)
             # heal_end logs in with these: an unusable key file refuses
             # the heal now, before the VIM is deleted.
-            ssh_keys.load_all(vnf_topology.named_key_files(
+            ssh_keys.load_configured(vnf_topology.named_key_files(
                 params, vnf_topology.credential_overrides(getattr(
                     heal_vnf_request, 'additional_params', None))),
-                config.options().ssh_key_dir)
+                config.options(), functools.partial(
+                    self._driver.key_project, context, vnf_instance))
             self._deregister(context, vnf_instance, params)
         elif healed:
             workflow, nodes = healed
@@ -217,7 +219,9 @@ class ClusterFeature(object):
             params, heat.HeatStack(
                 client, vnf_instance.instantiated_vnf_info.instance_id),
             script, credential_overrides=overrides,
-            sessions=self._driver.hook_sessions(), node_files=node_files)
+            sessions=self._driver.hook_sessions(), node_files=node_files,
+            key_project=functools.partial(self._driver.key_project, context,
+                                          vnf_instance))
 
     def upgrade_workflow(self, vnf_instance, params):
         """The workflow of a package change's hooks (the v2 door's

@@ -16,6 +16,7 @@ from oslo_log import log as logging
 from kubernetes_mgmt_pv.cluster import cert_renewal
 from kubernetes_mgmt_pv.cluster import cluster
 from kubernetes_mgmt_pv.cluster import cluster_sequence
+from kubernetes_mgmt_pv.cluster import drain
 from kubernetes_mgmt_pv.cluster import etcd
 from kubernetes_mgmt_pv.cluster import ha
 from kubernetes_mgmt_pv import exceptions
@@ -45,10 +46,11 @@ class ClusterWorkflow(flow.Flow):
     """
 
     def __init__(self, params, heat, script, conf=None,
-                 credential_overrides=None, sessions=None, node_files=()):
+                 credential_overrides=None, sessions=None, node_files=(),
+                 key_project=None):
         super().__init__(params, heat, conf=conf,
                          credential_overrides=credential_overrides,
-                         sessions=sessions)
+                         sessions=sessions, key_project=key_project)
         self.script = script
         self.node_files = tuple(node_files)
         # The bootstrap tokens the Master runs of this hook printed.
@@ -563,9 +565,9 @@ class ClusterWorkflow(flow.Flow):
                                            self.conf.drain_force),
                 check=False, timeout=timeout + 60)
             if not result.ok:
-                raise cluster.drain_failure(
-                    name, result.stderr, timeout, self._budgets(
-                        leader, cluster.blocking_pods(result.stderr)))
+                outcome = drain.classify(result.stderr)
+                raise drain.failure(name, outcome, timeout, self._budgets(
+                    leader, outcome.budget_refused))
         report.record(leader.host, 'drain of %s' % name, True)
 
     def _budgets(self, leader, pods):

@@ -18,6 +18,7 @@ from oslo_log import log as logging
 
 from kubernetes_mgmt_pv.cluster import cert_renewal
 from kubernetes_mgmt_pv.cluster import cluster
+from kubernetes_mgmt_pv.cluster import drain
 from kubernetes_mgmt_pv.cluster import etcd
 from kubernetes_mgmt_pv.cluster import upgrade_plan
 from kubernetes_mgmt_pv import exceptions
@@ -241,7 +242,8 @@ class _Upgrade(object):
                                                     self.drain_force),
                                  check=False, timeout=timeout + 60)
             if not result.ok:
-                raise cluster.drain_failure(name, result.stderr, timeout)
+                raise drain.failure(name, drain.classify(result.stderr),
+                                    timeout)
         self.report.record(kubectl.host, 'drain of %s' % name, True)
 
     def _wait_ready_at_target(self, kubectl, step):

@@ -181,20 +181,25 @@ def _recorded(report):
             for outcome in report.outcomes if outcome.changed]
 
 
-def check(params, pv_manifests, script, stack, conf=None):
+def check(params, pv_manifests, script, stack, conf=None, project=None):
     """The CheckResult of instantiate_end for a VNF whose ``params``
     (param_model.ClusterParams), ``pv_manifests`` and install ``script``
     (bytes, None without the cluster feature) are given, its Heat stack
-    read through ``stack`` (heat.HeatStack)."""
+    read through ``stack`` (heat.HeatStack); ``project``: the VNF
+    instance's project id, whose key directory ssh_key_per_project uses."""
     conf = conf or config.options()
+
+    def key_project():
+        return project
     report = step_report.Report()
     changes = []
     with remote.SessionPool(conf=conf) as pool:
         pool.hide(*heat.vim_secrets(stack.client))
         nodes = None
         if params.script_path is not None:
-            flow = cluster_workflow.ClusterWorkflow(params, stack, script,
-                                                    conf=conf, sessions=pool)
+            flow = cluster_workflow.ClusterWorkflow(
+                params, stack, script, conf=conf, sessions=pool,
+                key_project=key_project)
             nodes = flow.topology.nodes
             with flow.sessions() as sessions:
                 sequence, ha_plans = flow.check_install(sessions, report)
@@ -203,7 +208,8 @@ def check(params, pv_manifests, script, stack, conf=None):
                         for change in ha_changes(host, plan)]
         if params.pv_enabled:
             flow = storage_workflow.PvWorkflow(
-                params, pv_manifests, stack, conf=conf, sessions=pool)
+                params, pv_manifests, stack, conf=conf, sessions=pool,
+                key_project=key_project)
             nodes = nodes or flow.topology.nodes
             with flow.sessions() as sessions:
                 changes += deploy_changes(flow.check_deploy(sessions,

@@ -117,7 +117,7 @@ def _plan(args):
         inputs = check_mode.load(
             args.package, safe_yaml.load_json(args.request),
             safe_yaml.load_json(args.vim), args.stack_id)
-        result = check_mode.check(*inputs)
+        result = check_mode.check(*inputs, project=args.project)
     except (exceptions.MgmtDriverError, safe_yaml.LoadError,
             OSError) as error:
         _say('kubernetes-mgmt-pv plan: %s' % error, sys.stderr)
@@ -156,6 +156,10 @@ def _plan_parser(commands):
     plan.add_argument('--stack-id', required=True, metavar='ID',
                       help='Heat stack of the VNF instance (its '
                            'instantiatedVnfInfo instanceId)')
+    plan.add_argument('--project', metavar='ID',
+                      help='project id of the VNF instance: with '
+                           'ssh_key_per_project, its key files are in '
+                           'ssh_key_dir/<ID>/')
     plan.add_argument('--format', choices=('text', 'json'), default='text',
                       help='json: {"hosts": [{host, role, changes}]}')
     plan.set_defaults(run=_plan)

@@ -260,6 +260,13 @@ class KubernetesMgmtDriver(tacker_compat.VnflcmMgmtAbstractDriver):
         """The OpenStack VIM's access_info (auth_url, username, ...)."""
         return tacker_compat.vim_access_info(context, vnf_instance)
 
+    def key_project(self, context, vnf_instance):
+        """The project id whose key directory the hook's key files are
+        looked up in (ssh_key_per_project): the VNF instance's, else the
+        request's."""
+        return getattr(vnf_instance, 'tenant_id', None) or getattr(
+            context, 'project_id', None)
+
     def register_vim(self, context, vnf_instance, name, access):
         """Register the cluster (cluster_workflow.ClusterAccess) as the
         Kubernetes VIM ``name`` of the instance."""

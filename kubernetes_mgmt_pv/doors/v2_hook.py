@@ -67,6 +67,11 @@ class V2Driver(mgmt_driver.KubernetesPvMgmtDriver):
             self._context = tacker_compat.project_context(vim_id)
         return self._context
 
+    def key_project(self, context, vnf_instance):
+        """v2 scripts get no project: the one that owns the instance's
+        OpenStack VIM, as for the Kubernetes VIM."""
+        return self._tacker_context().project_id
+
     def check_vim_registry(self):
         """Refuse, before any step, an OpenStack VIM the Kubernetes VIM
         could not be registered next to (no vimId, or not in Tacker's VIM

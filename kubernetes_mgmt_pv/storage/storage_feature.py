@@ -9,6 +9,8 @@ of them, so fixing one never forces operators to rebuild their VNF
 packages.
 """
 
+import functools
+
 from oslo_log import log as logging
 
 from kubernetes_mgmt_pv.cluster import cluster_feature
@@ -119,7 +121,9 @@ class StorageFeature(object):
         return storage_workflow.PvWorkflow(
             params, loaded, heat.HeatStack(client, stack_id),
             credential_overrides=overrides,
-            sessions=self._driver.hook_sessions())
+            sessions=self._driver.hook_sessions(),
+            key_project=functools.partial(self._driver.key_project, context,
+                                          vnf_instance))
 
     def _heal_plan(self, context, vnf_instance, heal_vnf_request):
         workflow = self.workflow(context, vnf_instance,

@@ -42,10 +42,10 @@ class PvWorkflow(flow.Flow):
     """
 
     def __init__(self, params, manifests, heat, conf=None,
-                 credential_overrides=None, sessions=None):
+                 credential_overrides=None, sessions=None, key_project=None):
         super().__init__(params, heat, conf=conf,
                          credential_overrides=credential_overrides,
-                         sessions=sessions)
+                         sessions=sessions, key_project=key_project)
         self.manifests = manifests
 
     # -- lookups (no host touched) -----------------------------------------

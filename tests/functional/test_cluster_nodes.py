@@ -176,9 +176,36 @@ def test_a_disruption_budget_blocks_the_scale_in(simple):
         simple.scale_in(simple.host('worker2'))
     message = str(caught.value)
     assert 'blocked by pod(s) default/db (PodDisruptionBudget ' \
-        'default/db-budget allows no disruption)' in message
+        'default/db-budget allows no disruption) (drain_force deletes such ' \
+        'pods regardless)' in message
+    assert 'server error' not in message
     assert 'Node worker2' in message
     # Still a member, cordoned; the VM was not deleted.
+    assert 'worker2' in virtual_vnf.node_readiness(simple.host('master1'))
+    assert 'worker2' in simple.testbed.hosts
+
+
+def test_a_server_error_on_an_eviction_is_not_blamed_on_a_budget(simple):
+    """The API server answers the eviction with 500: the error names the
+    pod and the server error, not a budget nor drain_force, which would
+    not help."""
+    create_owned_pod(simple.kube, 'ReplicaSet', 'db', 'worker2')
+    failure = simple.kube.fail_requests(
+        'POST', '/api/v1/namespaces/default/pods/db/eviction', count=None,
+        code=500, message='Internal error occurred: etcdserver: leader '
+        'changed')
+    virtual_vnf.use_test_options(drain_timeout=5)
+    try:
+        with pytest.raises(exceptions.MgmtDriverError) as caught:
+            simple.scale_in(simple.host('worker2'))
+    finally:
+        simple.kube.clear_failures()
+    message = str(caught.value)
+    assert failure.hits, 'the eviction was not tried'
+    assert 'Node worker2' in message
+    assert 'pod default/db with a server error' in message
+    assert 'etcdserver: leader changed' in message
+    assert 'drain_force' not in message and 'blocked by' not in message
     assert 'worker2' in virtual_vnf.node_readiness(simple.host('master1'))
     assert 'worker2' in simple.testbed.hosts
 

@@ -170,3 +170,22 @@ def test_install_plan_says_whether_the_leader_is_joined():
     assert plan.leader_joined
     assert not sequences.install().plan.leader_joined
     assert isinstance(plan, cluster.InstallPlan)
+
+
+@pytest.mark.parametrize('extra, project', [([], None),
+                                            (['--project', 'p1'], 'p1')])
+def test_plan_passes_the_project_of_the_key_files(monkeypatch, tmp_path,
+                                                  extra, project):
+    """With ssh_key_per_project, plan reads the key files of the project
+    given, as the hooks read the instance's."""
+    seen = []
+    monkeypatch.setattr(check_mode, 'load', lambda *args: ('inputs',))
+    monkeypatch.setattr(check_mode, 'check', lambda *args, **kwargs: (
+        seen.append((args, kwargs)) or check_mode.CheckResult((), ())))
+    (tmp_path / 'r.json').write_text('{}')
+    (tmp_path / 'v.json').write_text('{}')
+    assert cli.main(['plan', '--package', str(tmp_path), '--request',
+                     str(tmp_path / 'r.json'), '--vim',
+                     str(tmp_path / 'v.json'), '--stack-id', 's'] +
+                    extra) == 0
+    assert seen == [(('inputs',), {'project': project})]

@@ -508,26 +508,6 @@ def test_an_unreadable_node_listing_fails(output):
         cluster.undrainable_nodes(output)
 
 
-@pytest.mark.parametrize('stderr, pods', [
-    ('error when evicting pods/"web-1" -n "shop" (will retry after 5s): '
-     'Cannot evict pod as it would violate the pod\'s disruption budget.\n'
-     'error: unable to drain node "w1" due to error: [error when waiting '
-     'for pod "shop/web-1" terminating: global timeout reached: 5s], '
-     'continuing command...\n', ['shop/web-1']),
-    ('error: unable to drain node "w1" due to error: cannot delete Pods '
-     'that declare no controller (use --force to override): default/bare, '
-     'kube-system/debug\n', ['default/bare', 'kube-system/debug']),
-    ('error: the server was unable to return a response\n', []),
-])
-def test_blocking_pods_are_named(stderr, pods):
-    assert cluster.blocking_pods(stderr) == pods
-    error = str(cluster.drain_failure('w1', stderr, 5))
-    assert error.startswith('kubectl drain of Node w1 %s' % (
-        'did not finish within 5s' if 'timeout' in stderr else 'failed'))
-    assert ('blocked by pod(s) %s' % ', '.join(pods) in error) == bool(pods)
-    assert error.endswith(stderr.strip().splitlines()[-1])
-
-
 def test_nodes_not_ready():
     listing = {'items': [
         {'metadata': {'name': 'm1'}, 'status': {'conditions': [
@@ -563,11 +543,6 @@ def test_blocking_budgets_are_found_by_their_selectors():
                                     ['shop/db-0']) == [
         'shop/db-budget', 'shop/tier-budget']
     assert cluster.blocking_budgets('not json', '{}', ['shop/db-0']) == []
-    error = cluster.drain_failure(
-        'w1', 'error when evicting pods/"db-0" -n "shop": global timeout '
-        'reached: 5s\n', 5, ['shop/db-budget'])
-    assert 'blocked by pod(s) shop/db-0 (PodDisruptionBudget shop/db-budget ' \
-        'allows no disruption)' in str(error)
 
 
 def test_the_floating_ip_goes_into_the_certificate_at_init_only():

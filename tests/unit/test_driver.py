@@ -1,5 +1,7 @@
 """The Tacker-facing classes, without Tacker and without hosts."""
 
+import os
+import subprocess
 import threading
 import types
 
@@ -244,6 +246,43 @@ def test_entire_heal_refuses_an_unusable_key_file_before_the_vim_goes(
     assert [error.path for error in caught.value.errors] == [
         'additionalParams.%s.worker_node.ssh_key' % param_model.ROOT]
     assert calls == ['vim_users kubernetes_vim']
+
+
+@pytest.mark.parametrize('owner, refused', [
+    ('project-a', False), ('project-b', True)])
+def test_an_entire_heal_uses_only_the_key_files_of_the_instance_s_project(
+        tmp_path, owner, refused):
+    """With ssh_key_per_project, the key a request names is looked up in
+    the directory of the VNF instance's project (tenant_id), not in
+    another project's, nor in ssh_key_dir itself."""
+    for directory in (tmp_path, tmp_path / 'project-a'):
+        os.makedirs(str(directory), 0o700, exist_ok=True)
+        subprocess.run(['ssh-keygen', '-q', '-t', 'ed25519', '-N', '', '-f',
+                        str(directory / 'nodes')], check=True)
+    os.makedirs(str(tmp_path / 'project-b'), 0o700)
+    for option, value in (('ssh_key_dir', str(tmp_path)),
+                          ('ssh_key_per_project', True)):
+        config.CONF.set_override(option, value, config.GROUP_NAME)
+    calls = []
+    params = cluster_only()
+    params[param_model.ROOT]['worker_node'].pop('password')
+    params[param_model.ROOT]['worker_node']['ssh_key'] = 'nodes'
+    vnf_instance = instance(params)
+    vnf_instance.tenant_id = owner
+    driver = _vim_recording_driver(calls, {})
+    try:
+        if refused:
+            with pytest.raises(exceptions.ParameterErrors) as caught:
+                driver.heal_start(None, vnf_instance, heal_request(), None,
+                                  None)
+            (error,) = caught.value.errors
+            assert error.reason.startswith('no such key')
+        else:
+            driver.heal_start(None, vnf_instance, heal_request(), None, None)
+    finally:
+        for option in ('ssh_key_dir', 'ssh_key_per_project'):
+            config.CONF.clear_override(option, config.GROUP_NAME)
+    assert ('delete_vim kubernetes_vim' in calls) is not refused
 
 
 @pytest.mark.parametrize('value', ['true', 1, []])

@@ -287,6 +287,10 @@ class Driver(object):
     def hook_sessions():
         return None  # outside a hook: the flow opens its own sessions
 
+    @staticmethod
+    def key_project(context, vnf_instance):
+        return getattr(vnf_instance, "tenant_id", None)
+
 
 def feature_workflow(vnf, request):
     vnf_instance = instance(without_pvs())
