@@ -145,6 +145,7 @@ def test_an_unusable_key_file_is_named_by_its_path(built_zip, validate, body,
 def test_key_files_are_not_checked_off_the_conductor_host(
         built_zip, validate, body, monkeypatch, tmp_path):
     os.unlink(validate.key_dir / 'storage-server')
+    assert validate(built_zip, body)[0] == 1  # on the conductor host
     monkeypatch.delenv(tacker_v2.CONFIG_ENV)
     monkeypatch.setattr(tacker_v2, 'DEFAULT_CONFIG',
                         str(tmp_path / 'no-tacker.conf'))
