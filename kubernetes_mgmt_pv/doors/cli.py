@@ -1,6 +1,6 @@
 """``kubernetes-mgmt-pv``: operator commands around the VNF package.
 
-``validate`` checks a package and an Instantiate request offline, before
+``validate`` checks a package and an LCM request body offline, before
 any LCM call; ``package`` builds the CSAR zip that Tacker accepts;
 ``plan`` logs in to the VNF's VMs and says what instantiate_end would
 change on each, changing nothing. The logic lives in ``package_check``,
@@ -175,13 +175,7 @@ def _plan_parser(commands):
     plan.set_defaults(run=_plan)
 
 
-def _parser():
-    parser = argparse.ArgumentParser(
-        prog='kubernetes-mgmt-pv',
-        description='Build and check VNF packages for the '
-                    'mgmt-drivers-kubernetes Tacker management driver.')
-    commands = parser.add_subparsers(dest='command', required=True)
-
+def _validate_parser(commands):
     validate = commands.add_parser(
         'validate', help='check a package and an LCM request offline',
         description='Report every problem of a VNF package and an LCM '
@@ -207,6 +201,15 @@ def _parser():
                                'message}')
     validate.set_defaults(run=_validate)
 
+
+def _parser():
+    parser = argparse.ArgumentParser(
+        prog='kubernetes-mgmt-pv',
+        description='Build and check VNF packages for the '
+                    'mgmt-drivers-kubernetes Tacker management driver.')
+    commands = parser.add_subparsers(dest='command', required=True)
+
+    _validate_parser(commands)
     package = commands.add_parser(
         'package', help='build the CSAR zip with the installed driver',
         description='Zip a package source directory into a CSAR, adding '

@@ -1,4 +1,5 @@
-"""Offline checks of a VNF package against an Instantiate request.
+"""Offline checks of a VNF package against an LCM request: Instantiate
+requests here, the other bodies in ``lcm_bodies``.
 
 Everything here would otherwise surface much later: at upload (TOSCA.meta
 hashes), at the first LCM hook (Tacker's driver hash check, a VNFD that
