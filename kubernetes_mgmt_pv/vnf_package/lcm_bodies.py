@@ -231,7 +231,7 @@ def _check_terminate(loaded, request, found):
         found.error('terminate-invalid', 'gracefulTerminationTimeout',
                     'must be a number of seconds')
     elif timeout is not None and kind == 'FORCEFUL':
-        found.warning('terminate-timeout-ignored',
+        found.warning('graceful-timeout-unused',
                       'gracefulTerminationTimeout',
                       'only a GRACEFUL termination waits')
     _note(found, 'terminationType', 'terminate deletes the cluster\'s '

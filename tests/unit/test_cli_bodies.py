@@ -188,7 +188,7 @@ def test_heal_with_logins_notes_what_only_the_instance_knows(v2_zip,
     ({'terminationType': 'GRACEFUL', 'gracefulTerminationTimeout': -1}, 1,
      {('terminate-invalid', 'gracefulTerminationTimeout')}),
     ({'terminationType': 'FORCEFUL', 'gracefulTerminationTimeout': 60}, 0,
-     {('terminate-timeout-ignored', 'gracefulTerminationTimeout')}),
+     {('graceful-timeout-unused', 'gracefulTerminationTimeout')}),
 ])
 def test_terminate_bodies(built_zip, validate, body, code, expected):
     assert validate(built_zip, body) == (
