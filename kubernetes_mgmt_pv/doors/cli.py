@@ -1,6 +1,6 @@
 """``kubernetes-mgmt-pv``: operator commands around the VNF package.
 
-``validate`` checks a package and an Instantiate request offline, before
+``validate`` checks a package and an LCM request body offline, before
 any LCM call; ``package`` builds the CSAR zip that Tacker accepts;
 ``plan`` logs in to the VNF's VMs and says what instantiate_end would
 change on each, changing nothing. The logic lives in ``package_check``,
@@ -10,6 +10,7 @@ normal error output and a non-zero exit status, never a traceback.
 """
 
 import argparse
+import collections
 import dataclasses
 import json
 import os
@@ -23,6 +24,7 @@ from kubernetes_mgmt_pv.doors import tacker_v2
 from kubernetes_mgmt_pv import exceptions
 from kubernetes_mgmt_pv import safe_yaml
 from kubernetes_mgmt_pv.vnf_package import csar
+from kubernetes_mgmt_pv.vnf_package import lcm_bodies
 from kubernetes_mgmt_pv.vnf_package import package_check
 
 # plan's exit status when a change is pending (0: none, 1: failure).
@@ -44,7 +46,8 @@ def _say(text, stream=None):
 
 
 def _validate(args):
-    findings = package_check.validate(args.package, args.request)
+    findings = package_check.validate(args.package, args.request, args.kind,
+                                      _key_dir())
     findings += _v2_log_findings(args.request)
     if args.format == 'json':
         # ensure_ascii (the default) escapes everything but ASCII.
@@ -53,11 +56,22 @@ def _validate(args):
         for finding in findings:
             _say('%-7s %s: %s: %s' % (finding.severity.upper(), finding.code,
                                       finding.where, finding.message))
-        errors = sum(f.severity == package_check.ERROR for f in findings)
-        warnings = len(findings) - errors
-        _say('%d error(s), %d warning(s)' % (errors, warnings))
+        count = collections.Counter(f.severity for f in findings)
+        _say('%d error(s), %d warning(s)%s' % (
+            count[package_check.ERROR], count[package_check.WARNING],
+            ', %d note(s)' % count[package_check.NOTE]
+            if count[package_check.NOTE] else ''))
     return 1 if any(f.severity == package_check.ERROR for f in findings) \
         else 0
+
+
+def _key_dir():
+    """The conductor's ssh_key_dir when this host has Tacker's
+    configuration (None: the key files are not checked)."""
+    try:
+        return tacker_v2.configured_key_dir(os.environ)
+    except cfg.Error:
+        return None  # reported as v2-log-unchecked
 
 
 def _v2_log_findings(request_path):
@@ -165,6 +179,33 @@ def _plan_parser(commands):
     plan.set_defaults(run=_plan)
 
 
+def _validate_parser(commands):
+    validate = commands.add_parser(
+        'validate', help='check a package and an LCM request offline',
+        description='Report every problem of a VNF package and an LCM '
+                    'request (instantiate, scale, heal, terminate, create, '
+                    'change_vnfpkg) that Tacker or the driver would only '
+                    'hit later; notes say what only Tacker can check. Run '
+                    'on the conductor host, the ssh_key files are checked '
+                    'too. Exit status 0 without errors (warnings and notes '
+                    'allowed), 1 otherwise.')
+    validate.add_argument('--package', required=True, metavar='DIR|ZIP',
+                          help='package source directory or CSAR zip')
+    validate.add_argument('--request', required=True, metavar='FILE',
+                          help='LCM request body (JSON)')
+    validate.add_argument('--kind', choices=lcm_bodies.KINDS,
+                          help='the request\'s kind; by default told by '
+                               'its keys (flavourId: instantiate, aspectId: '
+                               'scale, vnfcInstanceId or cause: heal, '
+                               'terminationType: terminate, vnfdId: create, '
+                               'or change_vnfpkg with additionalParams)')
+    validate.add_argument('--format', choices=('text', 'json'),
+                          default='text',
+                          help='json: a list of {severity, code, where, '
+                               'message}')
+    validate.set_defaults(run=_validate)
+
+
 def _parser():
     parser = argparse.ArgumentParser(
         prog='kubernetes-mgmt-pv',
@@ -172,22 +213,7 @@ def _parser():
                     'mgmt-drivers-kubernetes Tacker management driver.')
     commands = parser.add_subparsers(dest='command', required=True)
 
-    validate = commands.add_parser(
-        'validate', help='check a package and an Instantiate request offline',
-        description='Report every problem of a VNF package and an '
-                    'Instantiate request that Tacker or the driver would '
-                    'only hit later. Exit status 0 without errors (warnings '
-                    'allowed), 1 otherwise.')
-    validate.add_argument('--package', required=True, metavar='DIR|ZIP',
-                          help='package source directory or CSAR zip')
-    validate.add_argument('--request', required=True, metavar='FILE',
-                          help='Instantiate request body (JSON)')
-    validate.add_argument('--format', choices=('text', 'json'),
-                          default='text',
-                          help='json: a list of {severity, code, where, '
-                               'message}')
-    validate.set_defaults(run=_validate)
-
+    _validate_parser(commands)
     package = commands.add_parser(
         'package', help='build the CSAR zip with the installed driver',
         description='Zip a package source directory into a CSAR, adding '

@@ -232,19 +232,35 @@ def log_problem(path):
     return str(LogFileError(path, reason))
 
 
-def configured_log_file(environ):
-    """The hook log path Tacker's configuration gives (``validate``): read
-    as a hook reads it, but into a private ConfigOpts, without Tacker."""
+def _tacker_config(environ):
+    """(options, whether a file was read) of Tacker's configuration on
+    this host, read as a hook reads it but into a private ConfigOpts,
+    without Tacker; with no file (not the conductor host), the defaults."""
     from oslo_config import cfg
 
     from kubernetes_mgmt_pv import config
+    args = config_args(environ, [], os.path.exists(DEFAULT_CONFIG))
     conf = cfg.ConfigOpts()
     config.register_opts(conf)
     conf.register_opts([cfg.StrOpt('log_dir'), cfg.StrOpt('state_path')])
-    conf(args=config_args(environ, [], os.path.exists(DEFAULT_CONFIG)),
-         project='tacker', default_config_files=[])
+    conf(args=args, project='tacker', default_config_files=[])
+    return conf, bool(args)
+
+
+def configured_log_file(environ):
+    """The hook log path Tacker's configuration gives (``validate``)."""
+    from kubernetes_mgmt_pv import config
+    conf, _ = _tacker_config(environ)
     return log_path(config.options(conf).v2_log_file, conf.log_dir,
                     conf.state_path)
+
+
+def configured_key_dir(environ):
+    """The ssh_key_dir of Tacker's configuration on this host (``validate``
+    on the conductor host); None without one."""
+    from kubernetes_mgmt_pv import config
+    conf, read = _tacker_config(environ)
+    return config.options(conf).ssh_key_dir if read else None
 
 
 def _log_to(path, secrets):

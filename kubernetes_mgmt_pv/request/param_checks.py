@@ -48,6 +48,15 @@ _SYSTEM_TREES = ('/bin', '/boot', '/dev', '/etc', '/lib', '/lib32', '/lib64',
 _HOME_DIR = re.compile(r'/home/[^/]+')
 _PLAIN_KEY = re.compile(r'[A-Za-z_][A-Za-z0-9_-]*')
 _TRAILING_INDICES = re.compile(r'(\[\d+\])+$')
+# The port each client of a proxy URL without one connects to: curl
+# (CURLOPT_PROXYPORT: 443 for https proxies, 1080 for all others), apt
+# (the scheme's port) and Go's net/http (containerd, kubelet, kubeadm:
+# the scheme's port).
+_DEFAULT_PROXY_PORTS = {
+    'http': 'curl connects to port 1080, apt-get and containerd, kubelet '
+            'and kubeadm (Go) to port 80',
+    'https': 'curl, apt-get and containerd, kubelet and kubeadm (Go) '
+             'connect to port 443'}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -263,11 +272,14 @@ class Checker(object):
             return None
         port = offline_params.url_port(value)
         if port and not port.isdigit():
-            # The user guide's own sample has "host1:port1": accepted so
-            # that it parses, but apt cannot use it.
-            self.warn(where, 'its port is not a number, so nothing can '
+            # Not echoed either. The user guide's sample has "host1:port1".
+            self.fail(where, 'its port is not a number, so nothing can '
                              'connect through this proxy; replace the '
                              'placeholder with the port number')
+            return None
+        if not port:
+            self.warn(where, 'names no port: %s; give the proxy\'s port'
+                      % _DEFAULT_PROXY_PORTS[value.partition(':')[0].lower()])
         return value
 
 

@@ -1,4 +1,5 @@
-"""Offline checks of a VNF package against an Instantiate request.
+"""Offline checks of a VNF package against an LCM request: Instantiate
+requests here, the other bodies in ``lcm_bodies``.
 
 Everything here would otherwise surface much later: at upload (TOSCA.meta
 hashes), at the first LCM hook (Tacker's driver hash check, a VNFD that
@@ -22,13 +23,18 @@ from kubernetes_mgmt_pv.storage import manifests
 from kubernetes_mgmt_pv.vnf_package import cnf_check
 from kubernetes_mgmt_pv.vnf_package import csar
 from kubernetes_mgmt_pv.vnf_package import driver_artifact
+from kubernetes_mgmt_pv.vnf_package import lcm_bodies
+from kubernetes_mgmt_pv.vnf_package import request_checks
+from kubernetes_mgmt_pv.vnf_package import vnfd
 
-ERROR, WARNING = 'error', 'warning'
+ERROR, WARNING, NOTE = 'error', 'warning', 'note'
 _CP_TYPES = ('OS::Neutron::Port', 'OS::Neutron::FloatingIP')
 _VOLUME_TYPES = ('OS::Cinder::Volume',)
 _GROUP_TYPES = ('OS::Heat::AutoScalingGroup',)
 _SCALING_ASPECTS = 'tosca.policies.nfv.ScalingAspects'
-_YAML = ('.yaml', '.yml')
+_mapping = vnfd.mapping
+_load_yaml = vnfd.load_yaml
+_yaml_files = vnfd.yaml_files
 
 
 @dataclasses.dataclass(frozen=True)
@@ -49,10 +55,17 @@ class _Findings(list):
     def warning(self, code, where, message):
         self.append(Finding(WARNING, code, where, message))
 
+    def note(self, code, where, message):
+        """What cannot be checked offline."""
+        self.append(Finding(NOTE, code, where, message))
 
-def validate(package_path, request_path):
+
+def validate(package_path, request_path, kind=None, key_dir=None):
     """Findings for the package (a directory or a zip) and the request file.
 
+    ``kind`` is one of lcm_bodies.KINDS, None to tell it from the body's
+    keys; ``key_dir``, the conductor's ssh_key_dir, checks the key files
+    the request names (None: not on the conductor host, not checked).
     Every file is read through ``safe_yaml`` and the manifests through
     ``manifests.load``, as the hooks read them: a bad input is a finding,
     never an exception.
@@ -61,23 +74,32 @@ def validate(package_path, request_path):
     request = _load_request(request_path, found)
     try:
         with csar.opened(package_path) as package_dir:
-            check(package_dir, request, found)
+            check(package_dir, request, found, kind, key_dir)
     except csar.PackageError as error:
         found.error('package-unreadable', package_path, str(error))
     return list(found)
 
 
-def check(package_dir, request, found):
+def check(package_dir, request, found, kind=None, key_dir=None):
     """Add the findings for an extracted package and a parsed request (or
     None when the request could not be read: package checks only)."""
     _check_meta(package_dir, found)
     if request is None:
         return
+    kind = kind or lcm_bodies.kind_of(request)
+    if kind is None:
+        lcm_bodies.unknown_kind(request, found)
+    elif kind != 'instantiate':
+        lcm_bodies.check(package_dir, kind, request, found, key_dir)
+    elif not request_checks.wrong_package_kind(package_dir, request, found):
+        _check_instantiate(package_dir, request, found, key_dir)
+
+
+def _check_instantiate(package_dir, request, found, key_dir):
     flavour = request.get('flavourId')
     if not isinstance(flavour, str) or not flavour:
-        found.error('request-not-instantiate', 'flavourId',
-                    'an Instantiate request needs a flavourId; heal and '
-                    'scale requests cannot be checked against the package')
+        found.error('flavour-missing', 'flavourId',
+                    'an Instantiate request needs a flavourId')
         return
     if cnf_check.is_cnf_request(request):
         cnf_check.check(package_dir, request, found)
@@ -88,18 +110,12 @@ def check(package_dir, request, found):
                     'flavourId must be letters, digits and _ . -, got %r'
                     % flavour[:80])
         return
+    request_checks.placeholders(request, found)
     parsed = param_model.parse_partially(request.get('additionalParams'))
-    for error in parsed.errors:
-        found.error('param-invalid', error.path, error.reason)
-    for warning in parsed.params.warnings:
-        found.warning('param-warning', warning.path, warning.reason)
-    for path in param_model.password_logins(parsed.params):
-        found.warning('password-login', path,
-                      'Tacker shows additionalParams in plain text in its '
-                      'API (GET /vnf_lcm_op_occs) and sends them to the '
-                      'NFVO in grant requests; give ssh_key, the file name '
-                      'of a private key in ssh_key_dir of the conductor '
-                      'host, instead')
+    _check_params(parsed, found)
+    request_checks.export_coverage(parsed.params, found)
+    if key_dir is not None:
+        request_checks.key_files(parsed.params, key_dir, found)
     # The cross-checks see only the values that parsed: an invalid one is
     # already a param-invalid finding, and cannot name a file or resource.
     invalid_paths = {error.path for error in parsed.errors}
@@ -113,6 +129,20 @@ def check(package_dir, request, found):
         _check_user_data(package_dir, flavour, request, api, found)
 
 
+def _check_params(parsed, found):
+    for error in parsed.errors:
+        found.error('param-invalid', error.path, error.reason)
+    for warning in parsed.params.warnings:
+        found.warning('param-warning', warning.path, warning.reason)
+    for path in param_model.password_logins(parsed.params):
+        found.warning('password-login', path,
+                      'Tacker shows additionalParams in plain text in its '
+                      'API (GET /vnf_lcm_op_occs) and sends them to the '
+                      'NFVO in grant requests; give ssh_key, the file name '
+                      'of a private key in ssh_key_dir of the conductor '
+                      'host, instead')
+
+
 def _load_request(path, found):
     try:
         request = safe_yaml.load_json(path)
@@ -123,12 +153,6 @@ def _load_request(path, found):
         found.error('request-unreadable', path, 'not a JSON object')
         return None
     return request
-
-
-def _mapping(value):
-    """A mapping of the package's own YAML, or {}: a malformed part of a
-    template simply defines nothing."""
-    return value if isinstance(value, dict) else {}
 
 
 # -- TOSCA.meta ---------------------------------------------------------------
@@ -266,26 +290,6 @@ class _BaseHot(object):
     def nested_holding(self, name):
         return sorted(f for f, t in self.nested.items()
                       if name in _mapping(t.get('resources')))
-
-
-def _load_yaml(path):
-    return safe_yaml.load(path, safe_yaml.DEFINITION_LIMITS)
-
-
-def _yaml_files(directory):
-    try:
-        return sorted(f for f in os.listdir(directory) if f.endswith(_YAML)
-                      and os.path.isfile(os.path.join(directory, f)))
-    except OSError:
-        return []
-
-
-def _subdirectories(directory):
-    try:
-        return sorted(d for d in os.listdir(directory)
-                      if os.path.isdir(os.path.join(directory, d)))
-    except OSError:
-        return []
 
 
 def _load_base_hot(package_dir, flavour, found):
@@ -481,21 +485,9 @@ def _check_node_cps(hot, found, path, access):
 
 def _flavour_definition(package_dir, flavour, found):
     """(file, template) of the flavour, found as Tacker finds it: the YAML
-    file at the top of the package or one level down whose
-    substitution_mappings has this flavour_id."""
-    candidates = _yaml_files(package_dir) + [
-        '%s/%s' % (d, f) for d in _subdirectories(package_dir)
-        for f in _yaml_files(os.path.join(package_dir, d))]
-    for relative in candidates:
-        try:
-            template = _mapping(_load_yaml(os.path.join(package_dir,
-                                                        relative)))
-        except safe_yaml.LoadError as error:
-            found.error('yaml-invalid', relative, '%s %s' % (relative, error))
-            continue
-        mapping = _mapping(_mapping(template.get('topology_template')).get(
-            'substitution_mappings'))
-        if _mapping(mapping.get('properties')).get('flavour_id') == flavour:
+    file whose substitution_mappings has this flavour_id."""
+    for relative, template in vnfd.templates(package_dir, found):
+        if vnfd.flavour_of(template) == flavour:
             return relative, template
     return None, None
 

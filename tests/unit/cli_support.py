@@ -24,6 +24,24 @@ def sample_request(name='instantiate_simple.json'):
         return json.load(stream)
 
 
+# Ids of a site's VIM and network, where the samples have placeholders.
+SITE_VIM_ID = '3b0c5e7a-95d4-4c1e-8f0a-6d2b9e4f1a77'
+SITE_NETWORK_ID = 'c41f2d0e-7a3b-4e59-b6d8-2f9a0c1e5b43'
+# The findings of those placeholders, deliberate in the samples.
+PLACEHOLDER_CODES = {'vim-placeholder', 'resource-placeholder'}
+
+
+def with_site_ids(body):
+    """The sample body with the site's ids for its placeholders, so that
+    a test sees only the findings of its own change."""
+    vims = body['vimConnectionInfo']
+    for vim in vims.values() if isinstance(vims, dict) else vims:
+        vim['vimId'] = SITE_VIM_ID
+    for link in body['extVirtualLinks']:
+        link['resourceId'] = SITE_NETWORK_ID
+    return body
+
+
 def cluster_params(body):
     return body['additionalParams'][param_model.ROOT]
 
@@ -35,12 +53,13 @@ class Validator(object):
         self.capsys = capsys
         self.tmp_path = tmp_path
 
-    def __call__(self, package, body):
+    def __call__(self, package, body, *options):
         request = self.tmp_path / 'request.json'
         request.write_text(json.dumps(body))
         self.capsys.readouterr()
         code = cli.main(['validate', '--package', str(package),
-                         '--request', str(request), '--format', 'json'])
+                         '--request', str(request), '--format', 'json'] +
+                        list(options))
         self.findings = json.loads(self.capsys.readouterr().out)
         return code, {(f['code'], f['where']) for f in self.findings}
 

@@ -3,9 +3,11 @@
 `validate` runner; the install script tests' CA and fake node."""
 
 import hashlib
+import io
 import subprocess
 import zipfile
 
+import paramiko
 import pytest
 
 from kubernetes_mgmt_pv.doors import cli
@@ -14,13 +16,25 @@ from tests.unit.cli_support import cluster_params
 from tests.unit.cli_support import SAMPLE
 from tests.unit.cli_support import sample_request
 from tests.unit.cli_support import Validator
+from tests.unit.cli_support import with_site_ids
 from tests.unit.install_script_harness import Node
+
+# The key files the sample requests name.
+SAMPLE_KEYS = ('cluster-nodes', 'storage-server')
 
 
 @pytest.fixture(scope='module')
 def built_zip(tmp_path_factory):
     path = tmp_path_factory.mktemp('csar') / 'package.zip'
     assert cli.main(['package', '--source', SAMPLE,
+                     '--output', str(path)]) == 0
+    return path
+
+
+@pytest.fixture(scope='module')
+def v2_zip(tmp_path_factory):
+    path = tmp_path_factory.mktemp('csar') / 'package-v2.zip'
+    assert cli.main(['package', '--api', 'v2', '--source', SAMPLE,
                      '--output', str(path)]) == 0
     return path
 
@@ -40,19 +54,33 @@ def body():
     bits set), so that a test sees only the findings of its own change."""
     request = sample_request()
     cluster_params(request)['master_node']['pod_cidr'] = '192.168.0.0/16'
-    return request
+    return with_site_ids(request)
+
+
+@pytest.fixture(scope='session')
+def key_text():
+    out = io.StringIO()
+    paramiko.ECDSAKey.generate().write_private_key(out)
+    return out.getvalue()
 
 
 @pytest.fixture
-def validate(capsys, tmp_path, monkeypatch):
+def validate(capsys, tmp_path, monkeypatch, key_text):
     """`validate`, with a Tacker configuration whose v2 hook log is
-    writable here (a test may write its own to ``validate.tacker_conf``)."""
+    writable here and whose ssh_key_dir holds the samples' keys (a test
+    may write its own to ``validate.tacker_conf``)."""
+    keys = tmp_path / 'keys'
+    keys.mkdir()
+    for name in SAMPLE_KEYS:
+        (keys / name).write_text(key_text)
+        (keys / name).chmod(0o600)
     conf = tmp_path / 'tacker.conf'
     conf.write_text('[kubernetes_mgmt_pv]\nv2_log_file = %s\n'
-                    % (tmp_path / 'log' / 'v2.log'))
+                    'ssh_key_dir = %s\n' % (tmp_path / 'log' / 'v2.log', keys))
     monkeypatch.setenv(tacker_v2.CONFIG_ENV, str(conf))
     validator = Validator(capsys, tmp_path)
     validator.tacker_conf = conf
+    validator.key_dir = keys
     return validator
 
 

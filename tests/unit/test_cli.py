@@ -22,6 +22,7 @@ from tests.unit.cli_support import sample_request
 from tests.unit.cli_support import STORAGE
 from tests.unit.cli_support import vnf_node
 from tests.unit.cli_support import VNF_WHERE
+from tests.unit.cli_support import with_site_ids
 
 
 # -- package ------------------------------------------------------------------
@@ -29,9 +30,13 @@ from tests.unit.cli_support import VNF_WHERE
 @pytest.mark.parametrize('request_file', ['instantiate_simple.json',
                                           'instantiate_ha.json'])
 def test_built_package_validates_clean(built_zip, validate, request_file):
-    # The samples keep the user guide's pod_cidr, whose host bits are set.
+    # The samples keep the user guide's pod_cidr, whose host bits are set,
+    # and placeholders for the site's VIM and network ids.
     assert validate(built_zip, sample_request(request_file)) == (0, {
-        ('param-warning', param_model.MASTER_PATH + '.pod_cidr')})
+        ('param-warning', param_model.MASTER_PATH + '.pod_cidr'),
+        ('vim-placeholder', 'vimConnectionInfo[0].vimId')} | {
+        ('resource-placeholder', 'extVirtualLinks[%d].resourceId' % n)
+        for n in range(3)})
 
 
 def test_built_package_carries_the_installed_driver_and_every_hash(built_zip):
@@ -332,7 +337,7 @@ def test_resource_of_the_wrong_type(built_zip, validate, body, change, where):
 
 
 def ha_body():
-    request = sample_request('instantiate_ha.json')
+    request = with_site_ids(sample_request('instantiate_ha.json'))
     cluster_params(request)['master_node']['pod_cidr'] = '192.168.0.0/16'
     return request
 
@@ -401,7 +406,8 @@ def test_member_template_of_a_group_is_missing(package, validate, body):
 
 def test_flavour_without_basehot(package, validate):
     shutil.rmtree(package / 'BaseHOT' / 'ha')
-    assert validate.rebuilt(package, sample_request('instantiate_ha.json')) \
+    assert validate.rebuilt(package, with_site_ids(sample_request(
+        'instantiate_ha.json'))) \
         == (1, {('basehot-missing', 'BaseHOT/ha'),
                 ('param-warning', param_model.MASTER_PATH + '.pod_cidr')})
 
@@ -485,11 +491,6 @@ def test_request_that_is_not_json(built_zip, tmp_path, capsys):
         ('request-unreadable', str(request))]
 
 
-def test_scale_request_is_not_an_instantiate_request(built_zip, validate):
-    assert validate(built_zip, sample_request('scale_out_worker.json')) == (
-        1, {('request-not-instantiate', 'flavourId')})
-
-
 def test_package_that_does_not_exist(validate, body, tmp_path):
     missing = str(tmp_path / 'missing.zip')
     assert validate(missing, body) == (1, {('package-unreadable', missing)})
@@ -513,9 +514,15 @@ def test_text_output_and_exit_status(package, tmp_path, capsys):
         'ERROR   meta-source-missing: %s: UserData/__init__.py: TOSCA.meta '
         'lists UserData/__init__.py, which is not a file of the package'
         % META,
+        'WARNING vim-placeholder: vimConnectionInfo[0].vimId: still the '
+        "sample's placeholder: put the id of the OpenStack VIM the VNF is "
+        'deployed on'] + [
+        'WARNING resource-placeholder: extVirtualLinks[%d].resourceId: still '
+        "the sample's placeholder: put the id of the Neutron network of "
+        'this link' % n for n in range(3)] + [
         "WARNING param-warning: %s.pod_cidr: '192.168.3.0/16' has host bits "
         'set; kubeadm uses 192.168.0.0/16' % param_model.MASTER_PATH,
-        '1 error(s), 1 warning(s)']
+        '1 error(s), 5 warning(s)']
 
 
 def test_a_v1_package_need_not_route_the_v2_rollback_hooks(

@@ -18,6 +18,7 @@ from kubernetes_mgmt_pv.doors import cli
 from kubernetes_mgmt_pv.request import param_model
 from kubernetes_mgmt_pv import safe_yaml
 from kubernetes_mgmt_pv.vnf_package import csar
+from tests.unit import cli_support
 from tests.unit.cli_support import cluster_params
 from tests.unit.cli_support import DF_SIMPLE
 from tests.unit.cli_support import META
@@ -162,7 +163,7 @@ def test_request_fifo_does_not_block_validate(built_zip, tmp_path, capsys):
 
 def test_hostile_parameter_values_are_findings_in_text_output(
         built_zip, tmp_path, capsys):
-    body = sample_request()
+    body = cli_support.with_site_ids(sample_request())
     cluster = cluster_params(body)
     cluster['storage_server']['username'] = 'ubu\ud800ntu'
     del cluster['storage_server']['ssh_key']
@@ -373,15 +374,19 @@ def test_terminal_escapes_in_the_package_are_printed_escaped(package,
 
 # -- validate: the cluster parameters -----------------------------------------
 
-def test_the_user_guide_request_validates_with_no_error(built_zip, validate):
+def test_the_user_guide_request_fails_on_its_placeholder_ports(
+        built_zip, validate):
     request = json.loads(test_params_cluster.USER_GUIDE_REQUEST)
-    assert validate(built_zip, request) == (0, {
+    assert validate(built_zip, request) == (1, {
         ('param-warning', param_model.MASTER_PATH + '.pod_cidr'),
-        ('param-warning', param_model.PROXY_PATH + '.http_proxy'),
-        ('param-warning', param_model.PROXY_PATH + '.https_proxy'),
+        ('param-invalid', param_model.PROXY_PATH + '.http_proxy'),
+        ('param-invalid', param_model.PROXY_PATH + '.https_proxy'),
         ('password-login', param_model.MASTER_PATH + '.password'),
         ('password-login', param_model.WORKER_PATH + '.password'),
-        ('password-login', param_model.STORAGE_PATH + '.password')})
+        ('password-login', param_model.STORAGE_PATH + '.password')} | {
+        ('resource-placeholder', 'extVirtualLinks[%d].resourceId' % n)
+        for n in range(len(request['extVirtualLinks']))} | {
+        ('vim-placeholder', 'vimConnectionInfo[0].vimId')})
 
 
 @pytest.mark.parametrize('script_path, code', [

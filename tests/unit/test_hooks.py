@@ -1,7 +1,7 @@
 """``feature_hooks`` is the one list of the hooks each feature acts at: the
-feature classes, the README table and the sample VNFDs must agree with
-it (package_check and the hashed-file test read it directly); the README
-example and the sample VNFDs route its guard hooks too."""
+feature classes, the operator guide's table and the sample VNFDs must
+agree with it (package_check and the hashed-file test read it directly);
+the guide's example and the sample VNFDs route its guard hooks too."""
 
 import os
 import re
@@ -17,7 +17,7 @@ from kubernetes_mgmt_pv.storage import storage_feature
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(
     os.path.abspath(__file__))))
-README = os.path.join(ROOT, 'README.rst')
+GUIDE = os.path.join(ROOT, 'doc', 'operator-guide.rst')
 DEFINITIONS = os.path.join(ROOT, 'samples', 'kubernetes_pv_vnf',
                            'Definitions')
 FEATURES = {'Cluster': feature_hooks.CLUSTER,
@@ -26,9 +26,9 @@ ALL = set(feature_hooks.CLUSTER) | set(feature_hooks.PERSISTENT_VOLUME) | \
     set(feature_hooks.GUARDS)
 
 
-def readme_lines():
-    with open(README, encoding='utf-8') as readme:
-        return readme.read().splitlines()
+def guide_lines():
+    with open(GUIDE, encoding='utf-8') as guide:
+        return guide.read().splitlines()
 
 
 @pytest.mark.parametrize('feature, declared', [
@@ -42,8 +42,8 @@ def test_the_declaration_is_the_hooks_each_feature_defines(
     assert len(declared) == len(set(declared))
 
 
-def test_the_readme_table_lists_each_features_hooks():
-    lines = readme_lines()
+def test_the_guide_table_lists_each_features_hooks():
+    lines = guide_lines()
     header = lines.index(next(line for line in lines
                               if re.match(r'Hook +Cluster +Persistent', line)))
     columns = [match.span() for match in re.finditer('=+', lines[header - 1])]
@@ -60,8 +60,8 @@ def test_the_readme_table_lists_each_features_hooks():
                      for name, declared in FEATURES.items()}
 
 
-def test_the_readme_vnfd_example_routes_every_hook():
-    lines = readme_lines()
+def test_the_guide_vnfd_example_routes_every_hook():
+    lines = guide_lines()
     start = lines.index('Route all of them to it::') + 2
     end = next(index for index in range(start, len(lines))
                if lines[index] and not lines[index].startswith(' '))

@@ -3,6 +3,7 @@ vim_name, the CIDRs and names given with master_node, proxy.k8s_node_cidr),
 the warnings the model records, and the user guide's own request."""
 
 import json
+import re
 
 import pytest
 
@@ -173,8 +174,13 @@ def with_changes(**changes):
     return value
 
 
-def test_the_user_guide_request_parses_with_no_error():
+def test_the_user_guide_request_fails_only_on_its_placeholder_ports():
     request = json.loads(USER_GUIDE_REQUEST)
+    assert set(errors_of(request['additionalParams'])) == {
+        PROXY + '.http_proxy', PROXY + '.https_proxy'}
+    proxy = request['additionalParams'][ROOT]['proxy']
+    proxy['http_proxy'] = 'http://user1:password1@host1:3128'
+    proxy['https_proxy'] = 'https://user2:password2@host2:3129'
     parsed = param_model.parse(request['additionalParams'])
     assert parsed.script_path == 'Scripts/install_k8s_cluster.sh'
     assert parsed.vim_name == 'kubernetes_vim'
@@ -182,17 +188,17 @@ def test_the_user_guide_request_parses_with_no_error():
         pod_cidr='192.168.3.0/16', cluster_cidr='10.199.187.0/24',
         cluster_cp_name='masterNode_CP1')
     assert parsed.proxy.k8s_node_cidr == '10.10.0.0/24'
-    assert parsed.proxy.http_proxy == 'http://user1:password1@host1:port1'
+    assert parsed.proxy.http_proxy == 'http://user1:password1@host1:3128'
     assert parsed.master.ssh_cp_name == 'masterNode_CP1'
     assert parsed.pv_enabled and len(parsed.pv_registrations) == 2
-    assert set(w.path for w in parsed.warnings) == {
-        MASTER + '.pod_cidr', PROXY + '.http_proxy', PROXY + '.https_proxy'}
+    assert set(w.path for w in parsed.warnings) == {MASTER + '.pod_cidr'}
 
 
-def test_the_warnings_never_echo_proxy_credentials():
-    parsed = param_model.parse(json.loads(
+def test_the_findings_never_echo_proxy_credentials():
+    parsed = param_model.parse_partially(json.loads(
         USER_GUIDE_REQUEST)['additionalParams'])
-    assert 'password1' not in repr(parsed.warnings)
+    assert 'password1' not in repr(parsed.errors)
+    assert 'password1' not in repr(parsed.params.warnings)
 
 
 def test_host_bits_are_accepted_with_a_warning():
@@ -349,13 +355,27 @@ def test_keys_of_shared_mappings_that_are_not_used_are_warnings(key):
     assert 'is not used by this driver and is ignored' in found[path]
 
 
-def test_proxy_port_placeholder_is_a_warning_and_a_bad_number_an_error():
-    found = warnings_of(with_changes(
-        proxy__http_proxy='http://user:s3cret@proxy:port'))
-    assert 'not a number' in found[PROXY + '.http_proxy']
+@pytest.mark.parametrize('url', ['http://user:s3cret@proxy:port',
+                                 'http://proxy:65536', 'https://proxy:80a'])
+def test_a_proxy_port_that_is_no_port_number_is_an_error(url):
+    found = errors_of(with_changes(proxy__http_proxy=url))
+    assert list(found) == [PROXY + '.http_proxy']
     assert 's3cret' not in found[PROXY + '.http_proxy']
-    assert PROXY + '.http_proxy' in errors_of(with_changes(
-        proxy__http_proxy='http://proxy:65536'))
+
+
+@pytest.mark.parametrize('url, ports', [
+    ('http://proxy', {'1080', '80'}),
+    ('http://user:s3cret@proxy/', {'1080', '80'}),
+    ('https://[fd00::1]', {'443'}),
+    ('http://proxy:3128', None)])
+def test_a_proxy_without_a_port_names_the_ports_tools_assume(url, ports):
+    found = warnings_of(with_changes(proxy__http_proxy=url))
+    where = PROXY + '.http_proxy'
+    if ports is None:
+        assert where not in found
+        return
+    assert set(re.findall(r'port (\d+)', found[where])) == ports
+    assert 's3cret' not in found[where]
 
 
 def test_partial_parse_keeps_what_is_valid_and_names_the_rest():
