@@ -123,17 +123,17 @@ def test_an_export_to_several_clients_grants_their_union(built_zip, validate,
 # -- key files on the conductor host ------------------------------------------
 
 @pytest.mark.parametrize('change, reason', [
-    (lambda keys: os.unlink(keys / 'storage-server'), 'no key file'),
-    (lambda keys: os.chmod(keys / 'storage-server', 0o640), 'chmod 600'),
+    (lambda keys: os.unlink(keys / 'storage-server'), 'no such key'),
+    (lambda keys: os.chmod(keys / 'storage-server', 0o640), 'unsafe key file'),
     (lambda keys: os.chown(keys / 'storage-server', 65534, -1),
-     'owned by uid 65534'),
+     'unsafe key file'),
     (lambda keys: (keys / 'storage-server').write_text('not a key\n'),
-     'cannot be parsed'),
+     'unusable key'),
     (lambda keys: (os.unlink(keys / 'storage-server'), os.symlink(
-        keys / 'cluster-nodes', keys / 'storage-server')), 'symbolic link'),
+        keys / 'cluster-nodes', keys / 'storage-server')), 'unsafe key file'),
 ])
-def test_an_unusable_key_file_is_named_by_its_path(built_zip, validate, body,
-                                                   change, reason):
+def test_an_unusable_key_file_is_named_by_its_reason(
+        built_zip, validate, body, change, reason):
     change(validate.key_dir)
     assert validate(built_zip, body) == (1, {
         ('ssh-key-unusable', ROOT_PATH + '.storage_server.ssh_key')})
