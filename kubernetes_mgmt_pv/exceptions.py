@@ -7,6 +7,8 @@ contains a password, token or proxy credential (see ``redact``).
 
 import dataclasses
 
+from kubernetes_mgmt_pv import redaction
+
 
 class MgmtDriverError(Exception):
     """Base class of every error the driver raises."""
@@ -100,10 +102,12 @@ class RemoteConnectError(MgmtDriverError):
 class RemoteCommandError(MgmtDriverError):
     """A remote command exited non-zero, timed out or lost its connection.
 
-    ``description`` is a human summary of the command; stdout/stderr are
-    kept to explain the failure. All three are already redacted: this
-    message may reach Tacker's LCM operation error as it is. ``reason``
-    replaces the exit status when the command did not finish.
+    ``description`` is a human summary of the command; stdout/stderr
+    explain the failure, cut to what the message shows (the executor cuts
+    and redacts them: ``redaction.excerpt``). All three are already
+    redacted: this message may reach Tacker's LCM operation error as it
+    is. ``reason`` replaces the exit status when the command did not
+    finish.
     """
 
     def __init__(self, host, description, exit_status, stdout='', stderr='',
@@ -111,8 +115,8 @@ class RemoteCommandError(MgmtDriverError):
         self.host = host
         self.description = description
         self.exit_status = exit_status
-        self.stdout = stdout
-        self.stderr = stderr
+        self.stdout = redaction.shortened(stdout or '')
+        self.stderr = redaction.shortened(stderr or '')
         self.timed_out = timed_out
         if reason:
             what = reason
@@ -121,9 +125,9 @@ class RemoteCommandError(MgmtDriverError):
         else:
             what = 'failed with exit status %s' % exit_status
         message = '%s: `%s` %s' % (host, description, what)
-        detail = (stderr or stdout or '').strip()
+        detail = (self.stderr or self.stdout).strip()
         if detail:
-            message += ': %s' % _tail(detail)
+            message += ': %s' % detail
         super().__init__(message)
 
 
@@ -227,11 +231,3 @@ class PersistentVolumeInUseError(PersistentVolumeError):
             'storage server. Nothing was deleted.' % (
                 ', '.join(self.names),
                 ' (%s)' % ', '.join(self.claims) if self.claims else ''))
-
-
-def _tail(text, limit=2000):
-    """Keep the end of long command output: that is where the error usually
-    is."""
-    if len(text) <= limit:
-        return text
-    return '...' + text[-limit:]
