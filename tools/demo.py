@@ -85,7 +85,7 @@ def main():
     # The test hosts share one host key that the driver accepts with a
     # warning on every login (host_key_policy = warn): not news here.
     logging.getLogger(
-        'kubernetes_mgmt_pv.remote.remote').setLevel(logging.ERROR)
+        'kubernetes_mgmt_pv.remote.ssh_client').setLevel(logging.ERROR)
     virtual_vnf.use_test_options()
 
     banner('Bringing up storage server + 1 Master + 2 Workers '
