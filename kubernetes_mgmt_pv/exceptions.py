@@ -148,28 +148,30 @@ class NodeStepError(MgmtDriverError):
     to error."""
 
     def __init__(self, step, failures):
-        self.step = step
+        self.step = redaction.one_line(step)
         self.failures = dict(failures)
         parts = [str(error) if isinstance(error, StepError) else
                  '%s: %s' % (host, failure_reason(error, host))
                  for host, error in sorted(self.failures.items())]
         self.reason = '; '.join(parts)
         super().__init__('%s failed on %d node(s): %s' % (
-            step, len(self.failures), self.reason))
+            self.step, len(self.failures), self.reason))
 
 
 class StepError(MgmtDriverError):
     """One step failed on one host: "<step> failed on <host>: <reason>".
 
-    ``cause`` is the original error, whatever its type.
+    ``cause`` is the original error, whatever its type. The step and host
+    are one line each, whatever VM text they quote.
     """
 
     def __init__(self, step, host, cause):
-        self.step = step
-        self.host = host
+        self.step = redaction.one_line(step)
+        self.host = redaction.one_line(host)
         self.cause = cause
         self.reason = failure_reason(cause, host)
-        super().__init__('%s failed on %s: %s' % (step, host, self.reason))
+        super().__init__('%s failed on %s: %s' % (self.step, self.host,
+                                                  self.reason))
 
 
 @dataclasses.dataclass(frozen=True)

@@ -56,6 +56,11 @@ _TOKEN = re.compile(r'(?P<key>\bbearer\s+|\b[A-Za-z_]*token["\']?\s*[:=]\s*'
 _CONTROL = re.compile(r'\x1b\[[0-?]*[ -/]*[@-~]|\x1b[@-_]?|'
                       r'[\x00-\x08\x0b-\x1f\x7f-\x9f]')
 _SPACE = re.compile(r'\s')
+# The line breaks that ``printable`` keeps, and how a field of one line
+# shows them: a VM's text must not start a line of a log or report of
+# its own ("2026-11-28 ... INFO ... all fine").
+_LINE_BREAKS = str.maketrans({'\n': '\\n', '\u2028': '\\u2028',
+                              '\u2029': '\\u2029'})
 # Lone surrogates: bytes of a VM that were no UTF-8 (decoded with
 # surrogateescape); a log handler cannot encode them.
 _SURROGATE = re.compile('[\ud800-\udfff]')
@@ -159,6 +164,12 @@ def printable(text):
     """``text`` without control characters (tab and newline kept) and
     with a replacement character for each byte that was no UTF-8."""
     return _SURROGATE.sub('\ufffd', _CONTROL.sub('', text))
+
+
+def one_line(text):
+    """``text`` made printable, for a field meant to be one line (a step,
+    a host, a step's detail): its line breaks shown as ``\\n``."""
+    return printable(text).translate(_LINE_BREAKS)
 
 
 def _all_forms(secrets):
