@@ -17,6 +17,11 @@ import urllib.parse
 # Shorter values are not hidden: a password "1" would turn every "exit 1"
 # of a message into "exit ***", and hides nothing a guess would not find.
 MIN_SECRET_LENGTH = 4
+# Longer values are no secret of the driver's (a password is at most 4096
+# characters, a token a few thousand) but what a hostile VM passed off as
+# one (a join value it printed): looking for them would cost the time
+# and memory the VM chose.
+MAX_SECRET_LENGTH = 16 * 1024
 # What an error shows of a command's output: its first and last
 # characters (the first error and the last), and that more was left out.
 OUTPUT_HEAD = 500
@@ -174,7 +179,7 @@ def one_line(text):
 
 def _all_forms(secrets):
     return {form for secret in secrets
-            if secret and len(secret) >= MIN_SECRET_LENGTH
+            if secret and MIN_SECRET_LENGTH <= len(secret) <= MAX_SECRET_LENGTH
             for form in _forms(secret)}
 
 
