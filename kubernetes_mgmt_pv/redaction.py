@@ -173,7 +173,11 @@ def printable(text):
 
 def one_line(text):
     """``text`` made printable, for a field meant to be one line (a step,
-    a host, a step's detail): its line breaks shown as ``\\n``."""
+    a host, a step's detail): its line breaks shown as ``\\n``. Not
+    text (no host: None): unchanged, as an error being raised must not
+    fail."""
+    if not isinstance(text, str):
+        return text
     return printable(text).translate(_LINE_BREAKS)
 
 

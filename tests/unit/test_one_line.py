@@ -52,6 +52,7 @@ def test_a_failed_step_names_its_step_and_host_in_one_line():
     found = exceptions.failure_of(exceptions.NodeStepError(
         'mount\n' + FAKE_LINE, {'10.0.0.5': error}))
     assert '\n' not in found.step
+    assert exceptions.StepError('check', None, ValueError()).host is None
 
 
 def test_a_device_the_storage_server_names_stays_in_one_line(caplog):
