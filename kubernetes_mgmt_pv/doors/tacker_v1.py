@@ -34,7 +34,7 @@ _current_hook = threading.local()
 
 
 @contextlib.contextmanager
-def _hook_scope(hook, vim_tokens=list):
+def _hook_scope(hook, vim_tokens):
     """One SSH session pool for the whole hook call, shared by the cluster
     and the persistent-volume features and closed when the hook returns,
     so each host is logged in to once per hook; the secrets the hook
