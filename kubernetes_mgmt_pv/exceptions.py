@@ -7,6 +7,8 @@ contains a password, token or proxy credential (see ``redact``).
 
 import dataclasses
 
+from kubernetes_mgmt_pv import redaction
+
 
 class MgmtDriverError(Exception):
     """Base class of every error the driver raises."""
@@ -100,10 +102,12 @@ class RemoteConnectError(MgmtDriverError):
 class RemoteCommandError(MgmtDriverError):
     """A remote command exited non-zero, timed out or lost its connection.
 
-    ``description`` is a human summary of the command; stdout/stderr are
-    kept to explain the failure. All three are already redacted: this
-    message may reach Tacker's LCM operation error as it is. ``reason``
-    replaces the exit status when the command did not finish.
+    ``description`` is a human summary of the command; stdout/stderr
+    explain the failure, cut to what the message shows (the executor cuts
+    and redacts them: ``redaction.excerpt``). All three are already
+    redacted: this message may reach Tacker's LCM operation error as it
+    is. ``reason`` replaces the exit status when the command did not
+    finish.
     """
 
     def __init__(self, host, description, exit_status, stdout='', stderr='',
@@ -111,8 +115,8 @@ class RemoteCommandError(MgmtDriverError):
         self.host = host
         self.description = description
         self.exit_status = exit_status
-        self.stdout = stdout
-        self.stderr = stderr
+        self.stdout = redaction.shortened(stdout or '')
+        self.stderr = redaction.shortened(stderr or '')
         self.timed_out = timed_out
         if reason:
             what = reason
@@ -121,9 +125,9 @@ class RemoteCommandError(MgmtDriverError):
         else:
             what = 'failed with exit status %s' % exit_status
         message = '%s: `%s` %s' % (host, description, what)
-        detail = (stderr or stdout or '').strip()
+        detail = (self.stderr or self.stdout).strip()
         if detail:
-            message += ': %s' % _tail(detail)
+            message += ': %s' % detail
         super().__init__(message)
 
 
@@ -144,28 +148,30 @@ class NodeStepError(MgmtDriverError):
     to error."""
 
     def __init__(self, step, failures):
-        self.step = step
+        self.step = redaction.one_line(step)
         self.failures = dict(failures)
         parts = [str(error) if isinstance(error, StepError) else
                  '%s: %s' % (host, failure_reason(error, host))
                  for host, error in sorted(self.failures.items())]
         self.reason = '; '.join(parts)
         super().__init__('%s failed on %d node(s): %s' % (
-            step, len(self.failures), self.reason))
+            self.step, len(self.failures), self.reason))
 
 
 class StepError(MgmtDriverError):
     """One step failed on one host: "<step> failed on <host>: <reason>".
 
-    ``cause`` is the original error, whatever its type.
+    ``cause`` is the original error, whatever its type. The step and host
+    are one line each, whatever VM text they quote.
     """
 
     def __init__(self, step, host, cause):
-        self.step = step
-        self.host = host
+        self.step = redaction.one_line(step)
+        self.host = redaction.one_line(host)
         self.cause = cause
         self.reason = failure_reason(cause, host)
-        super().__init__('%s failed on %s: %s' % (step, host, self.reason))
+        super().__init__('%s failed on %s: %s' % (self.step, self.host,
+                                                  self.reason))
 
 
 @dataclasses.dataclass(frozen=True)
@@ -227,11 +233,3 @@ class PersistentVolumeInUseError(PersistentVolumeError):
             'storage server. Nothing was deleted.' % (
                 ', '.join(self.names),
                 ' (%s)' % ', '.join(self.claims) if self.claims else ''))
-
-
-def _tail(text, limit=2000):
-    """Keep the end of long command output: that is where the error usually
-    is."""
-    if len(text) <= limit:
-        return text
-    return '...' + text[-limit:]

@@ -18,6 +18,7 @@ from kubernetes_mgmt_pv import admin_kubectl
 from kubernetes_mgmt_pv import config
 from kubernetes_mgmt_pv import exceptions
 from kubernetes_mgmt_pv.openstack import vnf_topology
+from kubernetes_mgmt_pv import redaction
 from kubernetes_mgmt_pv.remote import dpkg
 from kubernetes_mgmt_pv.remote import host_keys
 from kubernetes_mgmt_pv.remote import parallel
@@ -156,7 +157,8 @@ class Flow(object):
             try:
                 executor = self.session(sessions, node)
             except exceptions.RemoteConnectError as error:
-                LOG.warning('Master %s unreachable: %s', node.address, error)
+                LOG.warning('Master %s unreachable: %s', node.address,
+                            redaction.one_line(str(error)))
                 errors.append('%s: %s' % (node.address,
                                           exceptions.failure_reason(
                                               error, node.address)))

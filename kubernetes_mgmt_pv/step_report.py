@@ -34,10 +34,12 @@ class Report(object):
         self.outcomes = []
 
     def record(self, host, step, changed, detail=''):
-        # The detail may quote a VM's files: a log handler must be able
-        # to write it (no undecodable byte) and it must not fake a line.
-        outcome = StepOutcome(host, step, bool(changed),
-                              redaction.printable(detail))
+        # Each field may quote a VM's text (a device name in a step, a
+        # file in a detail): a log handler must be able to write it (no
+        # undecodable byte), and it must not fake a line.
+        outcome = StepOutcome(redaction.one_line(host),
+                              redaction.one_line(step), bool(changed),
+                              redaction.one_line(detail))
         with self._lock:
             self.outcomes.append(outcome)
         LOG.info('%s', outcome)

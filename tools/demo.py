@@ -74,63 +74,73 @@ def step(title, action):
     print('    done in %.1fs' % (time.monotonic() - started), flush=True)
 
 
+def _quiet_logs():
+    logging.basicConfig(level=logging.WARNING, format='    %(message)s')
+    logging.getLogger('kubernetes_mgmt_pv.step_report').setLevel(logging.INFO)
+    # The test hosts share one host key that the driver accepts with a
+    # warning on every login (host_key_policy = warn): not news here.
+    logging.getLogger(
+        'kubernetes_mgmt_pv.remote.ssh_client').setLevel(logging.ERROR)
+
+
+def _show(cluster):
+    for host in cluster.testbed.hosts.values():
+        print('    %-8s %-7s %s' % (host.name, host.role, host.ip))
+    print('    exports of the request (nfs_server_setup_params):')
+    for export in cluster.additional_params()[
+            'k8s_cluster_installation_param']['storage_server'][
+            'nfs_server_setup_params']:
+        print('      %s -> export_to %s' % (export['export_dir'],
+                                            export['export_to']))
+
+
+def _heals(cluster):
+    storage_vnfc = cluster.vnfcs['storage'].vnfc_id
+
+    def heal_storage():
+        cluster.heal_start([storage_vnfc])
+        print('    heal_start deleted the PVs; Heat re-creates the '
+              'storage server VM with a new address')
+        cluster.replace_host('storage', same_ip=False)
+        cluster.heal_end([storage_vnfc])
+    step('heal of the storage server (SOL002 vnfcInstanceId)',
+         heal_storage)
+    operator_checks(cluster)
+    expect_pvs_available(cluster)
+
+    def heal_everything():
+        cluster.heal_start()
+        print('    heal_start deleted the PVs and the VIM; Heat '
+              're-creates every VM')
+        cluster.replace_everything()
+        cluster.heal_end()
+    step('heal of the entire cluster (SOL003, no vnfcInstanceId)',
+         heal_everything)
+    cluster_checks(cluster)
+    operator_checks(cluster)
+    expect_pvs_available(cluster)
+
+
 def main():
     reason = hosts.require_testbed()
     if reason:
         print('demo: cannot build the test hosts here: %s' % reason,
               file=sys.stderr)
         return 2
-    logging.basicConfig(level=logging.WARNING, format='    %(message)s')
-    logging.getLogger('kubernetes_mgmt_pv.step_report').setLevel(logging.INFO)
-    # The test hosts share one host key that the driver accepts with a
-    # warning on every login (host_key_policy = warn): not news here.
-    logging.getLogger(
-        'kubernetes_mgmt_pv.remote.remote').setLevel(logging.ERROR)
+    _quiet_logs()
     virtual_vnf.use_test_options()
 
     banner('Bringing up storage server + 1 Master + 2 Workers '
            '(network namespaces, real sshd, loop-device volume)')
     with virtual_vnf.VirtualCluster(masters=1, workers=2, volumes=1,
                                     install_cluster=True) as cluster:
-        for host in cluster.testbed.hosts.values():
-            print('    %-8s %-7s %s' % (host.name, host.role, host.ip))
-        print('    exports of the request (nfs_server_setup_params):')
-        for export in cluster.additional_params()[
-                'k8s_cluster_installation_param']['storage_server'][
-                'nfs_server_setup_params']:
-            print('      %s -> export_to %s' % (export['export_dir'],
-                                                export['export_to']))
-
+        _show(cluster)
         step('instantiate_end: Kubernetes cluster, VIM, storage server, '
              'NFS clients, PVs', cluster.instantiate_end)
         cluster_checks(cluster)
         operator_checks(cluster)
         expect_pvs_available(cluster)
-
-        storage_vnfc = cluster.vnfcs['storage'].vnfc_id
-
-        def heal_storage():
-            cluster.heal_start([storage_vnfc])
-            print('    heal_start deleted the PVs; Heat re-creates the '
-                  'storage server VM with a new address')
-            cluster.replace_host('storage', same_ip=False)
-            cluster.heal_end([storage_vnfc])
-        step('heal of the storage server (SOL002 vnfcInstanceId)',
-             heal_storage)
-        operator_checks(cluster)
-        expect_pvs_available(cluster)
-
-        def heal_everything():
-            cluster.heal_start()
-            print('    heal_start deleted the PVs and the VIM; Heat '
-                  're-creates every VM')
-            cluster.replace_everything()
-            cluster.heal_end()
-        step('heal of the entire cluster (SOL003, no vnfcInstanceId)',
-             heal_everything)
-        cluster_checks(cluster)
-        operator_checks(cluster)
-        expect_pvs_available(cluster)
+        _heals(cluster)
 
         def terminate():
             cluster.terminate_end()

@@ -225,9 +225,12 @@ def _connection_infos(vnf_instance):
 
 
 def _find_vims(context, plugin, name, tenant_id):
+    """The VIMs named ``name`` (None: any) in the project."""
     # NfvoPluginDb filters with column.in_([value]): scalars, not lists.
-    return plugin.get_vims(context, filters={'name': name,
-                                             'tenant_id': tenant_id})
+    filters = {'tenant_id': tenant_id}
+    if name is not None:
+        filters['name'] = name
+    return plugin.get_vims(context, filters=filters)
 
 
 CREDENTIAL_NAMES = {'bearer_token': 'bearer token',
@@ -325,13 +328,61 @@ def register_kubernetes_vim(context, vnf_instance, name, auth_url,
     return vim_id
 
 
+def registered_vim_tokens(context, vnf_instance):
+    """The bearer tokens of the Kubernetes VIMs registered for the
+    instance (those of its vimConnectionInfo, else those the driver
+    registered for it in its project), as Tacker keeps them."""
+    if not TACKER_AVAILABLE:
+        return []
+    try:
+        vim_ids = [vim_id for vim_id, _ in _instance_vims(
+            context, vnf_instance, None)]
+    except Exception as error:
+        LOG.warning('The Kubernetes VIM of VNF instance %s cannot be looked '
+                    'up (%s): a Master that prints its bearer token shows '
+                    'it', _field(vnf_instance, 'id'), redaction.one_line(
+                        redaction.redact(exceptions.failure_reason(error))))
+        return []
+    return vim_tokens(context, vim_ids)
+
+
+def vim_tokens(context, vim_ids):
+    """The bearer tokens of these VIMs, decrypted as Tacker's LCM gets
+    them: the secrets of every hook of their cluster. A VIM that is gone
+    or cannot be read has none."""
+    plugin = nfvo_plugin()
+    tokens = []
+    for vim_id in vim_ids:
+        try:
+            token = _decrypted_credentials(context, plugin, vim_id).get(
+                'bearer_token')
+        except Exception as error:
+            token_unreadable(vim_id, error)
+            continue
+        if token:
+            tokens.append(token)
+    return tokens
+
+
+def token_unreadable(vim_id, error):
+    """Log why the token of the VIM ``vim_id`` is not hidden."""
+    LOG.warning('The bearer token of Kubernetes VIM %s cannot be read '
+                '(%s): a Master that prints it shows it', vim_id,
+                redaction.one_line(redaction.redact(
+                    exceptions.failure_reason(error))))
+
+
+def _decrypted_credentials(context, plugin, vim_id):
+    from tacker.vnfm import vim_client
+    vim = plugin.get_vim(context, vim_id, mask_password=False)
+    return vim_client.VimClient()._build_vim_auth(vim)
+
+
 def _stored_credentials(context, plugin, vim_id):
     """The VIM's auth_cred decrypted as Tacker's LCM gets it (VimClient),
     or None when Tacker cannot decrypt it (e.g. its key gone)."""
-    from tacker.vnfm import vim_client
-    vim = plugin.get_vim(context, vim_id, mask_password=False)
     try:
-        return vim_client.VimClient()._build_vim_auth(vim)
+        return _decrypted_credentials(context, plugin, vim_id)
     except Exception as error:
         LOG.warning('The credentials of Kubernetes VIM %s cannot be read '
                     '(%s): replacing them', vim_id,
@@ -389,8 +440,8 @@ def _description(vnf_instance):
 def _instance_vims(context, vnf_instance, name):
     """[(vim id, its VimConnectionInfo or None)]: the kubernetes VIMs in
     the instance's vimConnectionInfo or, when Tacker has emptied it
-    (terminate), the VIMs named ``name`` in the instance's project that
-    the driver registered for this instance."""
+    (terminate), the VIMs named ``name`` (None: any name) in the
+    instance's project that the driver registered for this instance."""
     candidates = [(info.vim_id, info)
                   for info in _connection_infos(vnf_instance)
                   if info.vim_type == VIM_TYPE and info.vim_id]

@@ -34,13 +34,14 @@ _current_hook = threading.local()
 
 
 @contextlib.contextmanager
-def _hook_scope(hook):
+def _hook_scope(hook, vim_tokens):
     """One SSH session pool for the whole hook call, shared by the cluster
     and the persistent-volume features and closed when the hook returns,
     so each host is logged in to once per hook; the secrets the hook
     learned (the VIM password), which no error or log line may show; and
     the hook's slot among the hooks doing remote work, taken by
-    ``hook_sessions`` and given back here."""
+    ``hook_sessions`` and given back here, which also learns the bearer
+    tokens of the registered Kubernetes VIM (``vim_tokens()``)."""
     if getattr(_current_hook, 'sessions', None) is not None:
         yield  # a hook calling another hook's implementation
         return
@@ -48,6 +49,7 @@ def _hook_scope(hook):
     _current_hook.secrets = []
     _current_hook.name = hook
     _current_hook.slot = None
+    _current_hook.vim_tokens = vim_tokens
     try:
         yield
     finally:
@@ -108,7 +110,11 @@ def _hook_boundary(hook, method):
     """
     @functools.wraps(method)
     def hook_method(self, *args, **kwargs):
-        with _hook_scope(hook):
+        # Tacker v1 names the arguments, v2's door gives them in order.
+        target = [kwargs.get(name, args[index] if len(args) > index else None)
+                  for index, name in enumerate(('context', 'vnf_instance'))]
+        with _hook_scope(hook, functools.partial(self.registered_vim_tokens,
+                                                 *target)):
             try:
                 return method(self, *args, **kwargs)
             except exceptions.MgmtDriverError as error:
@@ -241,6 +247,8 @@ class KubernetesMgmtDriver(tacker_compat.VnflcmMgmtAbstractDriver):
             limits = capacity.process_limits()
             limits.acquire_hook(_current_hook.name)
             _current_hook.slot = limits
+            # Before any remote step: a Master's kubectl may print them.
+            _hide(*_current_hook.vim_tokens())
         return sessions
 
     # -- seams: the lookups that need Tacker's database ---------------------
@@ -266,6 +274,12 @@ class KubernetesMgmtDriver(tacker_compat.VnflcmMgmtAbstractDriver):
         request's."""
         return getattr(vnf_instance, 'tenant_id', None) or getattr(
             context, 'project_id', None)
+
+    def registered_vim_tokens(self, context, vnf_instance):
+        """The bearer tokens of the Kubernetes VIM registered for the
+        instance, as Tacker keeps it: secrets of every hook, not only of
+        the hook that read them from the cluster."""
+        return tacker_compat.registered_vim_tokens(context, vnf_instance)
 
     def register_vim(self, context, vnf_instance, name, access):
         """Register the cluster (cluster_workflow.ClusterAccess) as the

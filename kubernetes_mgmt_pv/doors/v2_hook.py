@@ -78,6 +78,18 @@ class V2Driver(mgmt_driver.KubernetesPvMgmtDriver):
         registry): otherwise only found after the whole install."""
         self._tacker_context()
 
+    def registered_vim_tokens(self, context, vnf_instance):
+        """The token of the VIM an earlier hook registered (saved in the
+        instance's metadata), as Tacker's VIM registry keeps it."""
+        vim_id = (self._state.get('vim') or {}).get('id')
+        if not vim_id:
+            return []
+        try:
+            return tacker_compat.vim_tokens(self._tacker_context(), [vim_id])
+        except exceptions.MgmtDriverError as error:  # no VIM registry
+            tacker_compat.token_unreadable(vim_id, error)
+            return []
+
     def register_vim(self, context, vnf_instance, name, access):
         vim_id = tacker_compat.register_kubernetes_vim(
             self._tacker_context(), vnf_instance, name, access.url,

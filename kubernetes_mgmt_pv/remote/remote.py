@@ -9,7 +9,9 @@ input, never in its argument list, where ``ps`` and sudo's log would show it.
 Output is returned exactly as the host printed it: the steps parse it and
 write parts of it back (``/etc/fstab``, ``/etc/exports``). Secrets are
 scrubbed only from text that leaves the driver: log lines and error
-messages (``redaction.redact``).
+messages (``redaction.redact``); an error keeps only the head and the tail
+of a failed command's output, and redacts only those
+(``redaction.excerpt``).
 
 A host that stops answering cannot hang a hook: while a command runs
 quietly the driver asks the host for an answer every
@@ -18,12 +20,12 @@ one ("no answer from <host> for N s"), even under a longer command
 timeout; SSH keepalives and a TCP user timeout let the kernel detect a dead
 peer too, and every operation on the connection (opening a channel,
 sending, reading) runs under a deadline, after which the connection is
-closed.
+closed. Reading the output: ``command_output``; the host key policies:
+``ssh_client``.
 """
 
 import hashlib
 import re
-import select
 import shlex
 import socket
 import threading
@@ -36,8 +38,9 @@ from kubernetes_mgmt_pv import config
 from kubernetes_mgmt_pv import exceptions
 from kubernetes_mgmt_pv import redaction
 from kubernetes_mgmt_pv.remote import capacity
+from kubernetes_mgmt_pv.remote import command_output
 from kubernetes_mgmt_pv.remote import facts
-from kubernetes_mgmt_pv.remote import host_keys
+from kubernetes_mgmt_pv.remote import ssh_client
 
 LOG = logging.getLogger(__name__)
 
@@ -76,104 +79,6 @@ chmod -- "$mode" "$tmp"
 mv -f -- "$tmp" "$target"
 trap - EXIT
 '''
-
-
-class _Silent(Exception):
-    """The host gave no answer for ``seconds`` while a command ran."""
-
-    def __init__(self, seconds):
-        super().__init__(seconds)
-        self.seconds = seconds
-
-
-def no_answer_reason(host, seconds):
-    return 'no answer from %s for %d s' % (host, seconds)
-
-
-def fell_silent(quiet, limit, keepalive_interval):
-    """Whether a connection lost after ``quiet`` seconds without a word
-    from the host was lost to silence, not closed by the host: ``limit``
-    is the deadline of starting a command. A live host answers within a
-    keepalive interval (``_probe``), while the kernel drops a connection
-    only after three intervals of unacknowledged data (TCP user
-    timeout): two intervals of silence tell them apart."""
-    return quiet >= limit or bool(
-        keepalive_interval and quiet >= 2 * keepalive_interval)
-
-
-def describe_error(error):
-    """A non-empty reason for any exception (``str(EOFError())`` is '')."""
-    text = str(error).strip()
-    name = type(error).__name__
-    return '%s: %s' % (name, text) if text else name
-
-
-class _TooMuchOutput(Exception):
-    """A command printed more than ``command_output_limit`` on a stream."""
-
-    def __init__(self, stream, stdout, stderr):
-        super().__init__(stream)
-        self.stream = stream
-        self.stdout = stdout
-        self.stderr = stderr
-
-
-class BoundedOutput(object):
-    """One output stream of a command, held in at most ``limit`` bytes:
-    its head and its tail, the middle left out once the stream outgrows
-    the limit."""
-
-    def __init__(self, limit):
-        self.limit = limit
-        self.size = 0
-        self._head_limit = limit // 2
-        self._tail_limit = limit - self._head_limit
-        self._head = bytearray()
-        self._tail = bytearray()
-
-    def add(self, data):
-        self.size += len(data)
-        room = self._head_limit - len(self._head)
-        if room > 0:
-            self._head += data[:room]
-            data = data[room:]
-        self._tail += data
-        excess = len(self._tail) - self._tail_limit
-        if excess > 0:
-            del self._tail[:excess]
-
-    @property
-    def overflowed(self):
-        return self.size > self.limit
-
-    def getvalue(self):
-        left_out = self.size - len(self._head) - len(self._tail)
-        if not left_out:
-            return bytes(self._head + self._tail)
-        return b'%s\n[... %d bytes left out ...]\n%s' % (
-            self._head, left_out, self._tail)
-
-
-class _RecordNewHostKey(paramiko.MissingHostKeyPolicy):
-    """Trust on first use: record an unknown host's key in known_hosts_file
-    (paramiko refuses a changed key before asking this policy)."""
-
-    def __init__(self, path):
-        self._path = path
-
-    def missing_host_key(self, client, hostname, key):
-        host_keys.record_known_host(self._path, hostname, key)
-        LOG.info('Recorded the SSH host key of %s in %s', hostname, self._path)
-
-
-class _AcceptAndWarn(paramiko.MissingHostKeyPolicy):
-    """Accept an unknown host key, logging its fingerprint to Tacker's log
-    (paramiko's WarningPolicy uses ``warnings``, which the log misses)."""
-
-    def missing_host_key(self, client, hostname, key):
-        LOG.warning('Accepting unverified SSH host key of %s: %s %s '
-                    '(host_key_policy = warn)', hostname, key.get_name(),
-                    key.fingerprint)
 
 
 class _Deadline(object):
@@ -218,8 +123,7 @@ class RemoteCommandExecutor(object):
         self._conf = conf or config.options()
         self._host_key_policy = host_key_policy
         self._client = None
-        # When the host last answered, or when we started waiting for it.
-        self._last_heard = time.monotonic()
+        self._listener = command_output.Listener(self._conf)
 
     def __repr__(self):
         return '<RemoteCommandExecutor %s@%s>' % (self.username, self.host)
@@ -250,58 +154,66 @@ class RemoteCommandExecutor(object):
         delay = self._conf.ssh_retry_backoff
         attempts = self._conf.ssh_connect_retries + 1
         for attempt in range(1, attempts + 1):
-            client = self._new_client()
-            try:
-                client.connect(
-                    self.host, port=self.port, username=self.username,
-                    password=self._password, pkey=self._pkey,
-                    look_for_keys=False,
-                    allow_agent=False,
-                    timeout=self._conf.ssh_connect_timeout,
-                    banner_timeout=self._conf.ssh_connect_timeout,
-                    auth_timeout=self._conf.ssh_connect_timeout)
-            except paramiko.AuthenticationException:
-                client.close()
-                raise exceptions.RemoteConnectError(
-                    '%s: SSH authentication failed for user %r: check the '
-                    'username and %s parameters of this node'
-                    % (self.host, self.username,
-                       'ssh_key' if self._pkey else 'password'))
-            except paramiko.BadHostKeyException:
-                client.close()
-                raise exceptions.RemoteConnectError(
-                    '%s: SSH host key does not match the one recorded in %s; '
-                    'if the VM was legitimately re-created, remove its old '
-                    'entry from that file' % (self.host,
-                                              self._conf.known_hosts_file))
-            except exceptions.MgmtDriverError:
-                client.close()  # a host key policy refused the host
-                raise
-            except paramiko.SSHException as error:
-                client.close()
-                if 'not found in known_hosts' in str(error):
-                    raise exceptions.RemoteConnectError(
-                        '%s: unknown SSH host key and host_key_policy is '
-                        '"reject"' % self.host)
-                last_error = error
-            except (OSError, EOFError) as error:
-                client.close()
-                last_error = error
-            else:
-                self._client = client
-                self._tune_socket(client.get_transport())
-                LOG.debug('Connected to %s@%s', self.username, self.host)
+            last_error = self._log_in()
+            if last_error is None:
                 return
             if attempt < attempts:
                 LOG.info('SSH to %s failed (%s), retry %d/%d in %.1fs',
-                         self.host, self._redact(describe_error(last_error)),
-                         attempt, attempts - 1, delay)
+                         self.host, self._reason(last_error), attempt,
+                         attempts - 1, delay)
                 time.sleep(delay)
                 delay = min(delay * 2 or 0.1, self._conf.ssh_retry_max_delay)
         raise exceptions.RemoteConnectError(
             '%s: cannot connect over SSH after %d attempt(s): %s' % (
-                self.host, attempts,
-                self._redact(describe_error(last_error))))
+                self.host, attempts, self._reason(last_error)))
+
+    def _log_in(self):
+        """One login attempt: None once logged in, or the error of an
+        attempt worth repeating; raises for one that is not."""
+        client = ssh_client.new_client(self._conf, self.host,
+                                       self._host_key_policy)
+        try:
+            client.connect(
+                self.host, port=self.port, username=self.username,
+                password=self._password, pkey=self._pkey,
+                look_for_keys=False,
+                allow_agent=False,
+                timeout=self._conf.ssh_connect_timeout,
+                banner_timeout=self._conf.ssh_connect_timeout,
+                auth_timeout=self._conf.ssh_connect_timeout)
+        except BaseException as error:
+            client.close()
+            return self._login_failure(error)
+        self._client = client
+        self._tune_socket(client.get_transport())
+        LOG.debug('Connected to %s@%s', self.username, self.host)
+        return None
+
+    def _login_failure(self, error):
+        """``error`` of a login when a retry may succeed; else raises."""
+        if isinstance(error, paramiko.AuthenticationException):
+            raise exceptions.RemoteConnectError(
+                '%s: SSH authentication failed for user %r: check the '
+                'username and %s parameters of this node'
+                % (self.host, self.username,
+                   'ssh_key' if self._pkey else 'password'))
+        if isinstance(error, paramiko.BadHostKeyException):
+            raise exceptions.RemoteConnectError(
+                '%s: SSH host key does not match the one recorded in %s; '
+                'if the VM was legitimately re-created, remove its old '
+                'entry from that file' % (self.host,
+                                          self._conf.known_hosts_file))
+        if isinstance(error, exceptions.MgmtDriverError):
+            raise error  # a host key policy refused the host
+        if isinstance(error, paramiko.SSHException):
+            if 'not found in known_hosts' in str(error):
+                raise exceptions.RemoteConnectError(
+                    '%s: unknown SSH host key and host_key_policy is '
+                    '"reject"' % self.host)
+            return error
+        if isinstance(error, (OSError, EOFError)):
+            return error
+        raise error
 
     def _tune_socket(self, transport):
         """Send small packets at once and detect a silent peer.
@@ -322,32 +234,6 @@ class RemoteCommandExecutor(object):
             pass  # not a TCP socket (a proxy channel): keepalives alone
         if interval:
             transport.set_keepalive(max(1, int(interval)))
-
-    def _new_client(self):
-        client = paramiko.SSHClient()
-        if self._host_key_policy is not None:
-            client.set_missing_host_key_policy(self._host_key_policy)
-            return client
-        policy = self._conf.host_key_policy
-        if policy == 'console':
-            raise exceptions.RemoteConnectError(
-                '%s: host_key_policy is "console" but no Nova server is '
-                'known for this address, so its host key cannot be checked'
-                % self.host)
-        if policy == 'warn':
-            client.set_missing_host_key_policy(_AcceptAndWarn())
-            return client
-        client.load_system_host_keys()
-        try:
-            client.load_host_keys(self._conf.known_hosts_file)
-        except FileNotFoundError:
-            pass
-        if policy == 'known_hosts':
-            client.set_missing_host_key_policy(
-                _RecordNewHostKey(self._conf.known_hosts_file))
-        else:
-            client.set_missing_host_key_policy(paramiko.RejectPolicy())
-        return client
 
     def close(self):
         client, self._client = self._client, None
@@ -371,6 +257,25 @@ class RemoteCommandExecutor(object):
         """
         argv = list(argv)
         description = self._redact(description or shlex.join(argv))
+        command, stdin = self._command_line(argv, sudo, env, stdin)
+        timeout = timeout or self._conf.command_timeout
+        LOG.debug('%s: run%s `%s`', self.host, ' (sudo)' if sudo else '',
+                  description)
+        result = facts.CommandResult(*self._finished(command, stdin, timeout,
+                                                     description))
+        if sudo and facts.sudo_wants_password(result):
+            raise exceptions.RemoteCommandError(
+                self.host, description, result.exit_status,
+                reason='user %r needs passwordless sudo on this host'
+                % self.username)
+        if check and not result.ok:
+            raise self._output_error(description, result.exit_status,
+                                     result.stdout, result.stderr)
+        return result
+
+    def _command_line(self, argv, sudo, env, stdin):
+        """The shell command line running ``argv`` and its standard input,
+        ``env`` at the head of it."""
         if env:
             assignments = self._environment_script(env)
             stdin = b'%d\n' % len(assignments) + assignments + (stdin or b'')
@@ -378,53 +283,48 @@ class RemoteCommandExecutor(object):
         argv = ['env', 'LC_ALL=C'] + argv
         if sudo:
             argv = ['sudo', '-n', '--'] + argv
-        timeout = timeout or self._conf.command_timeout
-        LOG.debug('%s: run%s `%s`', self.host, ' (sudo)' if sudo else '',
-                  description)
+        return shlex.join(argv), stdin
+
+    def _finished(self, command, stdin, timeout, description):
+        """(exit status, stdout, stderr) of ``command``; raises
+        ``RemoteCommandError`` when it did not finish, after closing the
+        connection (the command may still run: never reuse the session).
+        """
         self.connect()
-        self._last_heard = time.monotonic()
+        self._listener.heard()
         try:
             with _Deadline(self, timeout + _CLOSE_GRACE):
                 exit_status, stdout, stderr = self._execute(
-                    shlex.join(argv), stdin, timeout)
-        except _Silent as silent:
+                    command, stdin, timeout)
+        except command_output.Silent as silent:
             self.close()
             raise self._no_answer(description, silent.seconds)
-        except _TooMuchOutput as flood:
-            self.close()  # the command may still run: never reuse the session
-            raise exceptions.RemoteCommandError(
-                self.host, description, None,
-                self._redact_bytes(flood.stdout),
-                self._redact_bytes(flood.stderr), reason=(
+        except command_output.TooMuchOutput as flood:
+            self.close()
+            raise self._output_error(
+                description, None, flood.stdout, flood.stderr, reason=(
                     'printed more than %d bytes on %s (command_output_limit)'
                     '; abandoned' % (self._conf.command_output_limit,
                                      flood.stream)))
         except (paramiko.SSHException, OSError, EOFError) as error:
-            quiet = time.monotonic() - self._last_heard
-            self.close()
-            if fell_silent(quiet, min(timeout, self._conf.command_timeout),
-                           self._conf.ssh_keepalive_interval):
-                raise self._no_answer(description, quiet)
-            raise exceptions.RemoteCommandError(
-                self.host, description, None, reason=self._redact(
-                    'connection lost: %s' % describe_error(error)))
+            raise self._connection_lost(description, error, timeout)
         if exit_status is None:
-            self.close()  # the command may still run: never reuse the session
-            raise exceptions.RemoteCommandError(
-                self.host, description, None, self._redact_bytes(stdout),
-                self._redact_bytes(stderr), timed_out=True,
+            self.close()
+            raise self._output_error(
+                description, None, stdout, stderr, timed_out=True,
                 reason='timed out after %.0fs' % timeout)
-        result = facts.CommandResult(exit_status, stdout, stderr)
-        if sudo and facts.sudo_wants_password(result):
-            raise exceptions.RemoteCommandError(
-                self.host, description, exit_status,
-                reason='user %r needs passwordless sudo on this host'
-                % self.username)
-        if check and not result.ok:
-            raise exceptions.RemoteCommandError(
-                self.host, description, exit_status,
-                self._redact(result.stdout), self._redact(result.stderr))
-        return result
+        return exit_status, stdout, stderr
+
+    def _connection_lost(self, description, error, timeout):
+        quiet = time.monotonic() - self._listener.last_heard
+        self.close()
+        if command_output.fell_silent(
+                quiet, min(timeout, self._conf.command_timeout),
+                self._conf.ssh_keepalive_interval):
+            return self._no_answer(description, quiet)
+        return exceptions.RemoteCommandError(
+            self.host, description, None,
+            reason='connection lost: %s' % self._reason(error))
 
     @staticmethod
     def _environment_script(env):
@@ -438,7 +338,7 @@ class RemoteCommandExecutor(object):
     def _no_answer(self, description, seconds):
         return exceptions.RemoteCommandError(
             self.host, description, None, timed_out=True,
-            reason=no_answer_reason(self.host, seconds))
+            reason=command_output.no_answer_reason(self.host, seconds))
 
     def _execute(self, command, stdin, timeout):
         """Open a channel, run ``command``, feed ``stdin``, collect output.
@@ -460,81 +360,11 @@ class RemoteCommandExecutor(object):
                 if stdin:
                     channel.sendall(stdin)
                 channel.shutdown_write()
-            self._last_heard = time.monotonic()
-            return self._collect(channel, deadline)
+            self._listener.heard()
+            return self._listener.collect(channel, deadline)
         finally:
             if channel is not None:
                 channel.close()
-
-    def _collect(self, channel, deadline):
-        """Read stdout and stderr until the command exits or time runs out,
-        or a stream outgrows ``command_output_limit`` (``_TooMuchOutput``).
-
-        Blocks on the channel's file descriptor, which paramiko wakes when
-        data arrives on either stream, the remote end sends EOF or the
-        connection dies, or when it is time to ask a quiet host for an
-        answer (``_probe``, after ``ssh_keepalive_interval`` without
-        output); then on the exit-status event.
-        """
-        # Ask at least twice within command_timeout: a single late question
-        # is no proof of silence.
-        interval = min(self._conf.ssh_keepalive_interval,
-                       self._conf.command_timeout / 2)
-        limit = self._conf.command_output_limit
-        stdout, stderr = BoundedOutput(limit), BoundedOutput(limit)
-        while True:
-            heard = False
-            while channel.recv_ready() and not stdout.overflowed:
-                stdout.add(channel.recv(65536))
-                heard = True
-            while channel.recv_stderr_ready() and not stderr.overflowed:
-                stderr.add(channel.recv_stderr(65536))
-                heard = True
-            for stream, output in (('stdout', stdout), ('stderr', stderr)):
-                if output.overflowed:
-                    raise _TooMuchOutput(stream, stdout.getvalue(),
-                                         stderr.getvalue())
-            now = time.monotonic()
-            if heard:
-                self._last_heard = now
-            if channel.eof_received or channel.closed or now >= deadline:
-                break
-            wait = deadline - now
-            if interval:
-                if now - self._last_heard >= interval:
-                    self._probe(channel.get_transport(), deadline)
-                    continue
-                wait = min(wait, self._last_heard + interval - now)
-            select.select([channel], [], [], wait)
-        exit_status = None
-        if channel.status_event.wait(max(0.0, deadline - time.monotonic())):
-            exit_status = channel.recv_exit_status()
-            # -1: no exit status came; either the command died of a signal
-            # (a failure like any other) or the connection is gone.
-            if exit_status == -1 and not channel.get_transport().is_active():
-                raise EOFError('the connection closed before the command '
-                               'reported its exit status')
-        return exit_status, stdout.getvalue(), stderr.getvalue()
-
-    def _probe(self, transport, deadline):
-        """Ask the host for an answer: open a session channel, which sshd
-        confirms (or refuses) without running anything; raise ``_Silent``
-        when the host has given none for ``command_timeout``. Returns
-        without an answer when the command's deadline comes first."""
-        now = time.monotonic()
-        # At least a second to answer, should this thread have run late.
-        wait = max(self._last_heard + self._conf.command_timeout - now, 1.0)
-        try:
-            transport.open_session(timeout=min(wait, deadline - now)).close()
-        except paramiko.ChannelException:
-            pass  # refused: an answer all the same
-        except paramiko.SSHException:
-            if not transport.is_active():
-                raise  # the connection is gone, not merely silent
-            if time.monotonic() < deadline:
-                raise _Silent(time.monotonic() - self._last_heard)
-            return
-        self._last_heard = time.monotonic()
 
     def hide(self, *secrets):
         """Redact these values too from now on."""
@@ -543,16 +373,31 @@ class RemoteCommandExecutor(object):
     def _redact(self, text):
         return redaction.redact(text, self._secrets)
 
+    def _reason(self, error):
+        """Why a connection failed, in one line: paramiko's errors may
+        quote the host (its SSH banner, its authentication methods)."""
+        return redaction.one_line(self._redact(
+            command_output.describe_error(error)))
+
     def failure(self, description, result, stderr=None):
         """The error for a result the caller judged a failure, redacted
         like the executor's own (``stderr`` replaces the result's)."""
-        return exceptions.RemoteCommandError(
-            self.host, self._redact(description), result.exit_status,
-            self._redact(result.stdout),
-            self._redact(result.stderr if stderr is None else stderr))
+        return self._output_error(
+            self._redact(description), result.exit_status, result.stdout,
+            result.stderr if stderr is None else stderr)
 
-    def _redact_bytes(self, data):
-        return self._redact(data.decode('utf-8', 'replace'))
+    def _output_error(self, description, exit_status, stdout, stderr,
+                      **details):
+        """A RemoteCommandError showing the head and tail of the output
+        (bytes or text), redacted: only what it shows is looked at."""
+        return exceptions.RemoteCommandError(
+            self.host, description, exit_status, self._excerpt(stdout),
+            self._excerpt(stderr), **details)
+
+    def _excerpt(self, output):
+        if isinstance(output, bytes):
+            output = output.decode('utf-8', 'replace')
+        return redaction.excerpt(output, self._secrets)
 
     # -- files --------------------------------------------------------------
 

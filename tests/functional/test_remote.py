@@ -2,9 +2,12 @@
 
 import collections
 import functools
+import json
+import os
 import re
 import socket
 import subprocess
+import sys
 import threading
 import time
 
@@ -13,9 +16,13 @@ import pytest
 
 from kubernetes_mgmt_pv import config
 from kubernetes_mgmt_pv import exceptions
+from kubernetes_mgmt_pv import redaction
 from kubernetes_mgmt_pv.remote import parallel
 from kubernetes_mgmt_pv.remote import remote
 from testbed import polling
+
+# The most of a command's output an error keeps.
+SHOWN_OUTPUT = redaction.OUTPUT_HEAD + redaction.OUTPUT_TAIL + 40
 
 
 @pytest.fixture(scope='module')
@@ -461,7 +468,9 @@ def test_a_host_printing_without_end_fails_the_command_in_bounded_memory(
     assert error.host == host.ip and error.description == 'print a gibibyte'
     assert str(error).startswith('%s: `print a gibibyte`' % host.ip)
     assert str(limit) in str(error) and 'stdout' in str(error)
-    assert limit <= len(error.stdout) <= limit + 100
+    # What the error shows: the head and the tail, nothing more kept.
+    assert error.stdout.startswith('y\ny\n') and 'left out' in error.stdout
+    assert len(error.stdout) <= SHOWN_OUTPUT
     assert peak[0] - baseline < 8 * limit
     assert executor.run(['true']).ok  # a new connection serves the next
 
@@ -473,4 +482,52 @@ def test_output_limit_applies_to_stderr_too(executor, options):
         executor.run(['sh', '-c', 'echo first >&2; yes >&2'])
     assert 'stderr' in str(caught.value)
     assert caught.value.stderr.startswith('first\ny\n')
-    assert 'bytes left out' in caught.value.stderr
+    assert 'left out' in caught.value.stderr
+    assert len(caught.value.stderr) <= SHOWN_OUTPUT
+
+
+# A failed command's output of 16 MiB (command_output_limit) that makes a
+# URL pattern restart at every word: the step, as a hook runs it, and the
+# redaction of its error by the doors (v1: redacted_error, v2: failure).
+_FLOOD_STEP = '''
+import json, sys
+from kubernetes_mgmt_pv import config, exceptions, redaction, step_report
+from kubernetes_mgmt_pv.doors import v2_failure
+from kubernetes_mgmt_pv.remote import remote
+host, timeout = sys.argv[1], float(sys.argv[2])
+for name, value in (('ssh_connect_retries', 0), ('host_key_policy', 'warn'),
+                    ('command_timeout', timeout)):
+    config.CONF.set_override(name, value, config.GROUP_NAME)
+with remote.SessionPool(secrets=('ubuntu',)) as pool:
+    session = pool.get(host, 'ubuntu', 'ubuntu')
+    try:
+        with step_report.step(host, 'flood check'):
+            session.run(['sh', '-c', 'yes a- | tr -d "\\n" | '
+                         'head -c 16777216; exit 1'])
+    except exceptions.StepError as error:
+        clean = redaction.redacted_error(error, pool.hidden)
+        found = v2_failure.failure('instantiate_end', clean, pool.hidden)
+        print(json.dumps({'message': str(clean), 'step': found.step,
+                          'host': found.host, 'reason': found.reason}))
+'''
+
+
+def test_a_flood_of_hostile_output_fails_the_step_in_time(host):
+    """16 MiB of "a-a-a-..." and exit 1: the step fails within
+    command_timeout plus a few seconds (a quadratic redaction of the output
+    held the GIL for days), naming host, step and exit status."""
+    timeout = 30
+    begin = time.monotonic()
+    child = subprocess.run(
+        [sys.executable, '-c', _FLOOD_STEP, host.ip, str(timeout)],
+        capture_output=True, text=True, timeout=timeout + 15, check=True,
+        env=dict(os.environ, PYTHONPATH=os.path.dirname(
+            os.path.dirname(exceptions.__file__))))
+    assert time.monotonic() - begin < timeout + 15
+    failure = json.loads(child.stdout)
+    assert failure['message'].startswith('flood check failed on %s: '
+                                         % host.ip)
+    assert 'exit status 1' in failure['message']
+    assert (failure['step'], failure['host']) == ('flood check', host.ip)
+    assert 'exit status 1' in failure['reason']
+    assert len(failure['message']) < 2 * SHOWN_OUTPUT

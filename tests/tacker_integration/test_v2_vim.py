@@ -112,6 +112,17 @@ def registered_vim(openstack_vim_id, kube_api, credentials):
         url=kube_api.url, bearer_token=token, ca_cert=ca_pem))
 
 
+def test_a_later_hook_learns_the_token_of_the_vim_it_saved(
+        kube_api, credentials, openstack_vim_id):
+    """Its secret from the first remote step on, read from the registry
+    in the project of the instance's OpenStack VIM."""
+    token, _ = credentials
+    vim_id = registered_vim(openstack_vim_id, kube_api, credentials)
+    driver, inst = door(openstack_vim_id, 'scale_start', {'vim': {
+        'id': vim_id, 'name': NAME, 'endpoint': kube_api.url}})
+    assert driver.registered_vim_tokens(None, inst) == [token]
+
+
 def test_v2_cnfs_by_vim_id_or_inline_endpoint_keep_the_vim(
         hook_context, kube_api, credentials, openstack_vim_id, tacker_db):
     vim_id = registered_vim(openstack_vim_id, kube_api, credentials)

@@ -357,6 +357,30 @@ def test_a_vim_of_the_same_name_in_another_project_is_not_used(
         [(OTHER_PROJECT, VIM_NAME), (PROJECT, VIM_NAME)]
 
 
+def test_every_hook_learns_the_token_of_the_registered_vim(
+        hook_context, vnf_instance, kube_api, credentials):
+    """What a later hook hides: the token Tacker keeps for the instance's
+    VIM, found through its vimConnectionInfo, or through the VIM's
+    description once terminate has emptied it; none of another
+    instance's VIM, nor of a VIM Tacker cannot decrypt."""
+    token, _ = credentials
+    other = new_vnf_instance(hook_context())
+    assert tacker_compat.registered_vim_tokens(hook_context(),
+                                               other) == []
+    vim_id = register(hook_context, vnf_instance, kube_api, credentials)
+    stored = reread(hook_context, vnf_instance)
+    assert tacker_compat.registered_vim_tokens(hook_context(),
+                                               stored) == [token]
+    stored.vim_connection_info = stored.vim_connection_info[:1]
+    stored.save()
+    assert tacker_compat.registered_vim_tokens(
+        hook_context(), reread(hook_context, vnf_instance)) == [token]
+    assert tacker_compat.registered_vim_tokens(hook_context(),
+                                               other) == []
+    assert tacker_compat.vim_tokens(hook_context(),
+                                    [vim_id, str(uuid.uuid4())]) == [token]
+
+
 def test_no_password_is_stored(hook_context, vnf_instance, kube_api,
                                credentials, tacker_db):
     token, _ = credentials

@@ -3,8 +3,8 @@ connection (the whole path: tests/functional/test_remote.py)."""
 
 import pytest
 
+from kubernetes_mgmt_pv.remote import command_output
 from kubernetes_mgmt_pv.remote import facts
-from kubernetes_mgmt_pv.remote import remote
 
 
 @pytest.mark.parametrize('quiet, limit, interval, silent', [
@@ -23,7 +23,7 @@ from kubernetes_mgmt_pv.remote import remote
 ])
 def test_a_lost_connection_is_silence_only_after_unanswered_intervals(
         quiet, limit, interval, silent):
-    assert remote.fell_silent(quiet, limit, interval) is silent
+    assert command_output.fell_silent(quiet, limit, interval) is silent
 
 
 @pytest.mark.parametrize('seconds, reason', [
@@ -33,7 +33,7 @@ def test_a_lost_connection_is_silence_only_after_unanswered_intervals(
 ])
 def test_no_answer_names_the_host_and_the_seconds_of_silence(seconds,
                                                              reason):
-    assert remote.no_answer_reason('10.0.0.5', seconds) == reason
+    assert command_output.no_answer_reason('10.0.0.5', seconds) == reason
 
 
 @pytest.mark.parametrize('chunks, value, overflowed', [
@@ -46,7 +46,7 @@ def test_no_answer_names_the_host_and_the_seconds_of_silence(seconds,
 ])
 def test_output_keeps_head_and_tail_within_the_limit(chunks, value,
                                                      overflowed):
-    output = remote.BoundedOutput(8)
+    output = command_output.BoundedOutput(8)
     for chunk in chunks:
         output.add(chunk)
     assert output.getvalue() == value
