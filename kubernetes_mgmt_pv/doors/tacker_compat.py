@@ -289,7 +289,7 @@ def register_kubernetes_vim(context, vnf_instance, name, auth_url,
             _stored_credentials(context, plugin, vim_id), bearer_token,
             ssl_ca_cert)
         if changed:
-            _update_credentials(context, plugin, name, vim_id, bearer_token,
+            _update_credentials(context, plugin, name, vim, bearer_token,
                                 ssl_ca_cert)
             LOG.info('Kubernetes VIM %s (%s) for %s: %s changed, updated',
                      name, vim_id, shown_url, ' and '.join(
@@ -339,13 +339,14 @@ def _stored_credentials(context, plugin, vim_id):
         return None
 
 
-def _update_credentials(context, plugin, name, vim_id, bearer_token,
+def _update_credentials(context, plugin, name, vim, bearer_token,
                         ssl_ca_cert):
     """Replace token and CA of the VIM through NfvoPlugin.update_vim, as
     Tacker's API does: Tacker checks them against the cluster, encrypts
     them with a new key and deletes the old key. Both are always given:
     a credential left out would be re-checked in its encrypted form."""
     from tacker.extensions import nfvo
+    vim_id = vim['id']
     body = {'vim': {'auth_cred': {'bearer_token': bearer_token,
                                   'ssl_ca_cert': ssl_ca_cert}}}
     try:
@@ -356,7 +357,8 @@ def _update_credentials(context, plugin, name, vim_id, bearer_token,
             'cluster at this address, and Tacker refuses to update a VIM '
             'that VNF(s) are deployed on (%s). Terminate them, or update '
             'the VIM with "openstack vim set", then retry.' % (
-                name, vim_id, ', '.join(_vnfs_on_vim(context, vim_id)) or
+                name, vim_id, ', '.join(v2_mapping.shown_users(
+                    _vnfs_on_vim(context, vim_id), vim['tenant_id'])) or
                 'see "openstack vnflcm list"')) from error
     except Exception as error:
         raise exceptions.MgmtDriverError(
@@ -420,42 +422,46 @@ def kubernetes_vim_users(context, vnf_instance, name):
             continue
         if vim['name'] != name:
             continue
-        in_use, ids = _vim_users(context, plugin, vim, vnf_instance)
+        in_use, shown = _vim_users(context, plugin, vim, vnf_instance)
         if in_use:
-            users[vim_id] = ids
+            users[vim_id] = shown
     return users
 
 
 def _vim_users(context, plugin, vim, vnf_instance):
-    """(in use, sorted ids of the VNF instances on the VIM ``vim``) but
-    for ``vnf_instance`` itself: v1's as NfvoPlugin counts them (its
-    "vnf" rows; in use with no ids when they cannot be listed), v2's by
-    their vimConnectionInfo, which NfvoPlugin never reads."""
+    """(in use, the VNF instances on the VIM ``vim`` as a message names
+    them, v2_mapping.shown_users) but for ``vnf_instance`` itself: v1's
+    as NfvoPlugin counts them (its "vnf" rows; in use with no ids when
+    they cannot be listed), v2's by their vimConnectionInfo, which
+    NfvoPlugin never reads."""
     from tacker.extensions import nfvo
-    ids = set(_v2_instances_on_vim(context, vim, vnf_instance.id))
-    in_use = bool(ids)
+    users = _v2_instances_on_vim(context, vim, vnf_instance.id)
+    in_use = bool(users)
     try:
         plugin.is_vim_still_in_use(context, vim['id'])
     except nfvo.VimInUseException:
         in_use = True
-        ids.update(_vnfs_on_vim(context, vim['id']))
-    ids.discard(vnf_instance.id)
-    return in_use, sorted(ids)
+        users.update(_vnfs_on_vim(context, vim['id']))
+    users.pop(vnf_instance.id, None)
+    return in_use, v2_mapping.shown_users(users, vim['tenant_id'])
 
 
 def _v2_instances_on_vim(context, vim, own_id):
-    """Ids of the v2 VNF instances on the VIM (v2_mapping.instances_on_vim)
-    from Tacker's VnfInstanceV2 rows, and from the operation parameters
-    of unfinished operations, in every project. Only vimConnectionInfo is
-    read, as stored (credentials may be encrypted; none is used)."""
+    """{id: project} of the v2 VNF instances on the VIM
+    (v2_mapping.instances_on_vim) from Tacker's VnfInstanceV2 rows, and
+    from the operation parameters of unfinished operations, in every
+    project. Only vimConnectionInfo is read, as stored (credentials may
+    be encrypted; none is used)."""
     from tacker.sol_refactored.db.sqlalchemy import models
     instances = models.VnfInstanceV2
     occurrences = models.VnfLcmOpOccV2
-    connections = [
-        (row.id, _stored_json(row.vimConnectionInfo))
-        for row in context.session.query(
-            instances.id, instances.vimConnectionInfo).filter(
-                instances.id != own_id)]
+    projects = _v2_projects(context)
+    rows = context.session.query(
+        instances.id, instances.vnfdId, instances.vimConnectionInfo).filter(
+            instances.id != own_id).all()
+    owners = {row.id: projects.get(row.vnfdId) for row in rows}
+    connections = [(row.id, owners[row.id],
+                    _stored_json(row.vimConnectionInfo)) for row in rows]
     for row in context.session.query(
             occurrences.vnfInstanceId, occurrences.operationParams).filter(
                 occurrences.vnfInstanceId != own_id,
@@ -463,9 +469,23 @@ def _v2_instances_on_vim(context, vim, own_id):
         params = _stored_json(row.operationParams)
         if isinstance(params, dict):
             connections.append((row.vnfInstanceId,
+                                owners.get(row.vnfInstanceId),
                                 params.get('vimConnectionInfo')))
     return v2_mapping.instances_on_vim(connections, vim['id'],
-                                       vim.get('auth_url'))
+                                       vim.get('auth_url'), vim['tenant_id'])
+
+
+def _v2_projects(context):
+    """{vnfd id: project} of the VNF packages: a v2 instance belongs to
+    the project of its package. Tacker v2 keeps no project with an
+    instance, and its create finds a user only the packages of the
+    user's project (VnfPackageVnfd.get_by_id)."""
+    from tacker.db.db_sqlalchemy import models
+    vnfds, packages = models.VnfPackageVnfd, models.VnfPackage
+    query = context.session.query(vnfds.vnfd_id, packages.tenant_id).join(
+        packages, packages.id == vnfds.package_uuid).filter(
+            vnfds.deleted == '0')
+    return {row.vnfd_id: row.tenant_id for row in query}
 
 
 # The states of a v2 operation that may still change the VNF.
@@ -514,9 +534,9 @@ def delete_kubernetes_vim(context, vnf_instance, name):
                      'not named %s', vim['name'], vim_id,
                      vnf_instance.id, name)
             continue
-        in_use, users = _vim_users(context, plugin, vim, vnf_instance)
+        in_use, shown = _vim_users(context, plugin, vim, vnf_instance)
         if in_use:
-            error = _still_used(name, vim_id, users)
+            error = _still_used(name, vim_id, shown)
             break
         try:
             plugin.delete_vim(context, vim_id)
@@ -524,7 +544,8 @@ def delete_kubernetes_vim(context, vnf_instance, name):
             dropped.append(info)
             continue
         except nfvo.VimInUseException:  # a v1 VNF came in the meantime
-            error = _still_used(name, vim_id, _vnfs_on_vim(context, vim_id))
+            error = _still_used(name, vim_id, v2_mapping.shown_users(
+                _vnfs_on_vim(context, vim_id), vim['tenant_id']))
             break
         except Exception as failure:
             error = exceptions.MgmtDriverError(
@@ -552,15 +573,16 @@ def _still_used(name, vim_id, users):
 
 
 def _vnfs_on_vim(context, vim_id):
-    """Ids of the VNFs Tacker counts as using the VIM (best effort)."""
+    """{id: project} of the VNFs Tacker counts as using the VIM (best
+    effort)."""
     try:
         from tacker.db.vnfm import vnfm_db
         query = context.session.query(vnfm_db.VNF).filter_by(
             vim_id=vim_id, deleted_at=datetime.datetime.min)
-        return sorted(vnf.id for vnf in query)
+        return {vnf.id: vnf.tenant_id for vnf in query}
     except Exception:
         LOG.debug('Could not list the VNFs of VIM %s', vim_id, exc_info=True)
-        return []
+        return {}
 
 
 def _vim_error_reason(error, *secrets):

@@ -507,13 +507,29 @@ def uses_vim(vim_connection_info, vim_id, endpoint):
     return False
 
 
-def instances_on_vim(connections, vim_id, endpoint):
-    """Sorted ids of the v2 VNF instances on the VIM, from (instance id,
-    vimConnectionInfo) pairs: an instance's own, and those of its
-    unfinished operations (a CNF whose instantiate failed midway has
-    resources on the cluster, its VIM only in the request)."""
-    return sorted({instance_id for instance_id, infos in connections
-                   if uses_vim(infos, vim_id, endpoint)})
+def instances_on_vim(connections, vim_id, endpoint, project):
+    """{id: project} of the v2 VNF instances on the VIM ``vim_id`` of
+    ``project``, from (instance id, its project, vimConnectionInfo)
+    triples: an instance's own, and those of its unfinished operations (a
+    CNF whose instantiate failed midway has resources on the cluster, its
+    VIM only in the request). An entry by vimId counts in any project; an
+    inline entry only in the VIM's own: another project's private network
+    may have an API server at the same address."""
+    return {instance_id: owner for instance_id, owner, infos in connections
+            if uses_vim(infos, vim_id,
+                        endpoint if owner == project else None)}
+
+
+def shown_users(users, project):
+    """The VNF instances using a VIM of ``project`` ({id: project}) as a
+    message names them: the ids of the project's own, sorted; of the
+    others only how many there are (their ids are another project's)."""
+    own = sorted(instance_id for instance_id, owner in users.items()
+                 if owner == project)
+    foreign = len(users) - len(own)
+    if foreign:
+        own.append('%d VNF instance(s) of another project' % foreign)
+    return own
 
 
 # -- the result ------------------------------------------------------------

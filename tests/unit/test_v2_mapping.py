@@ -451,14 +451,46 @@ def test_inline_entries_match_nothing_without_the_vims_endpoint():
                                K8S_VIM_ID, None)
 
 
+OWN, OTHER = 'project-a', 'project-b'
+
+
 def test_the_instances_on_a_vim_are_named_once_each():
-    connections = [('cnf-b', {'vim1': inline(K8S_URL)}),
-                   ('cnf-a', {'vim1': registered(K8S_VIM_ID)}),
-                   ('cnf-a', {'vim1': registered(K8S_VIM_ID)}),  # its op
-                   ('vnf-c', v2.vnf_instance()['vimConnectionInfo']),
-                   ('cnf-d', None)]
-    assert v2_mapping.instances_on_vim(connections, K8S_VIM_ID, K8S_URL) \
-        == ['cnf-a', 'cnf-b']
+    connections = [('cnf-b', OWN, {'vim1': inline(K8S_URL)}),
+                   ('cnf-a', OWN, {'vim1': registered(K8S_VIM_ID)}),
+                   ('cnf-a', OWN, {'vim1': registered(K8S_VIM_ID)}),  # op
+                   ('vnf-c', OWN, v2.vnf_instance()['vimConnectionInfo']),
+                   ('cnf-d', OWN, None)]
+    assert v2_mapping.instances_on_vim(connections, K8S_VIM_ID, K8S_URL,
+                                       OWN) == {'cnf-a': OWN, 'cnf-b': OWN}
+
+
+@pytest.mark.parametrize('owner, infos, uses', [
+    (OWN, {'vim1': inline(K8S_URL)}, True),
+    (OWN, {'vim1': registered(K8S_VIM_ID)}, True),
+    # Another project's private network may have an API server at the
+    # same address: its inline entries are its own business.
+    (OTHER, {'vim1': inline(K8S_URL)}, False),
+    (None, {'vim1': inline(K8S_URL)}, False),  # its package is gone
+    # A VIM named by its id is this one, in whatever project.
+    (OTHER, {'vim1': registered(K8S_VIM_ID)}, True),
+    (None, {'vim1': {'vimId': K8S_VIM_ID, 'vimType': 'kubernetes'}}, True),
+    (OTHER, {'vim1': registered('other-vim', endpoint=K8S_URL)}, False),
+])
+def test_inline_entries_count_only_in_the_vims_project(owner, infos, uses):
+    found = v2_mapping.instances_on_vim([('cnf', owner, infos)],
+                                        K8S_VIM_ID, K8S_URL, OWN)
+    assert found == ({'cnf': owner} if uses else {})
+
+
+@pytest.mark.parametrize('users, shown', [
+    ({}, []),
+    ({'cnf-b': OWN, 'cnf-a': OWN}, ['cnf-a', 'cnf-b']),
+    ({'cnf-x': OTHER}, ['1 VNF instance(s) of another project']),
+    ({'cnf-x': OTHER, 'cnf-y': None, 'cnf-a': OWN},
+     ['cnf-a', '2 VNF instance(s) of another project']),
+])
+def test_another_projects_instances_are_counted_not_named(users, shown):
+    assert v2_mapping.shown_users(users, OWN) == shown
 
 
 def test_with_state_sets_and_removes_the_one_key():
