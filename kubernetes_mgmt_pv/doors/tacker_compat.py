@@ -289,7 +289,7 @@ def register_kubernetes_vim(context, vnf_instance, name, auth_url,
             _stored_credentials(context, plugin, vim_id), bearer_token,
             ssl_ca_cert)
         if changed:
-            _update_credentials(context, plugin, name, vim, bearer_token,
+            _update_credentials(context, plugin, name, vim_id, bearer_token,
                                 ssl_ca_cert)
             LOG.info('Kubernetes VIM %s (%s) for %s: %s changed, updated',
                      name, vim_id, shown_url, ' and '.join(
@@ -339,14 +339,13 @@ def _stored_credentials(context, plugin, vim_id):
         return None
 
 
-def _update_credentials(context, plugin, name, vim, bearer_token,
+def _update_credentials(context, plugin, name, vim_id, bearer_token,
                         ssl_ca_cert):
     """Replace token and CA of the VIM through NfvoPlugin.update_vim, as
     Tacker's API does: Tacker checks them against the cluster, encrypts
     them with a new key and deletes the old key. Both are always given:
     a credential left out would be re-checked in its encrypted form."""
     from tacker.extensions import nfvo
-    vim_id = vim['id']
     body = {'vim': {'auth_cred': {'bearer_token': bearer_token,
                                   'ssl_ca_cert': ssl_ca_cert}}}
     try:
@@ -358,7 +357,8 @@ def _update_credentials(context, plugin, name, vim, bearer_token,
             'that VNF(s) are deployed on (%s). Terminate them, or update '
             'the VIM with "openstack vim set", then retry.' % (
                 name, vim_id, ', '.join(v2_mapping.shown_users(
-                    _vnfs_on_vim(context, vim_id), vim['tenant_id'])) or
+                    _vnfs_on_vim(context, vim_id), plugin.get_vim(
+                        context, vim_id)['tenant_id'])) or
                 'see "openstack vnflcm list"')) from error
     except Exception as error:
         raise exceptions.MgmtDriverError(
@@ -518,43 +518,15 @@ def delete_kubernetes_vim(context, vnf_instance, name):
     candidates = _instance_vims(context, vnf_instance, name)
     if not candidates:
         return False
-    plugin = nfvo_plugin()
-    from tacker.extensions import nfvo
     dropped, deleted, error = [], False, None
     for vim_id, info in candidates:
-        try:
-            vim = plugin.get_vim(context, vim_id)
-        except nfvo.VimNotFoundException:
-            LOG.info('Kubernetes VIM %s of VNF instance %s is already gone',
-                     vim_id, vnf_instance.id)
+        outcome, error = _delete_candidate(context, vnf_instance, name,
+                                           vim_id)
+        if error is not None:
+            break
+        if outcome != _KEPT:
             dropped.append(info)
-            continue
-        if vim['name'] != name:
-            LOG.info('Keeping Kubernetes VIM %s (%s) of VNF instance %s: '
-                     'not named %s', vim['name'], vim_id,
-                     vnf_instance.id, name)
-            continue
-        in_use, shown = _vim_users(context, plugin, vim, vnf_instance)
-        if in_use:
-            error = _still_used(name, vim_id, shown)
-            break
-        try:
-            plugin.delete_vim(context, vim_id)
-        except nfvo.VimNotFoundException:
-            dropped.append(info)
-            continue
-        except nfvo.VimInUseException:  # a v1 VNF came in the meantime
-            error = _still_used(name, vim_id, v2_mapping.shown_users(
-                _vnfs_on_vim(context, vim_id), vim['tenant_id']))
-            break
-        except Exception as failure:
-            error = exceptions.MgmtDriverError(
-                'Deleting the Kubernetes VIM %r (%s) in Tacker failed: %s' % (
-                    name, vim_id, _vim_error_reason(failure)))
-            break
-        LOG.info('Deleted Kubernetes VIM %s (%s)', name, vim_id)
-        dropped.append(info)
-        deleted = True
+        deleted = deleted or outcome == _DELETED
     kept = [info for info in infos if info not in dropped]
     if len(kept) != len(infos):
         vnf_instance.vim_connection_info = kept
@@ -562,6 +534,44 @@ def delete_kubernetes_vim(context, vnf_instance, name):
     if error is not None:
         raise error
     return deleted
+
+
+# What became of a candidate VIM of delete_kubernetes_vim.
+_KEPT, _GONE, _DELETED = 'kept', 'gone', 'deleted'
+
+
+def _delete_candidate(context, vnf_instance, name, vim_id):
+    """(_KEPT, _GONE or _DELETED, the error that stops the deletion or
+    None) of the candidate VIM ``vim_id``: kept when not named ``name``
+    or in use."""
+    plugin = nfvo_plugin()
+    from tacker.extensions import nfvo
+    try:
+        vim = plugin.get_vim(context, vim_id)
+    except nfvo.VimNotFoundException:
+        LOG.info('Kubernetes VIM %s of VNF instance %s is already gone',
+                 vim_id, vnf_instance.id)
+        return _GONE, None
+    if vim['name'] != name:
+        LOG.info('Keeping Kubernetes VIM %s (%s) of VNF instance %s: '
+                 'not named %s', vim['name'], vim_id, vnf_instance.id, name)
+        return _KEPT, None
+    in_use, shown = _vim_users(context, plugin, vim, vnf_instance)
+    if in_use:
+        return _KEPT, _still_used(name, vim_id, shown)
+    try:
+        plugin.delete_vim(context, vim_id)
+    except nfvo.VimNotFoundException:
+        return _GONE, None
+    except nfvo.VimInUseException:  # a v1 VNF came in the meantime
+        return _KEPT, _still_used(name, vim_id, v2_mapping.shown_users(
+            _vnfs_on_vim(context, vim_id), vim['tenant_id']))
+    except Exception as failure:
+        return _KEPT, exceptions.MgmtDriverError(
+            'Deleting the Kubernetes VIM %r (%s) in Tacker failed: %s' % (
+                name, vim_id, _vim_error_reason(failure)))
+    LOG.info('Deleted Kubernetes VIM %s (%s)', name, vim_id)
+    return _DELETED, None
 
 
 def _still_used(name, vim_id, users):
