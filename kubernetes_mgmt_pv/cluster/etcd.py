@@ -7,6 +7,11 @@ client certificate kubeadm leaves on every control-plane node
 runtime and no running etcd pod name, and only speaks etcd's v3 API, which
 etcd 3.3 to 3.5 clients and servers share.
 
+The health check changes nothing on the Master, so it does not install
+etcdctl: it asks etcd's own HTTP API over the client port with curl and
+the same certificate (the member list, then each member's ``/health``),
+and is skipped, saying so, on a Master without curl.
+
 Members are matched exactly, by name and peer URL together, never by a
 substring: removing master1 leaves master10 alone. A learner (a
 non-voting member kubeadm's join adds and then promotes) is no Master's
@@ -14,8 +19,10 @@ member until promoted: its join did not finish.
 """
 
 import collections
+import ipaddress
 import json
 import time
+import urllib.parse
 
 from kubernetes_mgmt_pv import exceptions
 
@@ -139,7 +146,105 @@ def remove_member(executor, member_id, attempts=5, backoff=1.0):
         time.sleep(backoff * 2 ** attempt)
 
 
+# -- the health check, over etcd's HTTP API --------------------------------
+
+LOCAL_API = 'https://127.0.0.1:2379'
+# Seconds a member has to answer, as etcdctl's dial timeout.
+HEALTH_TIMEOUT = 5
+_CURL = ['curl', '--silent', '--show-error', '--max-time',
+         str(HEALTH_TIMEOUT), '--cacert', '%s/ca.crt' % PKI,
+         '--cert', '%s/healthcheck-client.crt' % PKI,
+         '--key', '%s/healthcheck-client.key' % PKI]
+# The HTTP status of each member's /health, one line per URL ("000": no
+# answer); the URLs are its arguments.
+_HEALTH_SCRIPT = ('for url do %s --output /dev/null --write-out '
+                  '"%%{http_code}\n" "$url/health"; done'
+                  % ' '.join(_CURL))
+_NOT_FOUND = 127  # the shell's exit status for a missing command
+_SHOWN = 80  # characters of a VM's text an error shows
+
+
+def member_list_command():
+    """The argv asking the local member for the members (etcd's gRPC
+    gateway: POST /v3/cluster/member/list)."""
+    return _CURL + ['--data', '{}', LOCAL_API + '/v3/cluster/member/list']
+
+
+def parse_api_members(output):
+    """[(name, client URLs)] of the gateway's member list: VM text,
+    checked like user input."""
+    try:
+        listed = json.loads(output)['members']
+        return [(str(member.get('name') or ''),
+                 tuple(str(url) for url in member.get('clientURLs') or ()))
+                for member in listed]
+    except (ValueError, KeyError, TypeError, AttributeError):
+        raise exceptions.ClusterInstallError(
+            'etcd\'s member list is not the JSON of its API: %r'
+            % output[:_SHOWN])
+
+
+def health_urls(members):
+    """({name: the client URL asked}, [problem]): each member's first
+    client URL, which must be https://<IP>:<port>; a member without one
+    never started."""
+    urls, problems = {}, []
+    for name, client_urls in members:
+        shown = name[:_SHOWN] or 'unnamed'
+        if not client_urls:
+            problems.append('%s has no client URL (never started)' % shown)
+        elif not _is_ip_url(client_urls[0]):
+            problems.append('%s has client URL %r, not https://<IP>:<port>'
+                            % (shown, client_urls[0][:_SHOWN]))
+        else:
+            urls[shown] = client_urls[0]
+    return urls, problems
+
+
+def _is_ip_url(url):
+    """Whether ``url`` is exactly https://<IP>:<port> (no user, path or
+    query: it is put in front of /health)."""
+    try:
+        parts = urllib.parse.urlsplit(url)
+        address = ipaddress.ip_address(parts.hostname or '')
+        port = parts.port
+    except ValueError:
+        return False
+    host = '[%s]' % address if address.version == 6 else str(address)
+    return port is not None and url == 'https://%s:%d' % (host, port)
+
+
+def unhealthy(urls, output):
+    """[problem] of the members whose /health did not answer 200, from
+    the status lines of _HEALTH_SCRIPT for ``urls`` ({name: URL})."""
+    codes = output.split()
+    if len(codes) != len(urls) or not all(
+            code.isdigit() and len(code) == 3 for code in codes):
+        return ['the health of %d member(s) was not read: %r'
+                % (len(urls), output[:_SHOWN])]
+    return ['%s (%s) %s' % (name, url, 'does not answer' if code == '000'
+                            else 'answers HTTP %s' % code)
+            for (name, url), code in zip(urls.items(), codes)
+            if code != '200']
+
+
 def check_health(executor):
-    """Every member answers (etcdctl exits non-zero otherwise)."""
-    executor.run(etcdctl('endpoint', 'health', '--cluster'), sudo=True,
-                 description='etcdctl endpoint health --cluster')
+    """Fail unless every member answers healthy on its client URL, as
+    ``etcdctl endpoint health --cluster`` checks, with curl (nothing
+    installed); False when the Master has no curl (not checked)."""
+    listing = executor.run(member_list_command(), sudo=True, check=False,
+                           description='etcd member list (curl)')
+    if listing.exit_status == _NOT_FOUND:
+        return False
+    if not listing.ok:
+        raise executor.failure('etcd member list (curl)', listing)
+    urls, problems = health_urls(parse_api_members(listing.stdout))
+    if urls:
+        answers = executor.run(['sh', '-c', _HEALTH_SCRIPT, 'sh'] +
+                               list(urls.values()), sudo=True, check=False,
+                               description='etcd health of each member')
+        problems += unhealthy(urls, answers.stdout)
+    if problems:
+        raise exceptions.ClusterInstallError(
+            'etcd members not healthy: %s' % '; '.join(problems))
+    return True

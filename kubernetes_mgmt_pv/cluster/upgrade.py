@@ -165,13 +165,19 @@ class _Upgrade(object):
             self.package_version, api_nodes, host_facts)
 
     def _etcd_problems(self, leader):
-        """etcd's health as a refusal: every member must answer."""
+        """etcd's health as a refusal: every member must answer. Asked
+        without installing anything (the check of _start changes no
+        host); not checked, with a note, on a Master without curl."""
         try:
             with step_report.step(leader.host, 'etcd check'):
-                self.flow.etcd_session(leader, self.report)
-                etcd.check_health(leader)
+                checked = etcd.check_health(leader)
         except exceptions.StepError as error:
             return [('cluster', 'etcd is not healthy: %s' % error.reason)]
+        if not checked:
+            LOG.warning('%s has no curl: etcd\'s health was not checked',
+                        leader.host)
+            self.report.record(leader.host, 'etcd check', False,
+                               'not checked: no curl on the Master')
         return []
 
     # -- one node -------------------------------------------------------------

@@ -407,7 +407,9 @@ def _update_credentials(context, plugin, name, vim_id, bearer_token,
             'cluster at this address, and Tacker refuses to update a VIM '
             'that VNF(s) are deployed on (%s). Terminate them, or update '
             'the VIM with "openstack vim set", then retry.' % (
-                name, vim_id, ', '.join(_vnfs_on_vim(context, vim_id)) or
+                name, vim_id, ', '.join(v2_mapping.shown_users(
+                    _vnfs_on_vim(context, vim_id), plugin.get_vim(
+                        context, vim_id)['tenant_id'])) or
                 'see "openstack vnflcm list"')) from error
     except Exception as error:
         raise exceptions.MgmtDriverError(
@@ -471,42 +473,46 @@ def kubernetes_vim_users(context, vnf_instance, name):
             continue
         if vim['name'] != name:
             continue
-        in_use, ids = _vim_users(context, plugin, vim, vnf_instance)
+        in_use, shown = _vim_users(context, plugin, vim, vnf_instance)
         if in_use:
-            users[vim_id] = ids
+            users[vim_id] = shown
     return users
 
 
 def _vim_users(context, plugin, vim, vnf_instance):
-    """(in use, sorted ids of the VNF instances on the VIM ``vim``) but
-    for ``vnf_instance`` itself: v1's as NfvoPlugin counts them (its
-    "vnf" rows; in use with no ids when they cannot be listed), v2's by
-    their vimConnectionInfo, which NfvoPlugin never reads."""
+    """(in use, the VNF instances on the VIM ``vim`` as a message names
+    them, v2_mapping.shown_users) but for ``vnf_instance`` itself: v1's
+    as NfvoPlugin counts them (its "vnf" rows; in use with no ids when
+    they cannot be listed), v2's by their vimConnectionInfo, which
+    NfvoPlugin never reads."""
     from tacker.extensions import nfvo
-    ids = set(_v2_instances_on_vim(context, vim, vnf_instance.id))
-    in_use = bool(ids)
+    users = _v2_instances_on_vim(context, vim, vnf_instance.id)
+    in_use = bool(users)
     try:
         plugin.is_vim_still_in_use(context, vim['id'])
     except nfvo.VimInUseException:
         in_use = True
-        ids.update(_vnfs_on_vim(context, vim['id']))
-    ids.discard(vnf_instance.id)
-    return in_use, sorted(ids)
+        users.update(_vnfs_on_vim(context, vim['id']))
+    users.pop(vnf_instance.id, None)
+    return in_use, v2_mapping.shown_users(users, vim['tenant_id'])
 
 
 def _v2_instances_on_vim(context, vim, own_id):
-    """Ids of the v2 VNF instances on the VIM (v2_mapping.instances_on_vim)
-    from Tacker's VnfInstanceV2 rows, and from the operation parameters
-    of unfinished operations, in every project. Only vimConnectionInfo is
-    read, as stored (credentials may be encrypted; none is used)."""
+    """{id: project} of the v2 VNF instances on the VIM
+    (v2_mapping.instances_on_vim) from Tacker's VnfInstanceV2 rows, and
+    from the operation parameters of unfinished operations, in every
+    project. Only vimConnectionInfo is read, as stored (credentials may
+    be encrypted; none is used)."""
     from tacker.sol_refactored.db.sqlalchemy import models
     instances = models.VnfInstanceV2
     occurrences = models.VnfLcmOpOccV2
-    connections = [
-        (row.id, _stored_json(row.vimConnectionInfo))
-        for row in context.session.query(
-            instances.id, instances.vimConnectionInfo).filter(
-                instances.id != own_id)]
+    projects = _v2_projects(context)
+    rows = context.session.query(
+        instances.id, instances.vnfdId, instances.vimConnectionInfo).filter(
+            instances.id != own_id).all()
+    owners = {row.id: projects.get(row.vnfdId) for row in rows}
+    connections = [(row.id, owners[row.id],
+                    _stored_json(row.vimConnectionInfo)) for row in rows]
     for row in context.session.query(
             occurrences.vnfInstanceId, occurrences.operationParams).filter(
                 occurrences.vnfInstanceId != own_id,
@@ -514,9 +520,23 @@ def _v2_instances_on_vim(context, vim, own_id):
         params = _stored_json(row.operationParams)
         if isinstance(params, dict):
             connections.append((row.vnfInstanceId,
+                                owners.get(row.vnfInstanceId),
                                 params.get('vimConnectionInfo')))
     return v2_mapping.instances_on_vim(connections, vim['id'],
-                                       vim.get('auth_url'))
+                                       vim.get('auth_url'), vim['tenant_id'])
+
+
+def _v2_projects(context):
+    """{vnfd id: project} of the VNF packages: a v2 instance belongs to
+    the project of its package. Tacker v2 keeps no project with an
+    instance, and its create finds a user only the packages of the
+    user's project (VnfPackageVnfd.get_by_id)."""
+    from tacker.db.db_sqlalchemy import models
+    vnfds, packages = models.VnfPackageVnfd, models.VnfPackage
+    query = context.session.query(vnfds.vnfd_id, packages.tenant_id).join(
+        packages, packages.id == vnfds.package_uuid).filter(
+            vnfds.deleted == '0')
+    return {row.vnfd_id: row.tenant_id for row in query}
 
 
 # The states of a v2 operation that may still change the VNF.
@@ -549,42 +569,15 @@ def delete_kubernetes_vim(context, vnf_instance, name):
     candidates = _instance_vims(context, vnf_instance, name)
     if not candidates:
         return False
-    plugin = nfvo_plugin()
-    from tacker.extensions import nfvo
     dropped, deleted, error = [], False, None
     for vim_id, info in candidates:
-        try:
-            vim = plugin.get_vim(context, vim_id)
-        except nfvo.VimNotFoundException:
-            LOG.info('Kubernetes VIM %s of VNF instance %s is already gone',
-                     vim_id, vnf_instance.id)
+        outcome, error = _delete_candidate(context, vnf_instance, name,
+                                           vim_id)
+        if error is not None:
+            break
+        if outcome != _KEPT:
             dropped.append(info)
-            continue
-        if vim['name'] != name:
-            LOG.info('Keeping Kubernetes VIM %s (%s) of VNF instance %s: '
-                     'not named %s', vim['name'], vim_id,
-                     vnf_instance.id, name)
-            continue
-        in_use, users = _vim_users(context, plugin, vim, vnf_instance)
-        if in_use:
-            error = _still_used(name, vim_id, users)
-            break
-        try:
-            plugin.delete_vim(context, vim_id)
-        except nfvo.VimNotFoundException:
-            dropped.append(info)
-            continue
-        except nfvo.VimInUseException:  # a v1 VNF came in the meantime
-            error = _still_used(name, vim_id, _vnfs_on_vim(context, vim_id))
-            break
-        except Exception as failure:
-            error = exceptions.MgmtDriverError(
-                'Deleting the Kubernetes VIM %r (%s) in Tacker failed: %s' % (
-                    name, vim_id, _vim_error_reason(failure)))
-            break
-        LOG.info('Deleted Kubernetes VIM %s (%s)', name, vim_id)
-        dropped.append(info)
-        deleted = True
+        deleted = deleted or outcome == _DELETED
     kept = [info for info in infos if info not in dropped]
     if len(kept) != len(infos):
         vnf_instance.vim_connection_info = kept
@@ -592,6 +585,44 @@ def delete_kubernetes_vim(context, vnf_instance, name):
     if error is not None:
         raise error
     return deleted
+
+
+# What became of a candidate VIM of delete_kubernetes_vim.
+_KEPT, _GONE, _DELETED = 'kept', 'gone', 'deleted'
+
+
+def _delete_candidate(context, vnf_instance, name, vim_id):
+    """(_KEPT, _GONE or _DELETED, the error that stops the deletion or
+    None) of the candidate VIM ``vim_id``: kept when not named ``name``
+    or in use."""
+    plugin = nfvo_plugin()
+    from tacker.extensions import nfvo
+    try:
+        vim = plugin.get_vim(context, vim_id)
+    except nfvo.VimNotFoundException:
+        LOG.info('Kubernetes VIM %s of VNF instance %s is already gone',
+                 vim_id, vnf_instance.id)
+        return _GONE, None
+    if vim['name'] != name:
+        LOG.info('Keeping Kubernetes VIM %s (%s) of VNF instance %s: '
+                 'not named %s', vim['name'], vim_id, vnf_instance.id, name)
+        return _KEPT, None
+    in_use, shown = _vim_users(context, plugin, vim, vnf_instance)
+    if in_use:
+        return _KEPT, _still_used(name, vim_id, shown)
+    try:
+        plugin.delete_vim(context, vim_id)
+    except nfvo.VimNotFoundException:
+        return _GONE, None
+    except nfvo.VimInUseException:  # a v1 VNF came in the meantime
+        return _KEPT, _still_used(name, vim_id, v2_mapping.shown_users(
+            _vnfs_on_vim(context, vim_id), vim['tenant_id']))
+    except Exception as failure:
+        return _KEPT, exceptions.MgmtDriverError(
+            'Deleting the Kubernetes VIM %r (%s) in Tacker failed: %s' % (
+                name, vim_id, _vim_error_reason(failure)))
+    LOG.info('Deleted Kubernetes VIM %s (%s)', name, vim_id)
+    return _DELETED, None
 
 
 def _still_used(name, vim_id, users):
@@ -603,15 +634,16 @@ def _still_used(name, vim_id, users):
 
 
 def _vnfs_on_vim(context, vim_id):
-    """Ids of the VNFs Tacker counts as using the VIM (best effort)."""
+    """{id: project} of the VNFs Tacker counts as using the VIM (best
+    effort)."""
     try:
         from tacker.db.vnfm import vnfm_db
         query = context.session.query(vnfm_db.VNF).filter_by(
             vim_id=vim_id, deleted_at=datetime.datetime.min)
-        return sorted(vnf.id for vnf in query)
+        return {vnf.id: vnf.tenant_id for vnf in query}
     except Exception:
         LOG.debug('Could not list the VNFs of VIM %s', vim_id, exc_info=True)
-        return []
+        return {}
 
 
 def _vim_error_reason(error, *secrets):

@@ -134,17 +134,7 @@ def run(script_dict, secrets, progress, driver_factory=V2Driver):
     refused the request's parameters before any step (``refused``).
     """
     operation = script_dict['operation']
-    if not v2_mapping.runs(operation):
-        LOG.info('%s: not a hook of this driver, nothing to do', operation)
-        return {}
-    if operation.endswith('_start') and operation in progress.get('done', ()):
-        LOG.info('%s: done before this retry, skipped', operation)
-        return {}
-    if operation in v2_mapping.ROLLBACK_HOOKS and progress.get('refused'):
-        # Its parameters would be refused again: the rollback could never
-        # end, with nothing of the driver's to undo.
-        LOG.info('%s: %s refused the parameters before any change, nothing '
-                 'to roll back', operation, progress['refused'])
+    if _skipped(operation, progress):
         return {}
     inst = script_dict['vnf_instance']
     req = script_dict.get('request') or {}
@@ -172,18 +162,33 @@ def run(script_dict, secrets, progress, driver_factory=V2Driver):
     if operation in v2_upgrade.HOOKS:
         return _package_change(script_dict, state, root, progress,
                                driver_factory)
-    aliases, kwargs = None, {}
-    if operation == 'heal_start' and req.get('vnfcInstanceId'):
-        progress['healing'] = v2_mapping.healed_vnfcs(inst, req)
-    elif operation == 'heal_end':
-        aliases = v2_mapping.healed_aliases(inst, progress.get('healing'))
-    elif operation == 'scale_start' and req.get('type') == 'SCALE_IN':
-        kwargs['scale_out_id_list'] = v2_mapping.removed_member_stacks(
-            inst, script_dict.get('grant_request'))
-    elif (operation == 'scale_end' and req.get('type') == 'SCALE_OUT' and
-          root is not None):
-        kwargs['scale_out_id_list'] = v2_mapping.aspect_member_stacks(
-            inst, root, req.get('aspectId'))
+    return _feature_hook(script_dict, state, root, progress, driver_factory)
+
+
+def _skipped(operation, progress):
+    """Whether the hook has nothing to do, before its input is read: not
+    a hook of this driver, a ``_start`` hook done before this retry, or
+    the rollback of parameters refused before any change."""
+    if not v2_mapping.runs(operation):
+        LOG.info('%s: not a hook of this driver, nothing to do', operation)
+        return True
+    if operation.endswith('_start') and operation in progress.get('done', ()):
+        LOG.info('%s: done before this retry, skipped', operation)
+        return True
+    if operation in v2_mapping.ROLLBACK_HOOKS and progress.get('refused'):
+        # Its parameters would be refused again: the rollback could never
+        # end, with nothing of the driver's to undo.
+        LOG.info('%s: %s refused the parameters before any change, nothing '
+                 'to roll back', operation, progress['refused'])
+        return True
+    return False
+
+
+def _feature_hook(script_dict, state, root, progress, driver_factory):
+    """The features' hook of ``script_dict`` run by the driver."""
+    operation, inst = script_dict['operation'], script_dict['vnf_instance']
+    req = script_dict.get('request') or {}
+    aliases, kwargs = _hook_arguments(script_dict, root, progress)
     driver = driver_factory(script_dict, state)
     if operation == 'scale_rollback_start':
         kwargs['scale_name_list'] = v2_mapping.rolled_back_members(
@@ -211,6 +216,26 @@ def run(script_dict, secrets, progress, driver_factory=V2Driver):
     progress.setdefault('done', []).append(operation)
     return {'vnf_instance': v2_mapping.with_state(
         inst, _next_state(operation, state, root, driver, inst))}
+
+
+def _hook_arguments(script_dict, root, progress):
+    """(aliases of the healed VNFCs, the hook's keyword arguments): what
+    v2's dicts tell of a heal's or scale's VMs, as v1 hands them."""
+    operation, inst = script_dict['operation'], script_dict['vnf_instance']
+    req = script_dict.get('request') or {}
+    aliases, kwargs = None, {}
+    if operation == 'heal_start' and req.get('vnfcInstanceId'):
+        progress['healing'] = v2_mapping.healed_vnfcs(inst, req)
+    elif operation == 'heal_end':
+        aliases = v2_mapping.healed_aliases(inst, progress.get('healing'))
+    elif operation == 'scale_start' and req.get('type') == 'SCALE_IN':
+        kwargs['scale_out_id_list'] = v2_mapping.removed_member_stacks(
+            inst, script_dict.get('grant_request'))
+    elif (operation == 'scale_end' and req.get('type') == 'SCALE_OUT' and
+          root is not None):
+        kwargs['scale_out_id_list'] = v2_mapping.aspect_member_stacks(
+            inst, root, req.get('aspectId'))
+    return aliases, kwargs
 
 
 def _package_change(script_dict, state, root, progress, driver_factory):

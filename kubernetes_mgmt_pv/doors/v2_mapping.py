@@ -59,19 +59,42 @@ def registers_vim(operation, root):
 # -- the saved parameters --------------------------------------------------
 
 def saved_params(root):
-    """``root`` (k8s_cluster_installation_param) without its secrets: a
-    proxy URL with user info is saved as None (withheld), which later
-    requests must give again."""
-    saved = copy.deepcopy(root)
-    for role in ROLES:
-        if isinstance(saved.get(role), dict):
-            saved[role].pop('password', None)
+    """``root`` (k8s_cluster_installation_param) without its secrets: no
+    key that names a secret (``is_secret_key``) at any depth, so none of
+    Tacker's sample keys (``master_node.registry_password``,
+    ``private_registry_connection_info[].password``) either; a proxy URL
+    with user info is saved as None (withheld), which later requests must
+    give again."""
+    saved = without_secret_keys(root)
     proxy = saved.get('proxy')
     if isinstance(proxy, dict):
         for key in PROXY_URLS:
             if _has_user_info(proxy.get(key)):
                 proxy[key] = None
     return saved
+
+
+# A key naming any of these holds a secret, wherever it stands.
+_SECRET_KEY_WORDS = ('password', 'passwd', 'token', 'secret')
+
+
+def is_secret_key(key):
+    """Whether the value of ``key`` is a secret: a key naming a password,
+    token or secret (``registry_password``, ``bearer_token``,
+    ``client_secret``), in any case."""
+    return isinstance(key, str) and any(
+        word in key.lower() for word in _SECRET_KEY_WORDS)
+
+
+def without_secret_keys(value):
+    """A copy of ``value`` without the secret keys of its mappings, at any
+    depth (the mappings in lists too)."""
+    if isinstance(value, dict):
+        return {key: without_secret_keys(item) for key, item in value.items()
+                if not is_secret_key(key)}
+    if isinstance(value, list):
+        return [without_secret_keys(item) for item in value]
+    return copy.deepcopy(value)
 
 
 def _withheld(saved, role, key):
@@ -173,11 +196,11 @@ def _check_unchanged(given, saved, path, errors):
     """Keys of the request that are no secret must equal the saved ones."""
     for key, value in given.items():
         here = '%s.%s' % (path, key)
-        if key in PROXY_URLS or key in ('password',) + _LOGIN_KEYS:
+        if key in PROXY_URLS or key in _LOGIN_KEYS or is_secret_key(key):
             continue
         if isinstance(value, dict) and isinstance(saved.get(key), dict):
             _check_unchanged(value, saved[key], here, errors)
-        elif saved.get(key) != value:
+        elif saved.get(key) != without_secret_keys(value):
             errors.append(exceptions.ParameterError(
                 here, 'differs from the instantiate parameters saved in '
                 'metadata.%s: they cannot change after instantiation'
@@ -186,10 +209,10 @@ def _check_unchanged(given, saved, path, errors):
 
 def secret_values(request_params, vnf_instance=None):
     """Every secret of a hook's input, hidden from its log and error: the
-    value of each password key of ``request_params`` (additionalParams,
-    the flat ``<role>_password`` keys included), the proxy URLs, and the
-    credentials of the instance's VIMs."""
-    found = _password_values(request_params)
+    value of each secret key (``is_secret_key``) of ``request_params``
+    (additionalParams, the flat ``<role>_password`` keys included), the
+    proxy URLs, and the credentials of the instance's VIMs."""
+    found = _secret_key_values(request_params)
     root = (request_params or {}).get(param_model.ROOT) \
         if isinstance(request_params, dict) else None
     proxy = root.get('proxy') if isinstance(root, dict) else None
@@ -198,32 +221,32 @@ def secret_values(request_params, vnf_instance=None):
             url = proxy.get(key)
             if isinstance(url, str) and url:
                 found += [url] + list(redaction.url_secrets(url))
-    vims = ((vnf_instance or {}).get('vimConnectionInfo') or {}).values()
-    for vim in vims:
-        access = vim.get('accessInfo') if isinstance(vim, dict) else None
-        if isinstance(access, dict):
-            found += [access.get(key) for key in _VIM_SECRET_KEYS]
+    found += _secret_key_values((vnf_instance or {}).get('vimConnectionInfo'))
     return list(dict.fromkeys(value for value in found
                               if isinstance(value, str) and value))
 
 
-_VIM_SECRET_KEYS = ('password', 'bearer_token', 'bearerToken',
-                    'client_secret')
-
-
-def _password_values(value):
-    """The values of the keys naming a password, at any depth."""
+def _secret_key_values(value):
+    """The values of the secret keys, at any depth (the strings in a
+    secret key's mapping or list too)."""
     found = []
     if isinstance(value, dict):
         for key, item in value.items():
-            if isinstance(key, str) and 'password' in key.lower():
-                found.append(item)
-            else:
-                found += _password_values(item)
+            found += _strings(item) if is_secret_key(key) \
+                else _secret_key_values(item)
     elif isinstance(value, list):
         for item in value:
-            found += _password_values(item)
+            found += _secret_key_values(item)
     return found
+
+
+def _strings(value):
+    """Every string in ``value``, at any depth."""
+    if isinstance(value, dict):
+        return [text for item in value.values() for text in _strings(item)]
+    if isinstance(value, list):
+        return [text for item in value for text in _strings(item)]
+    return [value] if isinstance(value, str) else []
 
 
 # -- the request model -----------------------------------------------------
@@ -484,13 +507,29 @@ def uses_vim(vim_connection_info, vim_id, endpoint):
     return False
 
 
-def instances_on_vim(connections, vim_id, endpoint):
-    """Sorted ids of the v2 VNF instances on the VIM, from (instance id,
-    vimConnectionInfo) pairs: an instance's own, and those of its
-    unfinished operations (a CNF whose instantiate failed midway has
-    resources on the cluster, its VIM only in the request)."""
-    return sorted({instance_id for instance_id, infos in connections
-                   if uses_vim(infos, vim_id, endpoint)})
+def instances_on_vim(connections, vim_id, endpoint, project):
+    """{id: project} of the v2 VNF instances on the VIM ``vim_id`` of
+    ``project``, from (instance id, its project, vimConnectionInfo)
+    triples: an instance's own, and those of its unfinished operations (a
+    CNF whose instantiate failed midway has resources on the cluster, its
+    VIM only in the request). An entry by vimId counts in any project; an
+    inline entry only in the VIM's own: another project's private network
+    may have an API server at the same address."""
+    return {instance_id: owner for instance_id, owner, infos in connections
+            if uses_vim(infos, vim_id,
+                        endpoint if owner == project else None)}
+
+
+def shown_users(users, project):
+    """The VNF instances using a VIM of ``project`` ({id: project}) as a
+    message names them: the ids of the project's own, sorted; of the
+    others only how many there are (their ids are another project's)."""
+    own = sorted(instance_id for instance_id, owner in users.items()
+                 if owner == project)
+    foreign = len(users) - len(own)
+    if foreign:
+        own.append('%d VNF instance(s) of another project' % foreign)
+    return own
 
 
 # -- the result ------------------------------------------------------------

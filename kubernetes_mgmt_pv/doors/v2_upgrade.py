@@ -23,6 +23,9 @@ So: _start checks (guards, the upgrade's refusals without change, the
 PVs the new package keeps); _end upgrades the nodes, then refreshes the
 Kubernetes VIM's CA and token if they changed; the rollback changes no
 node (kubeadm has no downgrade) and says which version they stay at.
+Without the cluster feature (no ``script_path``: the driver only adds
+PVs to a cluster it did not install) there is nothing to upgrade: _start
+and _end check the new package's PV manifests, which later heals use.
 """
 
 import logging
@@ -45,6 +48,22 @@ HOOKS = (START, END, ROLLBACK)
 # The door's record of the upgrade in user_script_err_handling_data.
 UPGRADE_KEY = 'upgrade'
 PV_STEP = 'PersistentVolume check'
+# What a hook of the package change does (hook_action).
+CHECK, UPGRADE, ROLL_BACK = 'check', 'upgrade', 'roll back'
+CHECK_VOLUMES, NOTHING = 'check volumes', 'nothing'
+
+
+def hook_action(operation, root):
+    """What the hook ``operation`` does with the parameters in effect
+    ``root``: the cluster's upgrade needs its install script
+    (``script_path``); without it, only the new package's PV manifests
+    are checked, and a rollback has nothing to undo."""
+    cluster = isinstance(root, dict) and root.get('script_path') is not None
+    if operation == ROLLBACK:
+        return ROLL_BACK if cluster else NOTHING
+    if not cluster:
+        return CHECK_VOLUMES
+    return CHECK if operation == START else UPGRADE
 
 
 def rollback_note(target):
@@ -70,10 +89,14 @@ def run(operation, driver, script_dict, model_instance, root, progress):
     """The hook ``operation`` of a package change; returns the upgrade
     plan (None for the rollback)."""
     request_dict = script_dict.get('request') or {}
-    if operation == ROLLBACK:
-        _roll_back(script_dict, progress)
+    action = hook_action(operation, root)
+    if action in (ROLL_BACK, NOTHING):
+        _roll_back(script_dict, progress, action)
         return None
     params = param_model.parse({param_model.ROOT: root})
+    if action == CHECK_VOLUMES:
+        _check_new_volumes(operation, script_dict, params)
+        return None
     workflow = driver.cluster.upgrade_workflow(model_instance, params)
     new_script = cluster_feature.read_package_file(
         driver.vnf_package_dir(None, model_instance), params.script_path,
@@ -83,7 +106,7 @@ def run(operation, driver, script_dict, model_instance, root, progress):
     progress[UPGRADE_KEY] = {'to': target, 'rollback': rollback_note(
         upgrade_plan.shown(upgrade_plan.parse_version(target))
         if target else 'the new version')}
-    if operation == START:
+    if action == CHECK:
         plan, _ = upgrade.upgrade_cluster(workflow, new_script, force,
                                           check_only=True)
         _check_volumes(driver, workflow, script_dict, params)
@@ -116,12 +139,29 @@ def _check_volumes(driver, workflow, script_dict, params):
                                    exceptions.MgmtDriverError(problem))
 
 
-def _roll_back(script_dict, progress):
+def _check_new_volumes(operation, script_dict, params):
+    """No cluster feature: the new package's PV manifests, read as the PV
+    feature reads them (ParameterErrors naming each bad one); no node is
+    upgraded."""
+    loaded = manifests.load(script_dict['tmp_csar_dir'],
+                            params.pv_registrations)
+    LOG.info('%s of VNF instance %s: nothing upgraded (no script_path: the '
+             'driver did not install the cluster); the new package\'s %d '
+             'PersistentVolume manifest(s) are valid', operation,
+             (script_dict.get('vnf_instance') or {}).get('id'), len(loaded))
+
+
+def _roll_back(script_dict, progress, action):
     """Nothing on the nodes: log what stays as it is."""
+    instance_id = (script_dict.get('vnf_instance') or {}).get('id')
+    if action == NOTHING:
+        LOG.info('change_current_package rollback of VNF instance %s: the '
+                 'driver upgraded nothing (no script_path), nothing to roll '
+                 'back', instance_id)
+        return
     record = progress.get(UPGRADE_KEY) or {}
     LOG.warning(
         'change_current_package rollback of VNF instance %s: no node is '
-        'changed; %s (the cluster was at %s before)',
-        (script_dict.get('vnf_instance') or {}).get('id'),
+        'changed; %s (the cluster was at %s before)', instance_id,
         record.get('rollback') or rollback_note('the new version'),
         record.get('from') or 'the old version')

@@ -5,10 +5,11 @@ repository's next-minor path, kubeadm's upgrade stand-in restarts each
 Master's control plane, the kubelet's package posts its new version.
 
 One cluster for the module, its tests in file order: a two-minor jump is
-refused before any change; then the upgrade, failed on the second Master
-by an injected kubeadm error, and run again, converges while a claim is
-Bound, a file sits on the Storage server and a probe through the VIP
-answers every second.
+refused before any change; the check installs nothing on the Masters and
+refuses while an etcd member does not answer; then the upgrade, failed
+on the second Master by an injected kubeadm error, and run again,
+converges while a claim is Bound, a file sits on the Storage server and
+a probe through the VIP answers every second.
 """
 
 import json
@@ -93,6 +94,40 @@ def test_a_two_minor_jump_is_refused_before_any_change(ha):
         before
     assert all(upgrade_calls(ha, name) == [] for name in NODES)
     assert set(kubelet_versions(ha).values()) == {OLD}
+
+
+def installed_packages(host):
+    """The host's package set, as dpkg -l lists it."""
+    return host.run("dpkg-query -W -f='${Package} ${Version} ${Status}\\n'"
+                    ).stdout.splitlines()
+
+
+def test_the_start_check_changes_no_package_and_finds_a_silent_etcd(ha):
+    """change_current_package_start changes nothing: on Masters without
+    etcdctl (a kubeadm Master has it only in the etcd image) the etcd
+    check installs none, and still refuses while a member does not
+    answer (master3's etcd frozen)."""
+    masters = [ha.host(name) for name in NODES[:3]]
+    for host in masters:
+        host.run('dpkg --purge etcd-client >/dev/null')
+    before = {name: installed_packages(ha.host(name)) for name in NODES}
+    master3 = masters[2]
+    pid = master3.run('cat /run/etcd.pid').stdout.strip()
+    master3.run('kill -STOP %s' % pid)
+    try:
+        with pytest.raises(exceptions.NodeStepError) as raised:
+            ha.upgrade(NEXT, check_only=True)
+    finally:
+        master3.run('kill -CONT %s' % pid)
+    assert {name: installed_packages(ha.host(name)) for name in NODES} == \
+        before
+    assert all(upgrade_calls(ha, name) == [] for name in NODES)
+    error = raised.value
+    assert error.step == upgrade_plan.CHECK_STEP
+    [reason] = [str(failure) for failure in error.failures.values()
+                if 'etcd is not healthy' in str(failure)]
+    assert 'master3 (https://%s:2379) does not answer' % master3.ip \
+        in reason
 
 
 def test_an_upgrade_failed_on_the_second_master_converges_on_a_rerun(ha):

@@ -10,6 +10,7 @@ import pytest
 
 pytest.importorskip('tacker.sol_refactored')
 
+from tacker.db.db_sqlalchemy import models as db_models  # noqa: E402
 from tacker.sol_refactored.common import lcm_op_occ_utils as lcmocc_utils  # noqa: E402,E501
 from tacker.sol_refactored.common import vim_utils  # noqa: E402
 from tacker.sol_refactored import objects as sol_objects  # noqa: E402
@@ -75,11 +76,29 @@ def test_registered_in_the_project_and_resolved_as_v2_resolves_it(
 # NfvoPlugin counts only v1's "vnf" rows as users of a VIM; a v2 CNF keeps
 # its VIM in its own vimConnectionInfo (by vimId, or inline).
 
-def v2_cnf(context, vim_connection_info, state='INSTANTIATED'):
-    """A v2 VNF instance saved through Tacker's v2 objects; its id."""
+def package(context, project=v1.PROJECT):
+    """The id of the VNFD of an onboarded VNF package of ``project``, as
+    Tacker's package rows keep it: a v2 instance's project is its
+    package's."""
+    package_id, vnfd_id = str(uuid.uuid4()), str(uuid.uuid4())
+    context.session.add(db_models.VnfPackage(
+        id=package_id, tenant_id=project, onboarding_state='ONBOARDED',
+        operational_state='ENABLED', usage_state='IN_USE'))
+    context.session.add(db_models.VnfPackageVnfd(
+        id=str(uuid.uuid4()), package_uuid=package_id, vnfd_id=vnfd_id,
+        vnf_provider='Company', vnf_product_name='Sample CNF',
+        vnf_software_version='1.0', vnfd_version='1.0'))
+    context.session.commit()
+    return vnfd_id
+
+
+def v2_cnf(context, vim_connection_info, state='INSTANTIATED',
+           project=v1.PROJECT):
+    """A v2 VNF instance of ``project`` saved through Tacker's v2 objects;
+    its id."""
     sol_objects.register_all()
     inst = sol_objects.VnfInstanceV2(
-        id=str(uuid.uuid4()), vnfdId=str(uuid.uuid4()),
+        id=str(uuid.uuid4()), vnfdId=package(context, project),
         vnfProvider='Company', vnfProductName='Sample CNF',
         vnfSoftwareVersion='1.0', vnfdVersion='1.0',
         instantiationState=state,
@@ -134,18 +153,28 @@ def test_v2_cnfs_by_vim_id_or_inline_endpoint_keep_the_vim(
                                            credentials[0]))
     v2_cnf(hook_context(), inline('https://192.0.2.1:6443', 'x'))
     v2_cnf(hook_context(), {}, state='NOT_INSTANTIATED')
+    # Another project: its inline entry at the same address is a cluster
+    # of its own private network; by vimId it is this VIM, unnamed.
+    v2_cnf(hook_context(), inline(kube_api.url, 'y'),
+           project=v1.OTHER_PROJECT)
+    foreign = v2_cnf(hook_context(), {'vim1': {
+        'vimId': vim_id, 'vimType': 'kubernetes'}}, project=v1.OTHER_PROJECT)
+    one_foreign = '1 VNF instance(s) of another project'
 
     driver, inst = door(openstack_vim_id, 'terminate_start')
     assert driver.vim_users(None, inst, NAME) == {
-        vim_id: sorted([by_id, by_url])}
+        vim_id: sorted([by_id, by_url]) + [one_foreign]}
     with pytest.raises(exceptions.MgmtDriverError) as refused:
         door(openstack_vim_id, 'terminate_start')[0].delete_vim(
             None, inst, NAME)
     assert vim_id in str(refused.value)
     assert by_id in str(refused.value) and by_url in str(refused.value)
+    assert one_foreign in str(refused.value)
+    assert foreign not in str(refused.value)
     assert credentials[0] not in str(refused.value)
     assert vim_id in [row['id'] for row in v1.live_vims(tacker_db)]
 
+    v2_terminated(hook_context(), foreign)
     v2_terminated(hook_context(), by_id)
     assert door(openstack_vim_id, 'terminate_start')[0].vim_users(
         None, inst, NAME) == {vim_id: [by_url]}

@@ -155,3 +155,123 @@ def test_other_removal_errors_fail_at_once():
     with pytest.raises(exceptions.RemoteCommandError):
         etcd.remove_member(persistent, 'abc', attempts=3, backoff=0)
     assert persistent.calls == 3
+
+
+# -- the health check over etcd's API (curl, nothing installed) ---------------
+
+def api_listing(*members):
+    """The gateway's member list: ids as strings, as etcd prints them."""
+    return json.dumps({'header': {'cluster_id': '1'}, 'members': [
+        dict({'ID': str(index), 'peerURLs': []}, **member)
+        for index, member in enumerate(members)]})
+
+
+M1 = {'name': 'master1', 'clientURLs': ['https://10.0.0.1:2379']}
+M2 = {'name': 'master2', 'clientURLs': ['https://10.0.0.2:2379',
+                                        'https://10.0.9.2:2379']}
+V6 = {'name': 'master6', 'clientURLs': ['https://[fd00::6]:2379']}
+
+
+@pytest.mark.parametrize('members, urls, problems', [
+    ([M1, M2], {'master1': 'https://10.0.0.1:2379',
+                'master2': 'https://10.0.0.2:2379'}, []),
+    ([V6], {'master6': 'https://[fd00::6]:2379'}, []),
+    # Added, never started: no name, no client URL.
+    ([M1, {'peerURLs': ['https://10.0.0.3:2380']}],
+     {'master1': 'https://10.0.0.1:2379'}, ['unnamed has no client URL']),
+    # VM text that is no https://<IP>:<port> is never asked.
+    ([{'name': 'x', 'clientURLs': ['https://u@10.0.0.1:2379']}], {},
+     ['x has client URL']),
+    ([{'name': 'x', 'clientURLs': ['https://10.0.0.1:2379/; reboot']}], {},
+     ['x has client URL']),
+    ([{'name': 'x', 'clientURLs': ['http://10.0.0.1:2379']}], {},
+     ['x has client URL']),
+    ([{'name': 'x', 'clientURLs': ['https://etcd.example:2379']}], {},
+     ['x has client URL']),
+    ([{'name': 'x', 'clientURLs': ['https://10.0.0.1']}], {},
+     ['x has client URL']),
+])
+def test_the_health_urls_of_the_members(members, urls, problems):
+    found, reasons = etcd.health_urls(etcd.parse_api_members(
+        api_listing(*members)))
+    assert found == urls
+    assert len(reasons) == len(problems)
+    for reason, expected in zip(reasons, problems):
+        assert reason.startswith(expected)
+
+
+@pytest.mark.parametrize('output', ['', 'not json', '{"members": 1}',
+                                    '{"header": {}}', '[]'])
+def test_an_unreadable_api_member_list_fails(output):
+    with pytest.raises(exceptions.ClusterInstallError):
+        etcd.parse_api_members(output)
+
+
+URLS = {'master1': 'https://10.0.0.1:2379', 'master2': 'https://10.0.0.2:2379'}
+
+
+@pytest.mark.parametrize('output, problems', [
+    ('200\n200\n', []),
+    ('200\n000\n', ['master2 (https://10.0.0.2:2379) does not answer']),
+    ('503\n200\n', ['master1 (https://10.0.0.1:2379) answers HTTP 503']),
+    # Fewer or unreadable lines: not read is not healthy.
+    ('200\n', ['the health of 2 member(s) was not read']),
+    ('200\nok\n', ['the health of 2 member(s) was not read']),
+    ('', ['the health of 2 member(s) was not read']),
+])
+def test_unhealthy_members(output, problems):
+    found = etcd.unhealthy(URLS, output)
+    assert [reason[:len(expected)] for reason, expected in
+            zip(found, problems)] == problems
+    assert len(found) == len(problems)
+
+
+class ApiExecutor(object):
+    """Answers the member list and the health script; records argv."""
+
+    host = 'm1'
+
+    def __init__(self, listing, health=None):
+        self.answers = [listing] + ([health] if health else [])
+        self.argvs = []
+
+    def run(self, argv, **kwargs):
+        self.argvs.append(argv)
+        status, stdout = self.answers.pop(0)
+        return types.SimpleNamespace(ok=status == 0, stdout=stdout,
+                                     stderr='', exit_status=status)
+
+    def failure(self, description, result):
+        return exceptions.RemoteCommandError(self.host, description,
+                                             result.exit_status, '', '')
+
+
+def test_the_health_check_installs_nothing_and_names_the_unhealthy():
+    executor = ApiExecutor((0, api_listing(M1, M2)), (0, '200\n000\n'))
+    with pytest.raises(exceptions.ClusterInstallError,
+                       match='master2 .https://10.0.0.2:2379. does not'):
+        etcd.check_health(executor)
+    listing, health = executor.argvs
+    assert listing[0] == 'curl' and listing[-1] == (
+        'https://127.0.0.1:2379/v3/cluster/member/list')
+    # The URLs are arguments of a fixed script, never part of it.
+    assert health[:2] == ['sh', '-c'] and health[-2:] == list(URLS.values())
+    assert 'https://10.0.0' not in health[2]
+    assert not any('apt' in word or 'etcdctl' in word
+                   for argv in executor.argvs for word in argv)
+
+
+def test_the_health_check_passes_when_every_member_answers():
+    assert etcd.check_health(ApiExecutor((0, api_listing(M1, M2)),
+                                         (0, '200\n200\n'))) is True
+
+
+def test_without_curl_the_health_is_not_checked():
+    executor = ApiExecutor((127, ''))
+    assert etcd.check_health(executor) is False
+    assert len(executor.argvs) == 1
+
+
+def test_a_local_member_that_does_not_answer_fails():
+    with pytest.raises(exceptions.RemoteCommandError):
+        etcd.check_health(ApiExecutor((7, '')))

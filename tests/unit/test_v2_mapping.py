@@ -34,6 +34,92 @@ def test_saved_params_keep_a_proxy_without_user_info():
         'http://proxy:3128'
 
 
+def with_keys(**extra):
+    """The install parameters with ``extra`` merged into their roles."""
+    params = v2.install_params()
+    for role, keys in extra.items():
+        if isinstance(params.get(role), dict):
+            params[role].update(keys)
+        else:
+            params[role] = keys
+    return params
+
+
+REGISTRY = [{'connection_type': 1, 'server': 'registry:5000',
+             'username': 'reg', 'password': 'registry-Secret-4'}]
+
+
+# (parameters, a secret they hold, a value next to it that is kept)
+@pytest.mark.parametrize('params, secret, kept', [
+    # Keys of Tacker's own samples.
+    (with_keys(master_node={'registry_password': 'registry-Secret-4'}),
+     'registry-Secret-4', ('master_node', 'ssh_cp_name')),
+    (with_keys(private_registry_connection_info=REGISTRY),
+     'registry-Secret-4',
+     ('private_registry_connection_info', 0, 'server')),
+    # Tokens and secrets, in any case, at any depth, in lists of lists.
+    (with_keys(worker_node={'extra': {'Bootstrap_TOKEN': 'token-Secret'}}),
+     'token-Secret', ('worker_node', 'nic_cp_name')),
+    (with_keys(extra=[[{'client_secret': 'client-Secret', 'id': 'c'}]]),
+     'client-Secret', ('extra', 0, 0, 'id')),
+    (with_keys(extra={'api_passwd': 'passwd-Secret', 'url': 'https://r'}),
+     'passwd-Secret', ('extra', 'url')),
+    # A secret key holding a mapping: dropped whole.
+    (with_keys(proxy={'secrets': {'user': 'u', 'key': 'mapping-Secret'}}),
+     'mapping-Secret', ('proxy', 'no_proxy')),
+])
+def test_no_secret_key_is_saved_at_any_depth(params, secret, kept):
+    saved = v2_mapping.saved_params(params)
+    assert secret not in repr(saved)
+    assert not secret_keys(saved)
+    value, original = saved, params
+    for step in kept:
+        value, original = value[step], original[step]
+    assert value == original
+    assert secret in v2_mapping.secret_values({param_model.ROOT: params})
+
+
+def secret_keys(value):
+    """Every key of ``value`` that names a secret, at any depth."""
+    if isinstance(value, dict):
+        return [key for key, item in value.items()
+                if v2_mapping.is_secret_key(key)] + [
+            key for item in value.values() for key in secret_keys(item)]
+    if isinstance(value, list):
+        return [key for item in value for key in secret_keys(item)]
+    return []
+
+
+@pytest.mark.parametrize('key, secret', [
+    ('password', True), ('registry_password', True), ('PassWord', True),
+    ('api_passwd', True), ('bearer_token', True), ('bearerToken', True),
+    ('client_secret', True), ('secrets', True),
+    ('username', False), ('ssh_key', False), ('apt_key_file', False),
+    ('no_proxy', False), ('server', False), (1, False), (None, False),
+])
+def test_secret_keys(key, secret):
+    assert v2_mapping.is_secret_key(key) is secret
+
+
+def test_a_resent_sample_parameter_set_with_registry_secrets_is_accepted():
+    """Upstream's sample resends every key, its registry passwords too:
+    they are not saved, so they cannot differ, and the hooks run with the
+    saved parameters and the request's node logins."""
+    params = with_keys(master_node={'registry_password': 'registry-Secret'},
+                       private_registry_connection_info=REGISTRY)
+    state = {'params': v2_mapping.saved_params(params)}
+    merged = v2_mapping.params_in_effect(
+        'scale_end', {param_model.ROOT: params}, state)
+    assert merged == v2_mapping.without_secret_keys(params) | {
+        'master_node': dict(state['params']['master_node'],
+                            password=v2.PASSWORD),
+        'worker_node': dict(state['params']['worker_node'],
+                            password=v2.PASSWORD),
+        'storage_server': dict(state['params']['storage_server'],
+                               password=v2.STORAGE_PASSWORD),
+        'proxy': params['proxy']}
+
+
 def test_instantiate_runs_with_the_request_parameters():
     root = v2.install_params()
     assert v2_mapping.params_in_effect(
@@ -365,14 +451,46 @@ def test_inline_entries_match_nothing_without_the_vims_endpoint():
                                K8S_VIM_ID, None)
 
 
+OWN, OTHER = 'project-a', 'project-b'
+
+
 def test_the_instances_on_a_vim_are_named_once_each():
-    connections = [('cnf-b', {'vim1': inline(K8S_URL)}),
-                   ('cnf-a', {'vim1': registered(K8S_VIM_ID)}),
-                   ('cnf-a', {'vim1': registered(K8S_VIM_ID)}),  # its op
-                   ('vnf-c', v2.vnf_instance()['vimConnectionInfo']),
-                   ('cnf-d', None)]
-    assert v2_mapping.instances_on_vim(connections, K8S_VIM_ID, K8S_URL) \
-        == ['cnf-a', 'cnf-b']
+    connections = [('cnf-b', OWN, {'vim1': inline(K8S_URL)}),
+                   ('cnf-a', OWN, {'vim1': registered(K8S_VIM_ID)}),
+                   ('cnf-a', OWN, {'vim1': registered(K8S_VIM_ID)}),  # op
+                   ('vnf-c', OWN, v2.vnf_instance()['vimConnectionInfo']),
+                   ('cnf-d', OWN, None)]
+    assert v2_mapping.instances_on_vim(connections, K8S_VIM_ID, K8S_URL,
+                                       OWN) == {'cnf-a': OWN, 'cnf-b': OWN}
+
+
+@pytest.mark.parametrize('owner, infos, uses', [
+    (OWN, {'vim1': inline(K8S_URL)}, True),
+    (OWN, {'vim1': registered(K8S_VIM_ID)}, True),
+    # Another project's private network may have an API server at the
+    # same address: its inline entries are its own business.
+    (OTHER, {'vim1': inline(K8S_URL)}, False),
+    (None, {'vim1': inline(K8S_URL)}, False),  # its package is gone
+    # A VIM named by its id is this one, in whatever project.
+    (OTHER, {'vim1': registered(K8S_VIM_ID)}, True),
+    (None, {'vim1': {'vimId': K8S_VIM_ID, 'vimType': 'kubernetes'}}, True),
+    (OTHER, {'vim1': registered('other-vim', endpoint=K8S_URL)}, False),
+])
+def test_inline_entries_count_only_in_the_vims_project(owner, infos, uses):
+    found = v2_mapping.instances_on_vim([('cnf', owner, infos)],
+                                        K8S_VIM_ID, K8S_URL, OWN)
+    assert found == ({'cnf': owner} if uses else {})
+
+
+@pytest.mark.parametrize('users, shown', [
+    ({}, []),
+    ({'cnf-b': OWN, 'cnf-a': OWN}, ['cnf-a', 'cnf-b']),
+    ({'cnf-x': OTHER}, ['1 VNF instance(s) of another project']),
+    ({'cnf-x': OTHER, 'cnf-y': None, 'cnf-a': OWN},
+     ['cnf-a', '2 VNF instance(s) of another project']),
+])
+def test_another_projects_instances_are_counted_not_named(users, shown):
+    assert v2_mapping.shown_users(users, OWN) == shown
 
 
 def test_with_state_sets_and_removes_the_one_key():

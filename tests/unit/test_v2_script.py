@@ -84,6 +84,48 @@ def test_an_undeclared_operation_hands_back_nothing(tacker_conf):
     assert 'vnf_instance' not in pickle.loads(out.stdout)
 
 
+def pv_only_package(root, manifest=True):
+    """A new VNF package directory with (or without) the PV manifest of
+    v2.install_params()."""
+    path = root / 'Files' / 'kubernetes'
+    path.mkdir(parents=True)
+    if manifest:
+        (path / 'nfs-pv1.yaml').write_text(
+            'apiVersion: v1\nkind: PersistentVolume\nmetadata:\n'
+            '  name: nfs-pv1\nspec:\n  capacity: {storage: 1Gi}\n'
+            '  accessModes: [ReadWriteOnce]\n  nfs:\n'
+            '    server: 0.0.0.0\n    path: /volume/nfs/pv1\n')
+    return str(root)
+
+
+@pytest.mark.parametrize('manifest', [True, False])
+def test_a_package_change_with_persistent_volumes_only(tmp_path, tacker_conf,
+                                                       manifest):
+    """No script_path: nothing to upgrade; the hook checks the new
+    package's PV manifests through the real driver and says so."""
+    params = v2.install_params()
+    del params['script_path']
+    inst = v2.vnf_instance(metadata={v2_mapping.STATE_KEY: {
+        'contractVersion': 2, 'params': v2_mapping.saved_params(params),
+        'openstackVimId': v2.OPENSTACK_VIM_ID}})
+    request = {'vnfdId': 'new-vnfd', 'additionalParams': v2.logins()}
+    out = run_script(v2.script_dict(
+        'change_current_package_end', request, inst,
+        package_dir=pv_only_package(tmp_path / 'new', manifest)),
+        tacker_conf())
+    log = tacker_conf.log.read_text()
+    if manifest:
+        assert (out.returncode, out.stderr) == (0, b'')
+        result = pickle.loads(out.stdout)
+        assert result['vnf_instance']['metadata'] == inst['metadata']
+        assert 'nothing upgraded' in log
+    else:
+        assert out.returncode == 1
+        assert b'pv_registration_params[0].pv_manifest_file_path' in \
+            out.stderr
+    assert 'TypeError' not in log
+
+
 def test_a_failure_is_one_line_without_secret_or_traceback(tacker_conf):
     params = v2.install_params()
     del params['script_path']  # no Tacker here to check the VIM registry

@@ -159,9 +159,16 @@ def calls(monkeypatch, tmp_path):
     return found
 
 
-def instance():
+def pv_only_params():
+    """Persistent volumes only: the cluster is not the driver's."""
+    params = v2.install_params()
+    del params['script_path']
+    return params
+
+
+def instance(params=None):
     state = {'contractVersion': mgmt_driver.PACKAGE_CONTRACT_VERSION,
-             'params': v2_mapping.saved_params(v2.install_params()),
+             'params': v2_mapping.saved_params(params or v2.install_params()),
              'openstackVimId': v2.OPENSTACK_VIM_ID,
              'vim': {'id': 'k8s-vim-id', 'name': 'kubernetes_vim',
                      'endpoint': 'https://10.10.0.5:6443'}}
@@ -176,9 +183,9 @@ def change_request(vdus=(), **params):
     return {'vnfdId': 'new-vnfd', 'additionalParams': additional}
 
 
-def run(operation, request, new_dir, progress=None):
+def run(operation, request, new_dir, progress=None, params=None):
     progress = {} if progress is None else progress
-    result = v2_hook.run(v2.script_dict(operation, request, instance(),
+    result = v2_hook.run(v2.script_dict(operation, request, instance(params),
                                         package_dir=new_dir),
                          [], progress, driver_factory=FakeDriver)
     return result, progress
@@ -255,3 +262,56 @@ def test_the_rollback_changes_no_node_and_says_so(calls, tmp_path, caplog):
     assert FakeDriver.last.registered_access is None
     assert 'stay at v1.36.1' in caplog.text
     assert result['vnf_instance']['metadata'] == instance()['metadata']
+
+
+@pytest.mark.parametrize('operation, root, action', [
+    (v2_upgrade.START, v2.install_params(), v2_upgrade.CHECK),
+    (v2_upgrade.END, v2.install_params(), v2_upgrade.UPGRADE),
+    (v2_upgrade.ROLLBACK, v2.install_params(), v2_upgrade.ROLL_BACK),
+    # No script_path: no cluster of the driver's, nothing to upgrade.
+    (v2_upgrade.START, pv_only_params(), v2_upgrade.CHECK_VOLUMES),
+    (v2_upgrade.END, pv_only_params(), v2_upgrade.CHECK_VOLUMES),
+    (v2_upgrade.ROLLBACK, pv_only_params(), v2_upgrade.NOTHING),
+    (v2_upgrade.END, {}, v2_upgrade.CHECK_VOLUMES),
+    (v2_upgrade.ROLLBACK, {}, v2_upgrade.NOTHING),
+])
+def test_hook_action(operation, root, action):
+    assert v2_upgrade.hook_action(operation, root) == action
+
+
+@pytest.mark.parametrize('operation', [v2_upgrade.START, v2_upgrade.END])
+def test_persistent_volumes_only_check_the_new_manifests(calls, tmp_path,
+                                                         caplog, operation):
+    with caplog.at_level(logging.INFO):
+        result, progress = run(operation, change_request(),
+                               package(tmp_path / 'new', NEW),
+                               params=pv_only_params())
+    assert calls == []
+    assert FakeDriver.last.registered_access is None
+    assert progress == {'done': [operation]}
+    assert result['vnf_instance']['metadata'] == \
+        instance(pv_only_params())['metadata']
+    assert 'nothing upgraded' in caplog.text
+    assert '1 PersistentVolume manifest(s) are valid' in caplog.text
+
+
+def test_persistent_volumes_only_refuse_a_missing_manifest(calls, tmp_path):
+    with pytest.raises(exceptions.ParameterErrors) as raised:
+        run(v2_upgrade.END, change_request(),
+            package(tmp_path / 'new', NEW, pvs=()), params=pv_only_params())
+    assert [error.path for error in raised.value.errors] == [
+        'k8s_cluster_installation_param.pv_registration_params[0].'
+        'pv_manifest_file_path']
+    assert calls == []
+
+
+def test_persistent_volumes_only_roll_back_nothing(calls, tmp_path, caplog):
+    request = change_request()
+    del request['additionalParams']['k8s_cluster_installation_param']
+    with caplog.at_level(logging.INFO):
+        result, _ = run(v2_upgrade.ROLLBACK, request,
+                        package(tmp_path / 'new', NEW),
+                        params=pv_only_params())
+    assert calls == []
+    assert 'nothing to roll back' in caplog.text
+    assert 'stay at' not in caplog.text
