@@ -48,12 +48,11 @@ def upgrade_cluster(workflow, new_script, drain_force=None,
     (for a ``change_current_package_start`` hook).
 
     Order: the first Master ``kubeadm upgrade apply``, the other Masters
-    ``kubeadm upgrade node``, then each Worker cordoned (and marked so),
-    drained, upgraded and uncordoned (one the operator cordoned stays
-    so); each node Ready at the target before the next starts. A node at
-    the target is skipped, or only uncordoned. Afterwards the
-    certificates are checked (kubeadm renewed them) and admin.conf
-    copied again.
+    ``kubeadm upgrade node``, then each Worker cordoned (marked so),
+    drained, upgraded and uncordoned (an operator's cordon stays); each
+    node Ready at the target before the next starts. A node at the
+    target is skipped, or only uncordoned. Afterwards the certificates
+    are checked (kubeadm renewed them), admin.conf copied again.
 
     Returns ``(upgrade_plan.UpgradePlan, step_report.Report)``.
 

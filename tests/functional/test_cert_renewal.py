@@ -13,22 +13,22 @@ from testbed import virtual_vnf
 from tests.functional.conftest import skip_without_testbed
 
 
-@pytest.fixture
-def simple():
+def installed(masters):
     skip_without_testbed()
-    with virtual_vnf.VirtualCluster(masters=1, workers=1, volumes=1,
+    with virtual_vnf.VirtualCluster(masters=masters, workers=1, volumes=1,
                                     install_cluster=True) as virtual:
         virtual.instantiate_end()
         yield virtual
+
+
+@pytest.fixture
+def simple():
+    yield from installed(1)
 
 
 @pytest.fixture
 def ha():
-    skip_without_testbed()
-    with virtual_vnf.VirtualCluster(masters=3, workers=1, volumes=1,
-                                    install_cluster=True) as virtual:
-        virtual.instantiate_end()
-        yield virtual
+    yield from installed(3)
 
 
 def certs_calls(virtual, name):

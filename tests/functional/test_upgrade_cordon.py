@@ -9,14 +9,11 @@ import threading
 
 import pytest
 
-from kubernetes_mgmt_pv.cluster import upgrade_plan
 from kubernetes_mgmt_pv import exceptions
-from testbed import apt_repo
 from testbed import faults
 from testbed import polling
 from testbed import standins
 from testbed import virtual_vnf
-from tests.functional.conftest import skip_without_testbed
 from tests.functional import test_upgrade
 
 NEXT = standins.next_minor()
@@ -25,16 +22,12 @@ NEW = standins.kubernetes_version(NEXT)
 
 @pytest.fixture
 def small():
-    skip_without_testbed()
-    virtual_vnf.use_test_options()
-    with apt_repo.AptRepository() as repository, \
-            virtual_vnf.VirtualCluster(masters=1, workers=1, volumes=1,
-                                       install_cluster=True) as virtual:
-        apt_repo.use_in(virtual, repository, virtual_vnf.CALICO_STAND_IN)
-        for node in virtual.nodes():
-            repository.route_from(node, virtual.testbed.bridge_ip)
-        virtual.instantiate_end()
+    with test_upgrade.upgradable(1) as virtual:
         yield virtual
+
+
+# The documented mark of a Worker the upgrade cordoned.
+MARK = 'kubernetes-mgmt-pv/cordoned-for-upgrade'
 
 
 def worker_node(virtual):
@@ -42,8 +35,7 @@ def worker_node(virtual):
     node = json.loads(virtual_vnf.kubectl(
         virtual.host('master1'), 'get', 'node', 'worker1', '-o', 'json'))
     return (bool(node['spec'].get('unschedulable')),
-            upgrade_plan.CORDON_ANNOTATION in (
-                node['metadata'].get('annotations') or {}))
+            MARK in (node['metadata'].get('annotations') or {}))
 
 
 def assert_rerun_only_uncordons(virtual):
@@ -63,14 +55,11 @@ def assert_rerun_only_uncordons(virtual):
 
 
 def test_a_failed_uncordon_is_done_by_the_rerun(small):
-    master, worker = small.host('master1'), small.host('worker1')
-    with faults.Faults() as injected:
-        fault = injected.command(master, 'kubectl',
-                                 match='"unschedulable": null')
-        with pytest.raises(exceptions.StepError) as raised:
-            small.upgrade(NEXT)
-        assert fault.hits, str(raised.value)
-    assert (raised.value.host, raised.value.step) == (worker.ip, 'uncordon')
+    worker = small.host('worker1')
+    error = test_upgrade.failed_upgrade(small, small.host('master1'),
+                                        'kubectl',
+                                        match='"unschedulable": null')
+    assert (error.host, error.step) == (worker.ip, 'uncordon')
     assert worker_node(small) == (True, True)
     assert_rerun_only_uncordons(small)
 
@@ -78,16 +67,12 @@ def test_a_failed_uncordon_is_done_by_the_rerun(small):
 def test_a_worker_cut_off_after_its_kubelet_is_uncordoned_by_the_rerun(
         small):
     worker = small.host('worker1')
-    with faults.Faults() as injected:
-        fault = injected.command(worker, 'bash', action=faults.DROP_AFTER,
-                                 match='-U kubelet')
-        with pytest.raises(exceptions.StepError) as raised:
-            small.upgrade(NEXT)
-        assert fault.dropped, str(raised.value)
-    assert (raised.value.host, raised.value.step) == (
-        worker.ip, 'kubelet package upgrade')
+    error = test_upgrade.failed_upgrade(small, worker, 'bash',
+                                        action=faults.DROP_AFTER,
+                                        match='-U kubelet')
+    assert (error.host, error.step) == (worker.ip, 'kubelet package upgrade')
     assert test_upgrade.package_versions(worker) == [NEXT] * 3
-    assert worker_node(small) == (True, True)
+    assert worker_node(small)[0], 'the Worker is not cordoned'
     assert_rerun_only_uncordons(small)
 
 

@@ -252,6 +252,9 @@ def test_driver_cordons_reads_the_upgrades_mark():
 
 
 def test_cordon_and_uncordon_are_one_patch_each():
+    # The operator guide names the mark.
+    assert up.CORDON_ANNOTATION == 'kubernetes-mgmt-pv/cordoned-for-upgrade'
+
     def patch(argv):
         assert argv[:6] == ['patch', 'node', 'w1', '--type', 'merge', '-p']
         return json.loads(argv[6])
