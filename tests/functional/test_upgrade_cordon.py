@@ -56,11 +56,15 @@ def assert_rerun_only_uncordons(virtual):
 
 def test_a_failed_uncordon_is_done_by_the_rerun(small):
     worker = small.host('worker1')
-    error = test_upgrade.failed_upgrade(small, small.host('master1'),
-                                        'kubectl',
-                                        match='"unschedulable": null')
-    assert (error.host, error.step) == (worker.ip, 'uncordon')
-    assert worker_node(small) == (True, True)
+    with faults.Faults() as injected:
+        # The Node's second update, after the cordon: the uncordon.
+        fault = injected.http(small.kube, 'PATCH',
+                              r'/api/v1/nodes/worker1(\?.*)?', skip=1)
+        with pytest.raises(exceptions.StepError) as raised:
+            small.upgrade(NEXT)
+        assert fault.hits, str(raised.value)
+    assert (raised.value.host, raised.value.step) == (worker.ip, 'uncordon')
+    assert worker_node(small)[0], 'the Worker is not cordoned'
     assert_rerun_only_uncordons(small)
 
 
