@@ -34,6 +34,7 @@ import os
 import secrets
 import shlex
 
+from testbed import polling
 from testbed import standins
 
 WRAPPER_DIR = '/usr/local/sbin'
@@ -329,6 +330,56 @@ class Faults(object):
                 errors.append(error)
         if errors:
             raise errors[0]
+
+
+# The driver's step lock on a host (kubernetes_mgmt_pv.remote.host_lock
+# .LOCK_FILE): a run of kubeadm or of the install script holds it.
+STEP_LOCK = '/run/kubernetes-mgmt-pv/steps.lock'
+
+
+class EarlierRun(object):
+    """A run of a driver step still going on a host, as a hook cut off by
+    its deadline leaves one behind: a command holding the step lock (the
+    real flock, as the driver takes it) until ``finish()`` or the end of
+    the ``with`` block; ``finished`` is then its end (epoch seconds)."""
+
+    def __init__(self, host):
+        self.host = host
+        self.fifo = '%s/earlier-run-%s' % (STATE_DIR, secrets.token_hex(4))
+        self.finished = None
+
+    def __enter__(self):
+        directory = shlex.quote(STEP_LOCK.rpartition('/')[0])
+        fifo = shlex.quote(self.fifo)
+        self.host.run('mkdir -p -m 0700 %s %s && mkfifo %s' % (
+            directory, STATE_DIR, fifo))
+        self.host.run(
+            'setsid -f flock %s sh -c %s </dev/null >/dev/null 2>&1' % (
+                shlex.quote(STEP_LOCK), shlex.quote(
+                    'read line < %s; date +%%s.%%N > %s.done' % (fifo,
+                                                                 fifo))))
+        polling.wait_until(lambda: self.host.run(
+            'flock -n %s true' % shlex.quote(STEP_LOCK),
+            check=False).returncode != 0, 'the earlier run to take the lock')
+        return self
+
+    def __exit__(self, *exc_info):
+        self.finish()
+
+    def waited_for(self):
+        """Whether a later run waits for this one (a flock is waiting)."""
+        return self.host.run("pgrep -f '^flock -w '",
+                             check=False).returncode == 0
+
+    def finish(self):
+        if self.finished is None:
+            fifo = shlex.quote(self.fifo)
+            self.host.run('echo done > %s' % fifo)
+            polling.wait_until(lambda: self.host.run(
+                'cat %s.done' % fifo, check=False).stdout.strip(),
+                'the earlier run to end')
+            self.finished = float(self.host.run('cat %s.done' % fifo).stdout)
+        return self.finished
 
 
 def leftover_wrappers(host):

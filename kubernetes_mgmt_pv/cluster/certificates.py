@@ -78,19 +78,24 @@ class RenewalPlan(object):
     """``renew``: the Masters' addresses to renew, in the order given;
     ``reasons``: {address: (certificate, notAfter)} of each; ``unknown``:
     Masters whose certificates could not be read (left alone, warned
-    about)."""
+    about); ``restart``: Masters whose earlier renewal did not finish
+    restarting their control plane, and that are not renewed again."""
     renew: tuple
     reasons: dict
     unknown: tuple
+    restart: tuple = ()
 
 
-def renewal_plan(expiries, now, renewal_days):
+def renewal_plan(expiries, now, renewal_days, unfinished=()):
     """Which Masters renew: those with a leaf certificate expiring within
     ``renewal_days`` of ``now`` (expired ones too). ``expiries``:
     {Master address: Expiry or None}, in the order the Masters are
-    renewed (one at a time). 0 days turns renewal off."""
+    renewed (one at a time). 0 days turns renewal off. ``unfinished``:
+    the Masters whose last renewal did not finish (its marker is still
+    there): their control plane runs on the old certificates, so each
+    that is not renewed now restarts, whatever the dates say."""
     limit = now + datetime.timedelta(days=renewal_days)
-    renew, reasons, unknown = [], {}, []
+    renew, reasons, unknown, restart = [], {}, [], []
     for address, expiry in expiries.items():
         earliest = expiry.earliest() if expiry else None
         if earliest is None:
@@ -98,8 +103,10 @@ def renewal_plan(expiries, now, renewal_days):
         elif renewal_days > 0 and earliest[1] <= limit:
             renew.append(address)
             reasons[address] = earliest
+        if address in unfinished and address not in reasons:
+            restart.append(address)
     return RenewalPlan(renew=tuple(renew), reasons=reasons,
-                       unknown=tuple(unknown))
+                       unknown=tuple(unknown), restart=tuple(restart))
 
 
 def describe(expiry):

@@ -22,11 +22,13 @@ from kubernetes_mgmt_pv.cluster import ha
 from kubernetes_mgmt_pv import exceptions
 from kubernetes_mgmt_pv import flow
 from kubernetes_mgmt_pv.remote import dpkg
+from kubernetes_mgmt_pv.remote import host_lock
 from kubernetes_mgmt_pv import step_report
 
 LOG = logging.getLogger(__name__)
 
 HOSTS_FILE = cluster_sequence.HOSTS_FILE
+RESET_ARGV = ['kubeadm', 'reset', '-f']
 
 
 @dataclasses.dataclass(frozen=True)
@@ -135,7 +137,9 @@ class ClusterWorkflow(flow.Flow):
                     executor.install_file(data, path, mode='0644')
         if prepared.reset:
             with step_report.step(executor.host, 'kubeadm reset'):
-                executor.run(['kubeadm', 'reset', '-f'], sudo=True)
+                host_lock.run_exclusive(executor, RESET_ARGV,
+                                        ' '.join(RESET_ARGV),
+                                        self.conf.command_timeout)
                 report.record(executor.host, 'kubeadm reset', True,
                               prepared.reset)
 
@@ -165,10 +169,11 @@ class ClusterWorkflow(flow.Flow):
         argv, stdin = call
         executor = self.session(sessions, node)
         with step_report.step(executor.host, 'Kubernetes install script'):
-            result = executor.run(
-                argv, sudo=True, env=env or None, stdin=stdin,
-                timeout=self.conf.cluster_install_timeout,
-                description='install_k8s_cluster.sh on %s' % node.fixed_ip)
+            result = host_lock.run_exclusive(
+                executor, argv,
+                'install_k8s_cluster.sh on %s' % node.fixed_ip,
+                self.conf.cluster_install_timeout, env=env or None,
+                stdin=stdin)
         report.record(executor.host, 'kubernetes node', True,
                       'installed with the install script')
         return result
@@ -632,7 +637,9 @@ class ClusterWorkflow(flow.Flow):
         is about to be deleted."""
         try:
             executor = self.session(sessions, node)
-            executor.run(['kubeadm', 'reset', '-f'], sudo=True)
+            host_lock.run_exclusive(executor, RESET_ARGV,
+                                    ' '.join(RESET_ARGV),
+                                    self.conf.command_timeout)
             report.record(executor.host, 'kubeadm reset', True)
         except exceptions.MgmtDriverError as error:
             LOG.warning('kubeadm reset of the removed VM %s failed (it is '

@@ -22,6 +22,7 @@ from kubernetes_mgmt_pv.cluster import drain
 from kubernetes_mgmt_pv.cluster import etcd
 from kubernetes_mgmt_pv.cluster import upgrade_plan
 from kubernetes_mgmt_pv import exceptions
+from kubernetes_mgmt_pv.remote import host_lock
 from kubernetes_mgmt_pv.request import param_model
 from kubernetes_mgmt_pv import step_report
 
@@ -48,11 +49,11 @@ def upgrade_cluster(workflow, new_script, drain_force=None,
     (for a ``change_current_package_start`` hook).
 
     Order: the first Master ``kubeadm upgrade apply``, the other Masters
-    ``kubeadm upgrade node``, then each Worker drained (Eviction API),
-    upgraded, its kubelet restarted and uncordoned; each node Ready at the
-    target version before the next starts. A node already at the target
-    version is skipped. Afterwards the certificates are checked (kubeadm
-    renewed them) and admin.conf copied again.
+    ``kubeadm upgrade node``, then each Worker cordoned (marked so),
+    drained, upgraded and uncordoned (an operator's cordon stays); each
+    node Ready at the target before the next starts. A node at the
+    target is skipped, or only uncordoned. Afterwards the certificates
+    are checked (kubeadm renewed them), admin.conf copied again.
 
     Returns ``(upgrade_plan.UpgradePlan, step_report.Report)``.
 
@@ -134,13 +135,14 @@ class _Upgrade(object):
     def _plan(self, sessions, kubectl, leader, masters, workers):
         host = kubectl.host
         with step_report.step(host, upgrade_plan.CHECK_STEP):
-            api_nodes = upgrade_plan.parse_nodes(
-                kubectl.run(['get', 'nodes', '-o', 'json']).stdout)
+            listing = kubectl.run(['get', 'nodes', '-o', 'json']).stdout
+            api_nodes = upgrade_plan.parse_nodes(listing)
             config = kubectl.run(upgrade_plan.KUBEADM_CONFIG, check=False)
             cluster_version = upgrade_plan.parse_cluster_version(
                 config.stdout) if config.ok else None
             budgets = upgrade_plan.blocking_budgets(kubectl.run(
                 ['get', 'poddisruptionbudgets', '-A', '-o', 'json']).stdout)
+            cordons = upgrade_plan.driver_cordons(listing)
         problems = upgrade_plan.refusals(cluster_version, self.target,
                                          api_nodes, budgets,
                                          self.drain_force)
@@ -162,7 +164,7 @@ class _Upgrade(object):
             for node in masters + workers})
         return upgrade_plan.plan_upgrade(
             masters, workers, cluster_version, self.target,
-            self.package_version, api_nodes, host_facts)
+            self.package_version, api_nodes, host_facts, cordons)
 
     def _etcd_problems(self, leader):
         """etcd's health as a refusal: every member must answer. Asked
@@ -187,31 +189,51 @@ class _Upgrade(object):
         host = executor.host
         LOG.info('Upgrading %s (%s) to %s: %s', step.name, host,
                  upgrade_plan.shown(self.target), step.reason)
+        if step.action != 'uncordon':
+            self._upgrade_software(executor, kubectl, step)
+        if step.action in ('worker', 'uncordon'):
+            self._uncordon(kubectl, host, step)
+        with step_report.step(host, 'Node readiness'):
+            self._wait_ready_at_target(kubectl, step)
+        self.report.record(host, 'Node %s' % step.name, True,
+                           'Ready at %s' % upgrade_plan.shown(self.target))
+
+    def _upgrade_software(self, executor, kubectl, step):
+        """The packages and kubeadm upgrade of a node; a Worker cordoned
+        and drained first."""
+        host = executor.host
         with step_report.step(host, 'install script upload'):
             executor.install_file(self.script, cluster.SCRIPT_PATH,
                                   mode='0755')
         self._stage(executor, 'kubeadm')
         if step.action == 'worker':
+            if not step.keep_cordon:
+                with step_report.step(host, 'cordon'):
+                    kubectl.run(upgrade_plan.cordon_argv(step.name,
+                                                         self.target))
             self._drain(kubectl, step.name)
+        argv = self._kubeadm_argv(step.action)
         with step_report.step(host, 'kubeadm upgrade %s' % (
                 'apply' if step.action == 'apply' else 'node')):
-            executor.run(self._kubeadm_argv(step.action), sudo=True,
-                         timeout=self.conf.cluster_install_timeout,
-                         description=' '.join(self._kubeadm_argv(
-                             step.action)))
+            host_lock.run_exclusive(executor, argv, ' '.join(argv),
+                                    self.conf.cluster_install_timeout)
             if step.action != 'worker':
                 cert_renewal.wait_for_api(self.flow.kubectl(executor),
                                           self.conf.node_ready_timeout)
         self.report.record(host, 'kubeadm upgrade %s' % step.action, True,
                            upgrade_plan.shown(self.target))
         self._stage(executor, 'kubelet')
-        if step.action == 'worker':
-            with step_report.step(host, 'uncordon'):
-                kubectl.run(['uncordon', step.name])
-        with step_report.step(host, 'Node readiness'):
-            self._wait_ready_at_target(kubectl, step)
-        self.report.record(host, 'Node %s' % step.name, True,
-                           'Ready at %s' % upgrade_plan.shown(self.target))
+
+    def _uncordon(self, kubectl, host, step):
+        """Uncordon a Worker the upgrade cordoned; one the operator had
+        cordoned before stays so."""
+        if step.keep_cordon:
+            self.report.record(host, 'uncordon of %s' % step.name, False,
+                               'cordoned before the upgrade: left cordoned')
+            return
+        with step_report.step(host, 'uncordon'):
+            kubectl.run(upgrade_plan.uncordon_argv(step.name))
+        self.report.record(host, 'uncordon of %s' % step.name, True)
 
     def _kubeadm_argv(self, action):
         if action == 'apply':
@@ -230,10 +252,9 @@ class _Upgrade(object):
             self.endpoint, [node.fixed_ip
                             for node in self.flow.topology.cluster_nodes])
         with step_report.step(executor.host, '%s package upgrade' % stage):
-            result = executor.run(
-                argv, sudo=True, env=env or None,
-                timeout=self.conf.package_install_timeout,
-                description='install_k8s_cluster.sh -U %s' % stage)
+            result = host_lock.run_exclusive(
+                executor, argv, 'install_k8s_cluster.sh -U %s' % stage,
+                self.conf.package_install_timeout, env=env or None)
         self.report.record(executor.host, '%s packages' % stage, True,
                            ', '.join(line for line in
                                      result.stdout.splitlines()

@@ -7,8 +7,13 @@ Master ``kubeadm upgrade apply``, the others ``kubeadm upgrade node``,
 then the Workers. A node is done when its Node reports the target
 kubelet version, its kubeadm is the target's and dpkg has kubeadm,
 kubelet and kubectl at the target package version (on a Master, its
-kube-apiserver static pod runs the target's image too): a re-run after a
-failure skips it.
+kube-apiserver static pod runs the target's image too) and, on a Worker
+the upgrade cordoned, it is uncordoned again: a re-run after a failure
+skips it, or only uncordons it.
+
+The upgrade cordons a Worker and marks it with CORDON_ANNOTATION in one
+patch, and uncordons it and removes the mark in one: a Worker cordoned
+without the mark was cordoned by the operator, and stays cordoned.
 """
 
 import dataclasses
@@ -27,6 +32,8 @@ _SCRIPT_VERSION = re.compile(
     re.M)
 _VERSION = re.compile(r'v?(\d+)\.(\d+)\.(\d+)')
 _MINOR_SEGMENT = re.compile(r'/v\d+\.\d+/')
+CORDON_ANNOTATION = 'kubernetes-mgmt-pv/cordoned-for-upgrade'
+CORDON_LEFT = 'cordoned by the upgrade'
 _CLUSTER_VERSION = re.compile(r'^kubernetesVersion: *"?(v[0-9.]+)"?$', re.M)
 # Read on every node: kubeadm's version, the packages' dpkg state and, on
 # a Master, the image of its kube-apiserver static pod.
@@ -110,6 +117,36 @@ def parse_nodes(output):
     except (ValueError, KeyError, TypeError, AttributeError):
         raise exceptions.ClusterInstallError(
             'kubectl get nodes -o json did not return a list of Nodes')
+
+
+def driver_cordons(output):
+    """Names of the Nodes (``kubectl get nodes -o json``) that the
+    upgrade cordoned and has not uncordoned yet: those with
+    CORDON_ANNOTATION."""
+    try:
+        return frozenset(
+            item['metadata']['name'] for item in json.loads(output)['items']
+            if CORDON_ANNOTATION in (item['metadata'].get('annotations')
+                                     or {}))
+    except (ValueError, KeyError, TypeError, AttributeError):
+        raise exceptions.ClusterInstallError(
+            'kubectl get nodes -o json did not return a list of Nodes')
+
+
+def cordon_argv(name, target):
+    """kubectl arguments that cordon Node ``name`` and mark it as
+    cordoned by the upgrade to ``target``, in one patch."""
+    return ['patch', 'node', name, '--type', 'merge', '-p', json.dumps({
+        'metadata': {'annotations': {CORDON_ANNOTATION: shown(target)}},
+        'spec': {'unschedulable': True}}, sort_keys=True)]
+
+
+def uncordon_argv(name):
+    """kubectl arguments that uncordon Node ``name`` and remove the
+    upgrade's mark, in one patch."""
+    return ['patch', 'node', name, '--type', 'merge', '-p', json.dumps({
+        'metadata': {'annotations': {CORDON_ANNOTATION: None}},
+        'spec': {'unschedulable': None}}, sort_keys=True)]
 
 
 def parse_cluster_version(output):
@@ -228,13 +265,17 @@ def refusal_error(problems, host):
 @dataclasses.dataclass(frozen=True)
 class NodeUpgrade(object):
     """One node's part: ``action`` 'apply' (kubeadm upgrade apply),
-    'node' (kubeadm upgrade node on a Master) or 'worker' (drain, then
-    kubeadm upgrade node); ``done`` when nothing is left to do."""
+    'node' (kubeadm upgrade node on a Master), 'worker' (cordon, drain,
+    kubeadm upgrade node, uncordon) or 'uncordon' (a Worker upgraded but
+    left cordoned); ``done`` when nothing is left to do; ``keep_cordon``
+    for a Worker the operator cordoned, which the upgrade leaves
+    cordoned."""
     node: object  # topology.Node
     name: str  # its Node's name
     action: str
     done: bool
     reason: str = ''  # why it is (not) done, for the log
+    keep_cordon: bool = False
 
 
 @dataclasses.dataclass(frozen=True)
@@ -249,9 +290,10 @@ class UpgradePlan(object):
         return tuple(step for step in self.steps if not step.done)
 
 
-def node_done(facts, api_node, target, package_version, master):
-    """('', True) when the node is at the target, else (what is left,
-    False)."""
+def node_done(facts, api_node, target, package_version, master,
+              cordoned=False):
+    """('', True) when the node is at the target and, if the upgrade
+    ``cordoned`` it, uncordoned again, else (what is left, False)."""
     left = []
     if api_node.kubelet != target:
         left.append('kubelet %s' % (shown(api_node.kubelet)
@@ -266,15 +308,18 @@ def node_done(facts, api_node, target, package_version, master):
     if master and facts.apiserver != target:
         left.append('kube-apiserver %s' % (shown(facts.apiserver)
                                            if facts.apiserver else 'unknown'))
+    if cordoned:
+        left.append(CORDON_LEFT)
     return ', '.join(left), not left
 
 
 def plan_upgrade(masters, workers, cluster_version, target,
-                 package_version, api_nodes, host_facts):
+                 package_version, api_nodes, host_facts, cordons=()):
     """The UpgradePlan: Masters in their order, then Workers.
     ``api_nodes`` {InternalIP: ApiNode}; ``host_facts`` {address:
-    HostFacts}. The first Master applies the upgrade unless the control
-    plane is at the target already (a re-run after the apply)."""
+    HostFacts}; ``cordons`` the names of the Nodes the upgrade cordoned
+    (driver_cordons). The first Master applies the upgrade unless the
+    control plane is at the target already (a re-run after the apply)."""
     steps = []
     apply_left = cluster_version < target
     for node in list(masters) + list(workers):
@@ -283,14 +328,18 @@ def plan_upgrade(masters, workers, cluster_version, target,
             raise refusal_error([(node.address, 'the cluster has no Node at '
                                   '%s' % node.fixed_ip)], node.address)
         master = node in masters
+        cordoned = not master and api_node.name in cordons
         left, done = node_done(host_facts[node.address], api_node, target,
-                               package_version, master)
+                               package_version, master, cordoned)
         if not master:
-            action = 'worker'
+            action = 'uncordon' if left == CORDON_LEFT else 'worker'
         elif apply_left:
             action, done, apply_left = 'apply', False, False
         else:
             action = 'node'
-        steps.append(NodeUpgrade(node, api_node.name, action, done, left))
+        steps.append(NodeUpgrade(
+            node, api_node.name, action, done, left,
+            keep_cordon=not master and api_node.unschedulable and
+            not cordoned))
     return UpgradePlan(target, package_version, cluster_version,
                        tuple(steps))

@@ -70,8 +70,10 @@ def rollback_note(target):
     """What a rollback of the package change does to the nodes."""
     return ('a rollback puts the VNF instance back on its old package; '
             'the nodes already upgraded stay at %s (kubeadm does not '
-            'downgrade a cluster); a new change_vnfpkg to this package '
-            'completes the upgrade' % target)
+            'downgrade a cluster), and a Worker the upgrade cordoned (Node '
+            'annotation %s) stays cordoned; a new change_vnfpkg to this '
+            'package completes the upgrade and uncordons it' % (
+                target, upgrade_plan.CORDON_ANNOTATION))
 
 
 def drain_force(request_dict):

@@ -6,18 +6,29 @@ import datetime
 
 import pytest
 
+from kubernetes_mgmt_pv import exceptions
+from testbed import faults
 from testbed import standins
 from testbed import virtual_vnf
 from tests.functional.conftest import skip_without_testbed
 
 
-@pytest.fixture
-def simple():
+def installed(masters):
     skip_without_testbed()
-    with virtual_vnf.VirtualCluster(masters=1, workers=1, volumes=1,
+    with virtual_vnf.VirtualCluster(masters=masters, workers=1, volumes=1,
                                     install_cluster=True) as virtual:
         virtual.instantiate_end()
         yield virtual
+
+
+@pytest.fixture
+def simple():
+    yield from installed(1)
+
+
+@pytest.fixture
+def ha():
+    yield from installed(3)
 
 
 def certs_calls(virtual, name):
@@ -66,3 +77,72 @@ def test_a_scale_out_renews_certificates_expiring_in_10_days(simple):
     # A further hook finds them fresh and leaves them.
     simple.instantiate_end()
     assert certs_calls(simple, 'master1')[4:] == ['certs check-expiration']
+
+
+def renewed_for_a_year(master):
+    now = datetime.datetime.utcnow()
+    return all(datetime.timedelta(days=364) < date - now <
+               datetime.timedelta(days=366)
+               for date in standins.certificate_expiry(master).values())
+
+
+def test_a_renewal_cut_off_before_its_restart_is_finished_by_the_next_hook(
+        simple):
+    master = simple.host('master1')
+    standins.expire_certificates(master, 10)
+    pids = static_pod_pids(master)
+    with faults.Faults() as injected:
+        fault = injected.command(master, 'kubeadm', action=faults.DROP_AFTER,
+                                 match='certs renew')
+        with pytest.raises(exceptions.MgmtDriverError) as raised:
+            simple.instantiate_end()
+        assert fault.dropped, str(raised.value)
+    assert master.ip in str(raised.value)
+    # Renewed on disk; the control plane still runs on the old ones.
+    assert renewed_for_a_year(master)
+    assert static_pod_pids(master) == pids
+    calls = certs_calls(simple, 'master1')
+
+    simple.instantiate_end()
+
+    # The next hook restarted that Master's control plane, and renewed
+    # nothing again.
+    assert certs_calls(simple, 'master1')[len(calls):] == [
+        'certs check-expiration']
+    restarted = static_pod_pids(master)
+    assert len(restarted) == 2 and not set(restarted) & set(pids)
+    assert virtual_vnf.node_readiness(master) == dict.fromkeys(
+        ['master1', 'worker1'], 'True')
+    # Finished: a further hook restarts nothing.
+    simple.instantiate_end()
+    assert static_pod_pids(master) == restarted
+
+
+def test_a_restart_failed_on_the_second_master_is_finished_there_alone(ha):
+    names = ('master1', 'master2', 'master3')
+    for name in names:
+        standins.expire_certificates(ha.host(name), 10)
+    master2 = ha.host('master2')
+    with faults.Faults() as injected:
+        fault = injected.command(master2, 'crictl', match='rmp')
+        with pytest.raises(exceptions.MgmtDriverError) as raised:
+            ha.instantiate_end()
+        assert fault.hits, str(raised.value)
+    assert master2.ip in str(raised.value)
+    assert 'control plane restart' in str(raised.value)
+    assert [renewed_for_a_year(ha.host(name)) for name in names] == [
+        True, True, False]
+    pids = {name: static_pod_pids(ha.host(name)) for name in names}
+    calls = {name: len(certs_calls(ha, name)) for name in names}
+
+    ha.instantiate_end()
+
+    assert {name: certs_calls(ha, name)[calls[name]:] for name in names} == {
+        'master1': ['certs check-expiration'],
+        'master2': ['certs check-expiration'],
+        'master3': ['certs check-expiration', 'certs renew all',
+                    'certs check-expiration']}
+    restarted = {name: set(static_pod_pids(ha.host(name))) & set(pids[name])
+                 == set() for name in names}
+    assert restarted == {'master1': False, 'master2': True, 'master3': True}
+    assert all(renewed_for_a_year(ha.host(name)) for name in names)

@@ -12,6 +12,7 @@ converges while a claim is Bound, a file sits on the Storage server and
 a probe through the VIP answers every second.
 """
 
+import contextlib
 import json
 
 import pytest
@@ -33,21 +34,30 @@ NODES = ('master1', 'master2', 'master3', 'worker1')
 PACKAGES = ('kubeadm', 'kubelet', 'kubectl')
 
 
-@pytest.fixture(scope='module')
-def ha():
+@contextlib.contextmanager
+def upgradable(masters):
+    """An installed cluster of ``masters`` and a Worker whose nodes reach
+    the test apt repository (``virtual.repository``), which serves the
+    next minor."""
     skip_without_testbed()
     virtual_vnf.use_test_options()
     with apt_repo.AptRepository() as repository, \
-            virtual_vnf.VirtualCluster(masters=3, workers=1, volumes=1,
+            virtual_vnf.VirtualCluster(masters=masters, workers=1, volumes=1,
                                        install_cluster=True) as virtual:
         apt_repo.use_in(virtual, repository, virtual_vnf.CALICO_STAND_IN)
         for node in virtual.nodes():
             repository.route_from(node, virtual.testbed.bridge_ip)
         virtual.instantiate_end()
+        virtual.repository = repository
+        yield virtual
+
+
+@pytest.fixture(scope='module')
+def ha():
+    with upgradable(3) as virtual:
         bind_claim(virtual.host('master1'))
         storage = virtual.host('storage')
         storage.write_file(virtual.export_dirs()[0] + '/keep.txt', 'kept')
-        virtual.repository = repository
         yield virtual
 
 
@@ -74,6 +84,17 @@ def upgrade_times(virtual, name):
         'cat /var/log/kubeadm-standin.log 2>/dev/null || true').stdout
     return [entry['time'] for entry in map(json.loads, log.splitlines())
             if entry['argv'][1:2] == ['upgrade']]
+
+
+def failed_upgrade(virtual, host, command, **fault):
+    """The StepError of an upgrade to NEXT that a CommandFault on
+    ``command`` on ``host`` stopped."""
+    with faults.Faults() as injected:
+        fault = injected.command(host, command, **fault)
+        with pytest.raises(exceptions.StepError) as raised:
+            virtual.upgrade(NEXT)
+        assert fault.hits, str(raised.value)
+    return raised.value
 
 
 def test_a_two_minor_jump_is_refused_before_any_change(ha):
@@ -133,13 +154,7 @@ def test_the_start_check_changes_no_package_and_finds_a_silent_etcd(ha):
 def test_an_upgrade_failed_on_the_second_master_converges_on_a_rerun(ha):
     master1, master2 = ha.host('master1'), ha.host('master2')
     with vip_probe.VipProbe(ha.vip) as probe:
-        with faults.Faults() as injected:
-            fault = injected.command(master2, 'kubeadm',
-                                     match='upgrade node')
-            with pytest.raises(exceptions.StepError) as raised:
-                ha.upgrade(NEXT)
-            assert fault.hits, str(raised.value)
-        error = raised.value
+        error = failed_upgrade(ha, master2, 'kubeadm', match='upgrade node')
         assert (error.host, error.step) == (master2.ip,
                                             'kubeadm upgrade node')
         # The first Master was upgraded; the second stopped at kubeadm.

@@ -122,6 +122,47 @@ def test_which_masters_renew(expiries, days, renew, unknown):
         assert plan.reasons[address] == expiries[address].earliest()
 
 
+@pytest.mark.parametrize('expiries, unfinished, renew, restart', [
+    # Renewed on disk, not restarted: the dates alone say nothing is due.
+    ({'m1': FRESH}, {'m1'}, (), ('m1',)),
+    # The restart failed on the second of three: only it restarts; the
+    # third, never reached, renews (which restarts it).
+    ({'m1': FRESH, 'm2': FRESH, 'm3': IN_10_DAYS}, {'m2'}, ('m3',),
+     ('m2',)),
+    # Due again anyway: renewing restarts it, once.
+    ({'m1': IN_10_DAYS}, {'m1'}, ('m1',), ()),
+    # Unreadable dates do not hide an unfinished restart.
+    ({'m1': None, 'm2': FRESH}, {'m1'}, (), ('m1',)),
+    ({'m1': FRESH, 'm2': FRESH}, set(), (), ()),
+])
+def test_an_unfinished_renewal_restarts_its_control_plane(
+        expiries, unfinished, renew, restart):
+    plan = certificates.renewal_plan(expiries, NOW, 60, unfinished)
+    assert (plan.renew, plan.restart) == (renew, restart)
+
+
+def test_an_unfinished_renewal_restarts_even_with_renewal_off():
+    plan = certificates.renewal_plan({'m1': EXPIRED}, NOW, 0, {'m1'})
+    assert (plan.renew, plan.restart) == ((), ('m1',))
+
+
+@pytest.mark.parametrize('stdout, unfinished', [
+    (cert_renewal.UNFINISHED_LINE + '\n' + KUBEADM_OUTPUT, True),
+    (KUBEADM_OUTPUT, False),
+    (KUBEADM_OUTPUT + cert_renewal.UNFINISHED_LINE + '\n', False),
+])
+def test_the_expiry_read_tells_an_unfinished_renewal(stdout, unfinished):
+    class Master(object):
+        def run(self, argv, **kwargs):
+            assert argv[-3:] == certificates.CHECK_ARGV
+            assert cert_renewal.UNFINISHED_MARKER in argv[2]
+            return facts.CommandResult(0, stdout.encode(), b'')
+
+    expiry, found = cert_renewal.read_state(Master())
+    assert found is unfinished
+    assert expiry.earliest() == ('etcd-server', at('2026-11-01 09:15'))
+
+
 class FakeKubectl(object):
     """Answers /readyz after ``failures`` refusals."""
 

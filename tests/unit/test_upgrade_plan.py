@@ -192,3 +192,77 @@ def test_plan_upgrade_refuses_a_node_the_cluster_lacks():
                         {M1.fixed_ip: api()}, {M1.address: OLD,
                                                W1.address: OLD})
     assert list(raised.value.failures) == [W1.address]
+
+
+# The Worker's state after a run of the upgrade: its kubelet and facts,
+# whether its Node is unschedulable, whether it carries the upgrade's mark.
+AT_TARGET = (facts(V36, PKG36), V36)
+BEFORE = (OLD, V35)
+
+
+@pytest.mark.parametrize('worker, unschedulable, marked, expected', [
+    # Upgraded, then the uncordon failed or the connection was cut after
+    # the kubelet package: only the uncordon is left.
+    (AT_TARGET, True, True, ('uncordon', False, up.CORDON_LEFT, False)),
+    # Uncordoned by hand meanwhile, the mark still there: remove it.
+    (AT_TARGET, False, True, ('uncordon', False, up.CORDON_LEFT, False)),
+    # Cordoned and marked, stopped before its packages: the whole path.
+    (BEFORE, True, True, ('worker', False, 'kubelet v1.35.4', False)),
+    # The operator cordoned it, not the upgrade: done at the target,
+    # and upgraded but left cordoned otherwise.
+    (AT_TARGET, True, False, ('worker', True, '', True)),
+    (BEFORE, True, False, ('worker', False, 'kubelet v1.35.4', True)),
+    (AT_TARGET, False, False, ('worker', True, '', False)),
+])
+def test_a_worker_the_upgrade_cordoned_is_done_once_uncordoned(
+        worker, unschedulable, marked, expected):
+    api_nodes = {M1.fixed_ip: up.ApiNode('m1', M1.fixed_ip, True, V36),
+                 W1.fixed_ip: up.ApiNode('w1', W1.fixed_ip, True, worker[1],
+                                         unschedulable)}
+    plan = up.plan_upgrade([M1], [W1], V36, V36, PKG36, api_nodes,
+                           {M1.address: NEW, W1.address: worker[0]},
+                           frozenset(['w1'] if marked else []))
+    step = plan.steps[1]
+    assert (step.action, step.done, step.reason.split(',')[0],
+            step.keep_cordon) == expected
+    if marked and expected[0] == 'worker':
+        assert up.CORDON_LEFT in step.reason
+
+
+def test_a_master_is_never_taken_for_a_cordoned_worker():
+    api_nodes = {M1.fixed_ip: up.ApiNode('m1', M1.fixed_ip, True, V36,
+                                         True)}
+    plan = up.plan_upgrade([M1], [], V36, V36, PKG36, api_nodes,
+                           {M1.address: NEW}, frozenset(['m1']))
+    assert [(s.action, s.done, s.keep_cordon) for s in plan.steps] == [
+        ('node', True, False)]
+
+
+def test_driver_cordons_reads_the_upgrades_mark():
+    listing = json.loads(nodes_json(
+        ('w1', '192.168.0.21', True, 'v1.36.1', True),
+        ('w2', '192.168.0.22', True, 'v1.36.1', True),
+        ('w3', '192.168.0.23', True, 'v1.36.1', False)))
+    listing['items'][0]['metadata']['annotations'] = {
+        up.CORDON_ANNOTATION: 'v1.36.1', 'other': 'x'}
+    listing['items'][1]['metadata']['annotations'] = {'other': 'x'}
+    assert up.driver_cordons(json.dumps(listing)) == frozenset(['w1'])
+    with pytest.raises(exceptions.ClusterInstallError):
+        up.driver_cordons('{"items": [{}]}')
+
+
+def test_cordon_and_uncordon_are_one_patch_each():
+    # The operator guide names the mark.
+    assert up.CORDON_ANNOTATION == 'kubernetes-mgmt-pv/cordoned-for-upgrade'
+
+    def patch(argv):
+        assert argv[:6] == ['patch', 'node', 'w1', '--type', 'merge', '-p']
+        return json.loads(argv[6])
+
+    assert patch(up.cordon_argv('w1', V36)) == {
+        'metadata': {'annotations': {up.CORDON_ANNOTATION: 'v1.36.1'}},
+        'spec': {'unschedulable': True}}
+    # JSON merge patch: null removes the mark and the cordon.
+    assert patch(up.uncordon_argv('w1')) == {
+        'metadata': {'annotations': {up.CORDON_ANNOTATION: None}},
+        'spec': {'unschedulable': None}}

@@ -246,7 +246,10 @@ def test_a_failed_end_says_what_a_rollback_leaves(calls, tmp_path,
     with pytest.raises(exceptions.StepError):
         run(v2_upgrade.END, change_request(), package(tmp_path / 'new', NEW),
             progress)
-    assert 'stay at v1.36.1' in progress[v2_upgrade.UPGRADE_KEY]['rollback']
+    note = progress[v2_upgrade.UPGRADE_KEY]['rollback']
+    assert 'stay at v1.36.1' in note
+    # A Worker cordoned for its upgrade stays cordoned, by a named mark.
+    assert 'cordoned' in note and upgrade_plan.CORDON_ANNOTATION in note
 
 
 def test_the_rollback_changes_no_node_and_says_so(calls, tmp_path, caplog):
