@@ -115,7 +115,9 @@ def parse_facts(output):
 _JOIN_VALUES = {
     'token': re.compile(r'[a-z0-9]{6}\.[a-z0-9]{16}'),
     'ca_cert_hash': re.compile(r'sha256:[0-9a-f]{64}'),
-    'certificate_key': re.compile(r'[0-9a-f]+'),
+    # kubeadm's key is 32 bytes in hex; no longer value can be a secret
+    # that every later message must be searched for.
+    'certificate_key': re.compile(r'[0-9a-f]{64}'),
 }
 
 

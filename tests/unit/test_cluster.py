@@ -94,6 +94,8 @@ def test_the_last_block_wins():
     (info_block(token='abcdef.0123456789abcdef x'), 'malformed token'),
     (info_block(ca_cert_hash='sha256:' + 'a' * 63), 'malformed ca_cert_h'),
     (info_block(certificate_key='b' * 64 + '\x1b'), 'malformed certif'),
+    (info_block(certificate_key='b' * 63), 'malformed certif'),
+    (info_block(certificate_key='b' * 65536), 'malformed certif'),
 ])
 def test_a_bad_block_fails_clearly(output, message):
     with pytest.raises(exceptions.ClusterInstallError, match=message):
