@@ -8,16 +8,6 @@ import pytest
 
 from kubernetes_mgmt_pv import exceptions
 from testbed import virtual_vnf
-from tests.functional.conftest import skip_without_testbed
-
-
-@pytest.fixture
-def simple():
-    skip_without_testbed()
-    with virtual_vnf.VirtualCluster(masters=1, workers=2, volumes=1,
-                                    install_cluster=True) as virtual:
-        virtual.instantiate_end()
-        yield virtual
 
 
 def report_address(kube, name, address):
@@ -54,57 +44,60 @@ def refused(hook, *words):
     return message
 
 
-def test_an_address_two_nodes_report_is_refused(simple):
+def test_an_address_two_nodes_report_is_refused(k8s_cluster):
     """worker1's Node reports worker2's address: worker1 sorts first, so
     it was taken for worker2's Node."""
-    worker1, worker2 = simple.host('worker1'), simple.host('worker2')
-    report_address(simple.kube, 'worker1', worker2.ip)
-    new = simple.add_node('worker')
-    before = state(simple)
+    virtual = k8s_cluster
+    worker1, worker2 = virtual.host('worker1'), virtual.host('worker2')
+    report_address(virtual.kube, 'worker1', worker2.ip)
+    new = virtual.add_node('worker')
+    before = state(virtual)
 
-    refused(lambda: simple.scale_end([new]),
+    refused(lambda: virtual.scale_end([new]),
             'Nodes worker1 and worker2 report the same InternalIP',
             repr(worker2.ip))
-    assert state(simple) == before
-    refused(lambda: simple.heal_start([simple.vnfcs['worker2'].vnfc_id]),
+    assert state(virtual) == before
+    refused(lambda: virtual.heal_start([virtual.vnfcs['worker2'].vnfc_id]),
             'Nodes worker1 and worker2 report the same InternalIP',
             repr(worker2.ip))
-    assert state(simple) == before
+    assert state(virtual) == before
 
     # Once worker1's Node reports its own address again, the scale-out
     # goes through as ever.
-    report_address(simple.kube, 'worker1', worker1.ip)
-    simple.scale_end([new])
-    assert virtual_vnf.node_readiness(simple.host('master1')) == dict.fromkeys(
+    report_address(virtual.kube, 'worker1', worker1.ip)
+    virtual.scale_end([new])
+    readiness = virtual_vnf.node_readiness(virtual.host('master1'))
+    assert readiness == dict.fromkeys(
         ['master1', 'worker1', 'worker2', 'worker3'], 'True')
-    assert state(simple)[0]['worker2'][1] == 'worker2\n'
+    assert state(virtual)[0]['worker2'][1] == 'worker2\n'
 
 
-def test_a_node_its_vm_does_not_name_is_left_alone(simple):
+def test_a_node_its_vm_does_not_name_is_left_alone(k8s_cluster):
     """worker2's Node is gone and worker1's reports worker2's address:
     the only Node there is not worker2's, whether worker2 answers (its
     host name says so) or is down (worker1 names that Node its own)."""
-    worker2 = simple.host('worker2')
-    simple.kube.delete('node', 'worker2')
-    report_address(simple.kube, 'worker1', worker2.ip)
-    new = simple.add_node('worker')
-    before = state(simple)
-    heal = [simple.vnfcs['worker2'].vnfc_id]
+    virtual = k8s_cluster
+    worker2 = virtual.host('worker2')
+    virtual.kube.delete('node', 'worker2')
+    report_address(virtual.kube, 'worker1', worker2.ip)
+    new = virtual.add_node('worker')
+    before = state(virtual)
+    heal = [virtual.vnfcs['worker2'].vnfc_id]
 
-    refused(lambda: simple.scale_end([new]),
+    refused(lambda: virtual.scale_end([new]),
             "VM %s reports host name 'worker2', but Node worker1 reports its "
             "address" % worker2.ip)
-    assert state(simple) == before
-    refused(lambda: simple.heal_start(heal),
+    assert state(virtual) == before
+    refused(lambda: virtual.heal_start(heal),
             "VM %s reports host name 'worker2', but Node worker1 reports its "
             "address" % worker2.ip)
-    assert state(simple) == before
+    assert state(virtual) == before
 
-    simple.testbed.power_off('worker2')
-    refused(lambda: simple.heal_start(heal),
+    virtual.testbed.power_off('worker2')
+    refused(lambda: virtual.heal_start(heal),
             'Node worker1 reports the address of VM %s, but it is the Node '
             "of VM %s (host name 'worker1')" % (
-                worker2.ip, simple.host('worker1').ip))
+                worker2.ip, virtual.host('worker1').ip))
     vms, nodes = before
     del vms['worker2']
-    assert state(simple, down=['worker2']) == (vms, nodes)
+    assert state(virtual, down=['worker2']) == (vms, nodes)
