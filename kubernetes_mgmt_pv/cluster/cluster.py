@@ -16,6 +16,7 @@ import re
 from kubernetes_mgmt_pv import admin_kubectl
 from kubernetes_mgmt_pv.cluster import etcd
 from kubernetes_mgmt_pv.cluster import ha
+from kubernetes_mgmt_pv.cluster import node_identity
 from kubernetes_mgmt_pv.cluster import node_names
 from kubernetes_mgmt_pv import exceptions
 
@@ -236,12 +237,14 @@ def _node_items(output):
 
 
 def parse_api_nodes(output):
-    """{Node name: InternalIP} from ``kubectl get nodes -o json``."""
+    """{Node name: InternalIP} from ``kubectl get nodes -o json``; an
+    address several Nodes report is refused (``node_identity``)."""
     nodes = {}
     for name, status in _node_items(output):
         internal = [a.get('address') for a in status.get('addresses') or []
                     if isinstance(a, dict) and a.get('type') == 'InternalIP']
         nodes[name] = internal[0] if internal else None
+    node_identity.check_addresses(nodes)
     return nodes
 
 
@@ -419,16 +422,21 @@ def host_names(nodes, facts, api_nodes):
     address; ``api_nodes``: {Node name: InternalIP}).
 
     A VM kubeadm ran on whose Node the cluster has at its address keeps
-    that Node's name: kubelet's certificate carries it. Any other VM keeps
-    the name cloud-init gave it when that is one DNS label no other VM
-    has or keeps; otherwise (Nova gives every member of a scaling group
-    the group's server name) it is named after its role and address.
+    that Node's name: kubelet's certificate carries it. That Node must be
+    the one the VM itself names (its host name): the address is the
+    word of a kubelet, maybe another VM's (``node_identity``). Any other
+    VM keeps the name cloud-init gave it when that is one DNS label no
+    other VM has or keeps; otherwise (Nova gives every member of a
+    scaling group the group's server name) it is named after its role
+    and address.
     """
     names = {}
     for node in nodes:
         if facts[node.address].joined:
             name = name_at(api_nodes, node.fixed_ip)
             if name is not None:
+                node_identity.check_own_node(node, name,
+                                             facts[node.address].hostname)
                 names[node.address] = name
     taken = set(names.values())
     given = collections.Counter(facts[node.address].node_name

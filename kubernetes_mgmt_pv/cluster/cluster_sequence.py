@@ -12,6 +12,7 @@ import dataclasses
 
 from kubernetes_mgmt_pv.cluster import cluster
 from kubernetes_mgmt_pv.cluster import etcd
+from kubernetes_mgmt_pv.cluster import node_identity
 from kubernetes_mgmt_pv import exceptions
 from kubernetes_mgmt_pv.openstack import vnf_topology
 from kubernetes_mgmt_pv.remote import managed_block
@@ -187,13 +188,34 @@ def removal_leader(staying_masters, facts):
     return joined[0]
 
 
-def plan_removals(split, leaving, api_nodes, undrainable):
+def leaving_node_name(node, api_nodes, facts, staying):
+    """The name of the Node a leaving VM takes with it (None: gone), as
+    ``node_identity`` checks it: the Node at its address must be the one
+    the VM names when it answered (``facts``: NodeFacts by address), and
+    in any case not one a ``staying`` VM names. A VM that is down cannot
+    vouch for its Node, and the driver records no Node names: then any
+    other Node at its address is its own or a lying kubelet's."""
+    name = cluster.name_at(api_nodes, node.fixed_ip)
+    if name is None:
+        return None
+    if node.address in facts:
+        node_identity.check_own_node(node, name,
+                                     facts[node.address].hostname)
+    node_identity.check_not_taken(node, name, {
+        other.address: facts[other.address].hostname for other in staying
+        if other.address in facts})
+    return name
+
+
+def plan_removals(split, leaving, api_nodes, undrainable, facts):
     """``split`` (see ``split_leaving``) with the NodeRemoval of each
-    leaving node, from the Nodes the cluster knows ({name: InternalIP})
-    and those that cannot be drained ({name: why})."""
+    leaving node, from the Nodes the cluster knows ({name: InternalIP}),
+    those that cannot be drained ({name: why}) and the NodeFacts (by
+    address) of the staying VMs and of the leaving ones that answered
+    (see ``leaving_node_name``)."""
     removals = []
     for node in leaving:
-        name = cluster.name_at(api_nodes, node.fixed_ip)
+        name = leaving_node_name(node, api_nodes, facts, split.staying)
         removals.append(NodeRemoval(
             node, name, undrainable.get(name) if name else None,
             node.role == vnf_topology.MASTER))

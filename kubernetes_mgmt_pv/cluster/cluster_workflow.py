@@ -84,17 +84,42 @@ class ClusterWorkflow(flow.Flow):
 
     # -- steps --------------------------------------------------------------
 
+    def _node_facts(self, sessions, node):
+        result = self.session(sessions, node).run(
+            ['sh', '-c', cluster.FACTS_SCRIPT], sudo=True,
+            description='node facts')
+        return cluster.parse_facts(result.stdout_bytes)
+
     def _gather(self, sessions, nodes):
         """NodeFacts of every node, by address, gathered at once."""
         facts = {}
 
         def gather(node):
-            executor = self.session(sessions, node)
-            result = executor.run(['sh', '-c', cluster.FACTS_SCRIPT],
-                                  sudo=True, description='node facts')
-            facts[node.address] = cluster.parse_facts(result.stdout_bytes)
+            facts[node.address] = self._node_facts(sessions, node)
 
         self.on_hosts('node fact check', {
+            node.address: functools.partial(gather, node) for node in nodes})
+        return facts
+
+    def _gather_leaving(self, sessions, nodes):
+        """NodeFacts of the leaving VMs that still answer, by address:
+        their own word on which Node is theirs. One that is down or
+        refuses the login has none (``cluster_sequence.leaving_node_name``
+        decides without it)."""
+        facts = {}
+
+        def gather(node):
+            if not flow.answers_ssh(node.address):
+                return
+            try:
+                facts[node.address] = self._node_facts(sessions, node)
+            except exceptions.MgmtDriverError as error:
+                LOG.warning('The leaving VM %s does not say its host name '
+                            '(%s): its Node is chosen without it',
+                            node.address,
+                            exceptions.failure_reason(error, node.address))
+
+        self.on_hosts('leaving node fact check', {
             node.address: functools.partial(gather, node) for node in nodes})
         return facts
 
@@ -493,8 +518,8 @@ class ClusterWorkflow(flow.Flow):
         every other node's /etc/hosts and reset them (best effort).
 
         The leaving VMs may be dead: they are only contacted for best-effort
-        steps (keepalived stop, kubeadm reset). A step already done is
-        skipped, so a re-run after a failure converges.
+        steps (their host names, keepalived stop, kubeadm reset). A step
+        already done is skipped, so a re-run after a failure converges.
         """
         report = step_report.Report()
         split = cluster_sequence.split_leaving(
@@ -509,12 +534,13 @@ class ClusterWorkflow(flow.Flow):
                                       for node in split.staying])
             leader = self.session(sessions, cluster_sequence.removal_leader(
                 split.staying_masters, facts))
+            asked = {**facts, **self._gather_leaving(sessions, leaving)}
             with step_report.step(leader.host, 'Node list'):
                 listing = self._kubectl(leader, ['get', 'nodes', '-o',
                                                  'json']).stdout
                 removal = cluster_sequence.plan_removals(
                     split, leaving, cluster.parse_api_nodes(listing),
-                    cluster.undrainable_nodes(listing))
+                    cluster.undrainable_nodes(listing), asked)
             for node_removal in removal.removals:
                 self._remove_node(sessions, leader, node_removal,
                                   removal.staying_masters, facts, vip, report)

@@ -162,6 +162,10 @@ class _Upgrade(object):
         self.flow.on_hosts('upgrade fact check', {
             node.address: functools.partial(gather, node)
             for node in masters + workers})
+        problems = upgrade_plan.identity_refusals(masters + workers,
+                                                  api_nodes, host_facts)
+        if problems:
+            raise upgrade_plan.refusal_error(problems, host)
         return upgrade_plan.plan_upgrade(
             masters, workers, cluster_version, self.target,
             self.package_version, api_nodes, host_facts, cordons)
@@ -319,8 +323,13 @@ class _Upgrade(object):
             for node in masters})
 
     def _log_versions(self, kubectl):
-        nodes = upgrade_plan.parse_nodes(
-            kubectl.run(['get', 'nodes', '-o', 'json']).stdout)
+        listing = kubectl.run(['get', 'nodes', '-o', 'json']).stdout
+        try:
+            nodes = upgrade_plan.parse_nodes(listing)
+        except exceptions.ClusterInstallError as error:  # the upgrade is done
+            LOG.warning('Kubernetes upgraded to %s; Node versions not '
+                        'listed: %s', upgrade_plan.shown(self.target), error)
+            return
         LOG.info('Kubernetes upgraded to %s: %s', upgrade_plan.shown(
             self.target), ', '.join('%s kubelet %s' % (
                 node.name, upgrade_plan.shown(node.kubelet)

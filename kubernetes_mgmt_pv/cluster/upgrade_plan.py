@@ -20,6 +20,7 @@ import dataclasses
 import json
 import re
 
+from kubernetes_mgmt_pv.cluster import node_identity
 from kubernetes_mgmt_pv import exceptions
 
 CHECK_STEP = 'upgrade check'
@@ -35,9 +36,11 @@ _MINOR_SEGMENT = re.compile(r'/v\d+\.\d+/')
 CORDON_ANNOTATION = 'kubernetes-mgmt-pv/cordoned-for-upgrade'
 CORDON_LEFT = 'cordoned by the upgrade'
 _CLUSTER_VERSION = re.compile(r'^kubernetesVersion: *"?(v[0-9.]+)"?$', re.M)
-# Read on every node: kubeadm's version, the packages' dpkg state and, on
-# a Master, the image of its kube-apiserver static pod.
+# Read on every node: kubeadm's version, the packages' dpkg state, on a
+# Master the image of its kube-apiserver static pod, and the host name
+# (which Node is the node's: ``node_identity``).
 FACTS_SCRIPT = r'''
+printf 'hostname %s\n' "$(hostname)"
 printf 'kubeadm %s\n' "$(kubeadm version -o short 2>/dev/null || echo -)"
 for name in kubeadm kubelet kubectl; do
     printf 'package %s %s\n' "$name" "$(dpkg-query -W \
@@ -97,10 +100,11 @@ class ApiNode(object):
 
 
 def parse_nodes(output):
-    """{InternalIP: ApiNode} of ``kubectl get nodes -o json``."""
+    """{InternalIP: ApiNode} of ``kubectl get nodes -o json``; an address
+    several Nodes report is refused (``node_identity``)."""
     try:
         items = json.loads(output)['items']
-        nodes = {}
+        nodes, names = {}, {}
         for item in items:
             status = item.get('status') or {}
             internal = [a.get('address') for a in status.get('addresses', [])
@@ -113,10 +117,12 @@ def parse_nodes(output):
                     (status.get('nodeInfo') or {}).get('kubeletVersion')),
                 bool((item.get('spec') or {}).get('unschedulable')))
             nodes[node.address] = node
-        return nodes
+            names[node.name] = node.address
     except (ValueError, KeyError, TypeError, AttributeError):
         raise exceptions.ClusterInstallError(
             'kubectl get nodes -o json did not return a list of Nodes')
+    node_identity.check_addresses(names)
+    return nodes
 
 
 def driver_cordons(output):
@@ -181,17 +187,20 @@ def blocking_budgets(output):
 class HostFacts(object):
     """What FACTS_SCRIPT read on a node: kubeadm's version, {package:
     dpkg version of an installed one, else None}, the kube-apiserver
-    image's version (None on a Worker)."""
+    image's version (None on a Worker), the host name (None: not read)."""
     kubeadm: tuple
     packages: dict
     apiserver: tuple = None
+    hostname: str = None
 
 
 def parse_host_facts(output):
-    kubeadm, apiserver, packages = None, None, {}
+    kubeadm, apiserver, packages, hostname = None, None, {}, None
     for line in output.splitlines():
         words = line.split()
-        if words[:1] == ['kubeadm'] and len(words) == 2:
+        if words[:1] == ['hostname'] and len(words) == 2:
+            hostname = words[1]
+        elif words[:1] == ['kubeadm'] and len(words) == 2:
             kubeadm = parse_version(words[1])
         elif words[:1] == ['apiserver'] and len(words) == 2:
             apiserver = parse_version(words[1])
@@ -199,7 +208,22 @@ def parse_host_facts(output):
                 words[1] in PACKAGES and words[2] == 'installed':
             packages[words[1]] = words[3]
     return HostFacts(kubeadm, {name: packages.get(name)
-                               for name in PACKAGES}, apiserver)
+                               for name in PACKAGES}, apiserver, hostname)
+
+
+def identity_refusals(nodes, api_nodes, host_facts):
+    """(node address, reason) of each node whose Node, found by its
+    InternalIP (``api_nodes``), is not the one its own host name names
+    (``host_facts``): the upgrade would drain, uncordon and wait on
+    another VM's Node (``node_identity``)."""
+    problems = []
+    for node in nodes:
+        api_node = api_nodes.get(node.fixed_ip)
+        refusal = api_node and node_identity.own_node_refusal(
+            node, api_node.name, host_facts[node.address].hostname)
+        if refusal:
+            problems.append((node.address, refusal))
+    return problems
 
 
 def refusals(cluster_version, target, api_nodes, budgets, drain_force):

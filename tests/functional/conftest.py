@@ -53,6 +53,17 @@ def cluster():
 
 
 @pytest.fixture
+def k8s_cluster():
+    """Storage (1 volume), 1 Master and 2 Workers, the Kubernetes cluster
+    installed by instantiate_end."""
+    skip_without_testbed()
+    with virtual_vnf.VirtualCluster(masters=1, workers=2, volumes=1,
+                                    install_cluster=True) as virtual:
+        virtual.instantiate_end()
+        yield virtual
+
+
+@pytest.fixture
 def instantiated(cluster):
     cluster.instantiate_end()
     return cluster

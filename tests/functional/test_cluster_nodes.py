@@ -88,12 +88,8 @@ def hosts_block(host):
 
 
 @pytest.fixture
-def simple():
-    skip_without_testbed()
-    with virtual_vnf.VirtualCluster(masters=1, workers=2, volumes=1,
-                                    install_cluster=True) as virtual:
-        virtual.instantiate_end()
-        yield virtual
+def simple(k8s_cluster):
+    return k8s_cluster
 
 
 @pytest.fixture

@@ -200,6 +200,17 @@ def test_no_joined_staying_master_is_refused():
         sequence.removal_leader([M1, M2], facts)
 
 
+def staying_facts(split, **leaving):
+    """NodeFacts of the staying VMs, and of the leaving ones given (by
+    their names in NAMES) with the host name each reports."""
+    facts = {n.address: cluster.NodeFacts(NAMES[n], True)
+             for n in split.staying}
+    by_name = {name: n for n, name in NAMES.items()}
+    facts.update({by_name[name].address: cluster.NodeFacts(hostname, True)
+                  for name, hostname in leaving.items()})
+    return facts
+
+
 @pytest.mark.parametrize('leaving, api, undrainable, expected', [
     # A Worker with its Node: drained, deleted.
     ([W1], ALL_API, {}, [(W1, 'w1', None, False, True)]),
@@ -208,7 +219,8 @@ def test_no_joined_staying_master_is_refused():
      [(W1, 'w1', 'Ready is Unknown', False, False)]),
     # Its Node is gone already (a re-run): nothing to drain or delete.
     ([W2], {'m1': '10.0.0.11'}, {}, [(W2, None, None, False, False)]),
-    # A Master leaves haproxy and etcd too; the Node found by address.
+    # A Master leaves haproxy and etcd too; the Node found by address: a
+    # dead VM cannot name its Node, and no staying VM names this one.
     ([M2], dict(ALL_API, m2=None, other='10.0.0.12'), {},
      [(M2, 'other', None, True, True)]),
     ([M3, W2], ALL_API, {'w2': 'tainted'},
@@ -216,10 +228,54 @@ def test_no_joined_staying_master_is_refused():
 ])
 def test_node_removals(leaving, api, undrainable, expected):
     split = sequence.split_leaving([M1, M2, M3], CLUSTER_NODES, leaving)
-    result = sequence.plan_removals(split, leaving, api, undrainable)
+    result = sequence.plan_removals(split, leaving, api, undrainable,
+                                    staying_facts(split))
     assert [(r.node, r.name, r.undrainable, r.master, r.drain)
             for r in result.removals] == expected
     assert result.staying == split.staying
+
+
+def test_a_leaving_vm_that_answers_names_its_node():
+    split = sequence.split_leaving([M1, M2, M3], CLUSTER_NODES, [W1])
+    result = sequence.plan_removals(split, [W1], ALL_API, {},
+                                    staying_facts(split, w1='W1'))
+    assert [(r.node, r.name) for r in result.removals] == [(W1, 'w1')]
+
+
+# (leaving, API Nodes, the leaving VMs that answer {name: host name},
+# the refusal's words): a Node found at a leaving VM's address is drained
+# and deleted only when that VM names it, or, when the VM is down, no
+# staying VM does.
+REMOVALS_REFUSED = {
+    'another Worker\'s Node reports the address of a Worker that answers':
+    ([W1], dict(ALL_API, w1=None, w2='10.0.0.21'), {'w1': 'w1'},
+     "VM 10.0.0.21 reports host name 'w1', but Node w2 reports its "
+     "address"),
+    'a Worker that answers with another host name': (
+        [W1], ALL_API, {'w1': 'worker-10-0-0-21'},
+        "VM 10.0.0.21 reports host name 'worker-10-0-0-21', but Node w1 "
+        "reports its address"),
+    'a staying Worker\'s Node reports the address of a dead Worker': (
+        [W1], dict(ALL_API, w1=None, w2='10.0.0.21'), {},
+        "Node w2 reports the address of VM 10.0.0.21, but it is the Node "
+        "of VM 10.0.0.22 (host name 'w2')"),
+    'a staying Worker\'s Node reports the address of a dead Master': (
+        [M2], dict(ALL_API, m2=None, w2='10.0.0.12'), {},
+        "Node w2 reports the address of VM 10.0.0.12, but it is the Node "
+        "of VM 10.0.0.22 (host name 'w2')"),
+}
+
+
+@pytest.mark.parametrize('leaving, api, answering, refusal',
+                         list(REMOVALS_REFUSED.values()),
+                         ids=list(REMOVALS_REFUSED))
+def test_a_removal_takes_no_other_vms_node(leaving, api, answering, refusal):
+    split = sequence.split_leaving([M1, M2, M3], CLUSTER_NODES, leaving)
+    with pytest.raises(exceptions.ClusterInstallError) as caught:
+        sequence.plan_removals(split, leaving, api, {},
+                               staying_facts(split, **answering))
+    assert refusal in str(caught.value)
+    assert str(caught.value).endswith('nothing was changed')
 
 
 ETCD = [etcd.Member('a1', 'm1', ('https://10.0.0.11:2380',)),

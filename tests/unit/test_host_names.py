@@ -4,6 +4,7 @@ no host, no Heat."""
 import pytest
 
 from kubernetes_mgmt_pv.cluster import cluster
+from kubernetes_mgmt_pv import exceptions
 from kubernetes_mgmt_pv.openstack import vnf_topology
 from kubernetes_mgmt_pv.request import param_model
 
@@ -47,10 +48,6 @@ CASES = {
         {'masternode': '10.0.0.11', 'worker-10-0-0-21': '10.0.0.21',
          'worker-10-0-0-22': '10.0.0.22'},
         ['masternode', 'worker-10-0-0-21', 'worker-10-0-0-22']),
-    'a member whose host name cloud-init reset gets its Node\'s back': (
-        [M1, W1], {M1: ('masternode', True), W1: ('workernode', True)},
-        {'masternode': '10.0.0.11', 'worker-10-0-0-21': '10.0.0.21'},
-        ['masternode', 'worker-10-0-0-21']),
     'scale-out: a new VM may not take a member\'s name': (
         [M1, W1, W2],
         {M1: ('masternode', True), W1: ('workernode', True),
@@ -77,14 +74,49 @@ CASES = {
 }
 
 
+def gathered(current):
+    return {node.address: cluster.NodeFacts(hostname=value[0],
+                                            joined=value[1:] == (True,))
+            for node, value in current.items()}
+
+
 @pytest.mark.parametrize('nodes, current, api_nodes, expected',
                          list(CASES.values()), ids=list(CASES))
 def test_host_names(nodes, current, api_nodes, expected):
-    facts = {node.address: cluster.NodeFacts(hostname=value[0],
-                                             joined=value[1:] == (True,))
-             for node, value in current.items()}
+    facts = gathered(current)
     names = cluster.host_names(nodes, facts, api_nodes)
     assert [names[node.address] for node in nodes] == expected
     named = [(node, cluster.NodeFacts(names[node.address], False))
              for node in nodes]
     cluster.check_node_names(named)  # valid and unique: does not raise
+
+
+MEMBERS = {M1: ('masternode', True), W1: ('worker1', True),
+           W2: ('worker2', True)}
+
+# (API Nodes, the Node named in the refusal, the VM's host name): a joined
+# VM is never named after a Node its own host name does not name.
+REFUSED = {
+    'another Worker\'s Node reports the address of a member whose Node is '
+    'gone': ({'masternode': '10.0.0.11', 'worker2': '10.0.0.21'},
+             'worker2', 'worker1'),
+    'two Nodes report its address, the other VM\'s listed first': (
+        {'masternode': '10.0.0.11', 'a-worker': '10.0.0.21',
+         'worker1': '10.0.0.21', 'worker2': '10.0.0.22'},
+        'a-worker', 'worker1'),
+    'a member whose host name was changed since it joined': (
+        {'masternode': '10.0.0.11', 'worker-10-0-0-21': '10.0.0.21'},
+        'worker-10-0-0-21', 'worker1'),
+}
+
+
+@pytest.mark.parametrize('api_nodes, node_name, hostname',
+                         list(REFUSED.values()), ids=list(REFUSED))
+def test_a_member_is_not_renamed_after_a_node_it_does_not_name(
+        api_nodes, node_name, hostname):
+    with pytest.raises(exceptions.ClusterInstallError) as caught:
+        cluster.host_names([M1, W1, W2], gathered(MEMBERS), api_nodes)
+    message = str(caught.value)
+    assert 'VM %s reports host name %r, but Node %s reports its address' % (
+        W1.address, hostname, node_name) in message
+    assert message.endswith('nothing was changed')
