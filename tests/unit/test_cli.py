@@ -16,6 +16,7 @@ from tests.unit.cli_support import cluster_params
 from tests.unit.cli_support import DF_SIMPLE
 from tests.unit.cli_support import edit_yaml
 from tests.unit.cli_support import META
+from tests.unit.cli_support import rezipped
 from tests.unit.cli_support import SAMPLE
 from tests.unit.cli_support import sample_request
 from tests.unit.cli_support import STORAGE
@@ -107,14 +108,9 @@ def test_source_directory_lacks_the_driver_file(validate, body):
 
 def test_altering_a_file_of_the_zip_breaks_its_hash(built_zip, validate,
                                                     body, tmp_path):
-    altered = tmp_path / 'altered.zip'
-    with zipfile.ZipFile(built_zip) as source, \
-            zipfile.ZipFile(altered, 'w') as target:
-        for info in source.infolist():
-            data = source.read(info)
-            if info.filename == 'Scripts/install_k8s_cluster.sh':
-                data += b'\n# changed after packaging\n'
-            target.writestr(info, data)
+    altered = rezipped(built_zip, tmp_path / 'altered.zip',
+                       'Scripts/install_k8s_cluster.sh',
+                       lambda data: data + b'\n# changed after packaging\n')
     code, found = validate(altered, body)
     assert (code, found) == (1, {
         ('hash-mismatch', META + ': Scripts/install_k8s_cluster.sh')})

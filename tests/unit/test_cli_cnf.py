@@ -139,14 +139,9 @@ def test_a_package_naming_its_manifests_source_hides_them_from_v2(
         cnf_zip, validate, tmp_path):
     """A CNF package whose TOSCA.meta says "Source:" (as a v1 package
     does) instead of "Name:"."""
-    zipped = tmp_path / 'source-keys.zip'
-    with zipfile.ZipFile(cnf_zip) as original, \
-            zipfile.ZipFile(zipped, 'w') as changed:
-        for info in original.infolist():
-            data = original.read(info)
-            if info.filename == 'TOSCA-Metadata/TOSCA.meta':
-                data = data.replace(b'\nName: ', b'\nSource: ')
-            changed.writestr(info, data)
+    zipped = cli_support.rezipped(
+        cnf_zip, tmp_path / 'source-keys.zip', cli_support.META,
+        lambda data: data.replace(b'\nName: ', b'\nSource: '))
     code, found = validate(zipped, request())
     assert code == 1
     assert found == {('def-file-not-named', f'{DEF_FILES}[0]'),
