@@ -175,30 +175,7 @@ def _plan_parser(commands):
     plan.set_defaults(run=_plan)
 
 
-def _parser():
-    parser = argparse.ArgumentParser(
-        prog='kubernetes-mgmt-pv',
-        description='Build and check VNF packages for the '
-                    'mgmt-drivers-kubernetes Tacker management driver.')
-    parser.add_argument('--version', action='version', version=_version())
-    commands = parser.add_subparsers(dest='command', required=True)
-
-    validate = commands.add_parser(
-        'validate', help='check a package and an Instantiate request offline',
-        description='Report every problem of a VNF package and an '
-                    'Instantiate request that Tacker or the driver would '
-                    'only hit later. Exit status 0 without errors (warnings '
-                    'allowed), 1 otherwise.')
-    validate.add_argument('--package', required=True, metavar='DIR|ZIP',
-                          help='package source directory or CSAR zip')
-    validate.add_argument('--request', required=True, metavar='FILE',
-                          help='Instantiate request body (JSON)')
-    validate.add_argument('--format', choices=('text', 'json'),
-                          default='text',
-                          help='json: a list of {severity, code, where, '
-                               'message}')
-    validate.set_defaults(run=_validate)
-
+def _package_parser(commands):
     package = commands.add_parser(
         'package', help='build the CSAR zip of a package source directory',
         description='Zip a package source directory into a CSAR, writing '
@@ -236,6 +213,33 @@ def _parser():
                               'version, the same at every rebuild): Tacker '
                               'takes a VNFD id once')
     package.set_defaults(run=_package)
+
+
+def _parser():
+    parser = argparse.ArgumentParser(
+        prog='kubernetes-mgmt-pv',
+        description='Build and check VNF packages for the '
+                    'mgmt-drivers-kubernetes Tacker management driver.')
+    parser.add_argument('--version', action='version', version=_version())
+    commands = parser.add_subparsers(dest='command', required=True)
+
+    validate = commands.add_parser(
+        'validate', help='check a package and an Instantiate request offline',
+        description='Report every problem of a VNF package and an '
+                    'Instantiate request that Tacker or the driver would '
+                    'only hit later. Exit status 0 without errors (warnings '
+                    'allowed), 1 otherwise.')
+    validate.add_argument('--package', required=True, metavar='DIR|ZIP',
+                          help='package source directory or CSAR zip')
+    validate.add_argument('--request', required=True, metavar='FILE',
+                          help='Instantiate request body (JSON)')
+    validate.add_argument('--format', choices=('text', 'json'),
+                          default='text',
+                          help='json: a list of {severity, code, where, '
+                               'message}')
+    validate.set_defaults(run=_validate)
+
+    _package_parser(commands)
     _plan_parser(commands)
     return parser
 
