@@ -149,6 +149,7 @@ class TackerLab(object):
         --vnfd-id (Tacker takes a VNFD id once: a module sharing the lab
         with others that onboard the same build gives one)."""
         source = SAMPLE
+        os.makedirs(output_dir, exist_ok=True)
         scratch = tempfile.mkdtemp(prefix='source-', dir=output_dir)
         try:
             if transform is not None:

@@ -35,7 +35,6 @@ def test_v1_v2_and_next_minor_packages_of_one_source_side_by_side(
         lab, onboarded, tmp_path):
     printed = {}
     for name in BUILDS:
-        (tmp_path / name).mkdir()
         printed[name], zip_path = _built(lab, tmp_path, name)
         package = lab.client.onboard_package(zip_path)
         onboarded[package['id']] = package['vnfdId']
@@ -53,7 +52,6 @@ def test_a_rebuild_has_the_same_id_which_tacker_takes_once(
     one, refused by Tacker."""
     if len(onboarded) != len(BUILDS):
         pytest.skip('the packages were not onboarded')
-    (tmp_path / 'v2').mkdir()
     vnfd_id, zip_path = _built(lab, tmp_path, 'v2')
     assert vnfd_id in onboarded.values()
     logs = lab.service.conductors.logs().values()
