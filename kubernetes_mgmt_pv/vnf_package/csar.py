@@ -258,7 +258,7 @@ def _build(source, output_path, api, replaced_files, identity):
                     file_hash(files[DRIVER_PATH]) != file_hash(driver))
         files[DRIVER_PATH] = driver
     files = _with_vnfd_id(files, source_id, chosen)
-    blocks = [header_text]
+    blocks = [header_text.replace(source_id, chosen)]
     blocks += ['%s: %s\nAlgorithm: %s\nHash: %s' % (
         artifact_key, name, ALGORITHM, _hash_of(files[name]))
         for name in sorted(files) if not name.startswith(_NOT_ARTIFACTS)]

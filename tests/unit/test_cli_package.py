@@ -169,11 +169,14 @@ def test_vnfd_id_that_is_no_uuid_is_refused(capsys, tmp_path, given):
 
 def test_a_file_mentioning_the_id_follows_it(capsys, tmp_path):
     """Any other file of the package that names the source's id (a
-    script, a sample request shipped with it) gets the package's."""
+    script, a sample request shipped with it, TOSCA.meta's header) gets
+    the package's."""
     source = tmp_path / 'source'
     shutil.copytree(cli_support.SAMPLE, source)
     (source / 'Files' / 'create.json').write_text(
         json.dumps({'vnfdId': SAMPLE_ID}))
+    meta = source / csar.META_PATH
+    meta.write_text(meta.read_text() + 'Vnfd-Id: %s\n' % SAMPLE_ID)
     output = tmp_path / 'out.zip'
     status, printed, _ = package(capsys, output, '--api', 'v2',
                                  source=source)
@@ -182,6 +185,7 @@ def test_a_file_mentioning_the_id_follows_it(capsys, tmp_path):
         assert json.loads(archive.read('Files/create.json')) == {
             'vnfdId': printed}
         blocks = csar.parse_meta(archive.read(csar.META_PATH).decode())
+    assert blocks.header['Vnfd-Id'] == printed
     assert {block['Source']: block['Hash'] for block in blocks.artifacts}[
         'Files/create.json'] == csar.HASH_FUNCTIONS['sha-256'](
             json.dumps({'vnfdId': printed}).encode()).hexdigest()
