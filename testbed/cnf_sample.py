@@ -1,36 +1,18 @@
-"""The sample CNF (samples/cnf_with_pv) on a testbed cluster: its package
-under a VNFD id of its own, its v1 or v2 requests on a given VIM, node
-agents on the cluster's Workers, and the data path of its pod (a file
-written through the pod's mount, found on the Storage server). For
-tests/tacker_rest and tools/demo_tacker.py."""
+"""The sample CNF (samples/cnf_with_pv) on a testbed cluster: its v1 or
+v2 requests on a given VIM, node agents on the cluster's Workers, and the
+data path of its pod (a file written through the pod's mount, found on
+the Storage server). For tests/tacker_rest and tools/demo_tacker.py."""
 
 import contextlib
 import json
 import os
-import shutil
 
 from testbed import node_agent
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SAMPLE = os.path.join(ROOT, 'samples', 'cnf_with_pv')
 REQUESTS = os.path.join(ROOT, 'samples', 'requests-cnf-%s')
-SAMPLE_VNFD_ID = '6d7c8f38-3a4e-4b0c-9f55-0c6f4c1e2a01'
 DEPLOYMENT, CLAIM, VOLUME = 'web', 'web-data', 'nfs-pv1'
-
-
-def source(directory, vnfd_id):
-    """The sample under a VNFD id of its own (Tacker takes a VNFD id
-    once)."""
-    shutil.copytree(SAMPLE, directory)
-    definitions = os.path.join(directory, 'Definitions')
-    for name in os.listdir(definitions):
-        if name.startswith('cnf_'):
-            path = os.path.join(definitions, name)
-            with open(path) as handle:
-                text = handle.read()
-            with open(path, 'w') as handle:
-                handle.write(text.replace(SAMPLE_VNFD_ID, vnfd_id))
-    return directory
 
 
 def request(name, version='v2'):

@@ -61,12 +61,13 @@ class LabRepository(object):
             with open(path, 'w') as stream:
                 stream.write(content)
 
-    def build_package(self, output_dir, api='v2', kubernetes_version=None):
+    def build_package(self, output_dir, api='v2', kubernetes_version=None,
+                      vnfd_id=None):
         """``lab.build_package`` with the repository's files: (VNFD id,
         zip file)."""
         return self.lab.build_package(
             output_dir, api=api, transform=self.add_files,
-            kubernetes_version=kubernetes_version)
+            kubernetes_version=kubernetes_version, vnfd_id=vnfd_id)
 
     def instantiate_request(self, vim_id, sample, api='v2'):
         """The sample request (logins by key file) installing from the

@@ -9,9 +9,11 @@ steps (VIM, package, requests, LCM) and checks (SSH, kubectl).
 
 import json
 import os
+import re
 import shlex
 import shutil
 import subprocess
+import tempfile
 import time
 import uuid
 
@@ -27,7 +29,8 @@ from testbed import virtual_vnf
 SAMPLE = os.path.join(tacker_service.ROOT, 'samples', 'kubernetes_pv_vnf')
 REQUESTS = os.path.join(tacker_service.ROOT, 'samples', 'requests')
 REQUESTS_BY_API = {'v1': REQUESTS, 'v2': REQUESTS + '-v2'}
-SAMPLE_VNFD_ID = '32ab1f35-a1f4-4798-9433-2bab9c77e6e8'
+# `kubernetes-mgmt-pv package` says the VNFD id it wrote.
+PRINTED_VNFD_ID = re.compile(r'^VNFD id: (\S+)$', re.M)
 # The "Neutron network" of the testbed bridge, as the request names it.
 TESTBED_NETWORK_ID = 'a0e0c0e0-7e57-4bed-8000-000000000001'
 OP_TIMEOUT = 1800
@@ -38,6 +41,14 @@ PASSWORDS = {'master_node': hosts.Testbed.password,
 # The key files the sample requests name (ssh_key), which the lab places
 # in the conductor's ssh_key_dir.
 SAMPLE_KEY_FILES = ('cluster-nodes', 'storage-server')
+
+
+def own_vnfd_id():
+    """A VNFD id for `package --vnfd-id` (a random UUID): Tacker takes a
+    VNFD id once, and test modules that share a lab onboard the same
+    build of the sample, each under its own id, as an operator onboarding
+    one package twice would."""
+    return str(uuid.uuid4())
 
 
 class TackerLab(object):
@@ -129,44 +140,54 @@ class TackerLab(object):
         return self.client.post('/v1.0/vims', body, expect=201).body['vim']
 
     def build_package(self, output_dir, api='v1', transform=None,
-                      kubernetes_version=None):
+                      kubernetes_version=None, vnfd_id=None):
         """The sample package, built with `kubernetes-mgmt-pv package
-        --api v1|v2` of Tacker's venv (the driver the conductor runs), under
-        a fresh VNFD id (Tacker refuses a second package with the same
-        one). ``transform(source_dir)`` may change the copy first;
-        ``kubernetes_version``: its --kubernetes-version."""
-        vnfd_id = str(uuid.uuid4())
-        source = os.path.join(output_dir, 'source-%s' % vnfd_id[:8])
-        shutil.copytree(SAMPLE, source)
-        definitions = os.path.join(source, 'Definitions')
-        for name in os.listdir(definitions):
-            path = os.path.join(definitions, name)
-            with open(path) as handle:
-                text = handle.read()
-            if SAMPLE_VNFD_ID in text:
-                with open(path, 'w') as handle:
-                    handle.write(text.replace(SAMPLE_VNFD_ID, vnfd_id))
-        if transform is not None:
-            transform(source)
-        output = self.zip_package(source, os.path.join(
-            output_dir, 'kubernetes_pv_vnf-%s-%s.zip' % (api, vnfd_id[:8])),
-            api=api, kubernetes_version=kubernetes_version)
-        shutil.rmtree(source)
-        return vnfd_id, output
+        --api v1|v2` of Tacker's venv (the driver the conductor runs), as
+        the CLI writes it: (the VNFD id it printed, zip file).
+        ``transform(source_dir)`` may change a copy of the sample first;
+        ``kubernetes_version``, ``vnfd_id``: its --kubernetes-version and
+        --vnfd-id (Tacker takes a VNFD id once: a module sharing the lab
+        with others that onboard the same build gives one)."""
+        source = SAMPLE
+        os.makedirs(output_dir, exist_ok=True)
+        scratch = tempfile.mkdtemp(prefix='source-', dir=output_dir)
+        try:
+            if transform is not None:
+                source = os.path.join(scratch, 'kubernetes_pv_vnf')
+                shutil.copytree(SAMPLE, source)
+                transform(source)
+            return self.zip_package(
+                source, os.path.join(output_dir, 'kubernetes_pv_vnf-%s%s.zip'
+                                     % (api, '-' + kubernetes_version
+                                        if kubernetes_version else '')),
+                api=api, kubernetes_version=kubernetes_version,
+                vnfd_id=vnfd_id)
+        finally:
+            shutil.rmtree(scratch)
 
-    def zip_package(self, source, output, api='v1', kubernetes_version=None):
+    def zip_package(self, source, output, api='v1', kubernetes_version=None,
+                    vnfd_id=None):
         """`kubernetes-mgmt-pv package --source DIR --output ZIP --api`
-        [--kubernetes-version]."""
-        version = ['--kubernetes-version', kubernetes_version] \
-            if kubernetes_version else []
+        [--kubernetes-version] [--vnfd-id]: (the VNFD id it printed,
+        ZIP)."""
+        options = []
+        if kubernetes_version:
+            options += ['--kubernetes-version', kubernetes_version]
+        if vnfd_id:
+            options += ['--vnfd-id', vnfd_id]
         result = subprocess.run(
             [self.service.bin('kubernetes-mgmt-pv'), 'package', '--source',
-             source, '--output', output, '--api', api] + version,
+             source, '--output', output, '--api', api] + options,
             capture_output=True, text=True, timeout=120)
         if result.returncode:
             raise processes.ServiceError(
                 'kubernetes-mgmt-pv package failed: %s' % result.stderr)
-        return output
+        printed = PRINTED_VNFD_ID.findall(result.stdout)
+        if len(printed) != 1:
+            raise processes.ServiceError(
+                'kubernetes-mgmt-pv package printed no VNFD id: %s'
+                % result.stdout)
+        return printed[0], output
 
     def instantiate_request(self, vim_id, sample='instantiate_simple.json',
                             api='v1', login='password'):

@@ -225,10 +225,11 @@ def cnf_step(lab, workdir, api, instance_id):
     kube = lab.engine.kubes[lab.stack(instance_id).id]
     storage = lab.host_at(lab.cp_address(instance_id))
     nodes = cnf_sample.workers(lab.engine.testbed.hosts.values(), kube)
-    vnfd_id = str(uuid.uuid4())
-    source = cnf_sample.source(os.path.join(workdir, api + '-cnf'), vnfd_id)
-    package = lab.client.onboard_package(lab.zip_package(
-        source, source + '.zip', api='cnf'))
+    # Onboarded once per API, under two ids (--vnfd-id).
+    vnfd_id, package = lab.zip_package(
+        cnf_sample.SAMPLE, os.path.join(workdir, api + '-cnf.zip'),
+        api='cnf', vnfd_id=str(uuid.uuid4()))
+    package = lab.client.onboard_package(package)
     print('CNF package %s (kubernetes-mgmt-pv package --api cnf): %s' % (
         package['id'], package['onboardingState']))
     k8s_vim, = [v for v in lab.vims() if v['type'] == 'kubernetes']

@@ -12,6 +12,7 @@ normal error output and a non-zero exit status, never a traceback.
 import argparse
 import collections
 import dataclasses
+from importlib import metadata
 import json
 import os
 import re
@@ -22,10 +23,12 @@ from oslo_config import cfg
 from kubernetes_mgmt_pv.doors import check_mode
 from kubernetes_mgmt_pv.doors import tacker_v2
 from kubernetes_mgmt_pv import exceptions
+from kubernetes_mgmt_pv import mgmt_driver
 from kubernetes_mgmt_pv import safe_yaml
 from kubernetes_mgmt_pv.vnf_package import csar
 from kubernetes_mgmt_pv.vnf_package import lcm_bodies
 from kubernetes_mgmt_pv.vnf_package import package_check
+from kubernetes_mgmt_pv.vnf_package import vnfd_id
 
 # plan's exit status when a change is pending (0: none, 1: failure).
 CHANGES_PENDING = 2
@@ -103,37 +106,48 @@ def _v2_log_findings(request_path):
 
 def _package(args):
     try:
+        given = None if args.vnfd_id is None else \
+            vnfd_id.parse(args.vnfd_id)
         result = csar.build(args.source, args.output, api=args.api,
-                            kubernetes_version=args.kubernetes_version)
-    except (csar.PackageError, OSError) as error:
+                            kubernetes_version=args.kubernetes_version,
+                            vnfd_id=given)
+    except (csar.PackageError, vnfd_id.VnfdIdError, OSError) as error:
         _say('kubernetes-mgmt-pv package: %s' % error, sys.stderr)
         return 1
-    if args.api == 'v2':
-        _say('wrote %s: %d files, a Tacker v2 package (the VNFD runs %s)'
-             % (args.output, len(result.files), csar.V2_SCRIPT_PATH))
-        return 0
-    if args.api == 'cnf':
-        _say('wrote %s: %d files, a CNF package for Tacker v2\'s '
-             'Kubernetes VIM' % (args.output, len(result.files)))
-        return 0
     if result.driver_replaced:
         _say('%s of the source differs from the installed driver and was '
              'replaced by it' % csar.DRIVER_PATH, sys.stderr)
-    _say('wrote %s: %d files, %s = %s (sha256 %s)' % (
-        args.output, len(result.files), csar.DRIVER_PATH,
-        csar.installed_driver_file(),
-        csar.file_hash(csar.installed_driver_file())))
+    if args.api == 'v2':
+        kind = 'a Tacker v2 package (the VNFD runs %s)' % csar.V2_SCRIPT_PATH
+    elif args.api == 'cnf':
+        kind = 'a CNF package for Tacker v2\'s Kubernetes VIM'
+    else:
+        kind = '%s = %s (sha256 %s)' % (
+            csar.DRIVER_PATH, csar.installed_driver_file(),
+            csar.file_hash(csar.installed_driver_file()))
+    _say('wrote %s: %d files, %s' % (args.output, len(result.files), kind))
+    _say('VNFD id: %s' % result.vnfd_id)
     return 0
+
+
+def _json_file(option, path):
+    """The JSON value of the file an option names; an error names both."""
+    try:
+        return safe_yaml.load_json(path)
+    except safe_yaml.LoadError as error:
+        raise safe_yaml.LoadError('%s %s %s' % (option, path, error))
 
 
 def _plan(args):
     try:
-        inputs = check_mode.load(
-            args.package, safe_yaml.load_json(args.request),
-            safe_yaml.load_json(args.vim), args.stack_id)
-        result = check_mode.check(*inputs, project=args.project)
+        request = _json_file('--request', args.request)
+        access_info = _json_file('--vim', args.vim)
+        with csar.opened(args.package) as package_dir:
+            result = check_mode.check(*check_mode.load(
+                package_dir, request, access_info, args.stack_id),
+                project=args.project)
     except (exceptions.MgmtDriverError, safe_yaml.LoadError,
-            OSError) as error:
+            csar.PackageError, OSError) as error:
         _say('kubernetes-mgmt-pv plan: %s' % error, sys.stderr)
         return 1
     if args.format == 'json':
@@ -157,9 +171,10 @@ def _plan_parser(commands):
                     'changing nothing. Exit status 0: no change, %d: '
                     'changes pending, 1: the check failed.'
                     % CHANGES_PENDING)
-    plan.add_argument('--package', required=True, metavar='DIR',
-                      help='VNF package source directory (the install '
-                           'script and the PV manifests)')
+    plan.add_argument('--package', required=True, metavar='DIR|ZIP',
+                      help='the VNF package (its source directory or the '
+                           'CSAR zip built from it): the install script '
+                           'and the PV manifests')
     plan.add_argument('--request', required=True, metavar='FILE',
                       help='Instantiate request body (JSON): its '
                            'additionalParams')
@@ -206,19 +221,16 @@ def _validate_parser(commands):
     validate.set_defaults(run=_validate)
 
 
-def _parser():
-    parser = argparse.ArgumentParser(
-        prog='kubernetes-mgmt-pv',
-        description='Build and check VNF packages for the '
-                    'mgmt-drivers-kubernetes Tacker management driver.')
-    commands = parser.add_subparsers(dest='command', required=True)
-
-    _validate_parser(commands)
+def _package_parser(commands):
     package = commands.add_parser(
-        'package', help='build the CSAR zip with the installed driver',
-        description='Zip a package source directory into a CSAR, adding '
-                    'the installed driver as %s and writing TOSCA.meta '
-                    'with the SHA-256 of every artifact.' % csar.DRIVER_PATH)
+        'package', help='build the CSAR zip of a package source directory',
+        description='Zip a package source directory into a CSAR, writing '
+                    'TOSCA.meta with the SHA-256 of every artifact. Only '
+                    '--api v1 embeds the installed driver file, as %s, '
+                    'which Tacker v1 compares with the driver installed '
+                    'with tacker-conductor; a v2 package runs %s instead '
+                    'and a CNF package has no driver. Prints the VNFD id '
+                    'it wrote.' % (csar.DRIVER_PATH, csar.V2_SCRIPT_PATH))
     package.add_argument('--source', required=True, metavar='DIR',
                          help='package source directory')
     package.add_argument('--output', required=True, metavar='FILE.zip',
@@ -235,10 +247,41 @@ def _parser():
                               'install script installs (its '
                               'K8S_PACKAGE_VERSION, e.g. 1.36.1-1.1): '
                               'the package of the next minor, which a '
-                              'change_vnfpkg upgrades the cluster to')
+                              'change_vnfpkg upgrades the cluster to '
+                              '(supported minors: %s)' % ', '.join(
+                                  '%d.%d' % minor
+                                  for minor in csar.SUPPORTED_MINORS))
+    package.add_argument('--vnfd-id', metavar='UUID',
+                         help='the VNFD id of the package (default: the '
+                              'source\'s for a v1 or CNF package of its '
+                              'own Kubernetes version, else one derived '
+                              'from the source\'s, the API and the '
+                              'version, the same at every rebuild): Tacker '
+                              'takes a VNFD id once')
     package.set_defaults(run=_package)
+
+
+def _parser():
+    parser = argparse.ArgumentParser(
+        prog='kubernetes-mgmt-pv',
+        description='Build and check VNF packages for the '
+                    'mgmt-drivers-kubernetes Tacker management driver.')
+    parser.add_argument('--version', action='version', version=_version())
+    commands = parser.add_subparsers(dest='command', required=True)
+
+    _validate_parser(commands)
+    _package_parser(commands)
     _plan_parser(commands)
     return parser
+
+
+def _version():
+    try:
+        version = metadata.version('kubernetes-mgmt-pv')
+    except metadata.PackageNotFoundError:  # run from a source tree
+        version = 'unknown'
+    return '%%(prog)s %s (VNF package contract %d)' % (
+        version, mgmt_driver.PACKAGE_CONTRACT_VERSION)
 
 
 def main(argv=None):

@@ -24,6 +24,7 @@ import zlib
 from kubernetes_mgmt_pv import feature_hooks
 from kubernetes_mgmt_pv import mgmt_driver
 from kubernetes_mgmt_pv import safe_yaml
+from kubernetes_mgmt_pv.vnf_package import vnfd_id
 
 META_PATH = 'TOSCA-Metadata/TOSCA.meta'
 DRIVER_PATH = 'Scripts/mgmt_driver.py'
@@ -47,6 +48,7 @@ HASH_FUNCTIONS = {'sha-224': hashlib.sha224, 'sha-256': hashlib.sha256,
 _NOT_ARTIFACTS = ('TOSCA-Metadata/', 'Definitions/')
 _SKIPPED_DIRS = ('__pycache__',)
 _SKIPPED_SUFFIXES = ('.pyc', '.pyo')
+_YAML = ('.yaml', '.yml')
 # Zip timestamps before 1980 are not representable; a fixed one makes the
 # same source always give the same bytes.
 _ZIP_TIME = (1980, 1, 1, 0, 0, 0)
@@ -75,6 +77,7 @@ class Meta(object):
 class BuildResult(object):
     files: tuple
     driver_replaced: bool
+    vnfd_id: str
 
 
 def within(path, directory):
@@ -135,11 +138,25 @@ def artifact_source(block):
 
 
 _VERSION_LINE = re.compile(
-    rb"^readonly K8S_PACKAGE_VERSION='[^'\n]*'$", re.M)
-_PACKAGE_VERSION = re.compile(r'\d+\.\d+\.\d+-[0-9A-Za-z.+~]+')
+    rb"^readonly K8S_PACKAGE_VERSION='(?P<version>[^'\n]*)'$", re.M)
+_PACKAGE_VERSION = re.compile(r'(\d+)\.(\d+)\.\d+-[0-9A-Za-z.+~]+')
+# The Kubernetes minors the driver and the sample install script support:
+# those maintained upstream (1.34's end of life was 2026-10-27, 1.35's is
+# 2027-02-28, 1.36's 2027-06-28, 1.37's 2027-10-28).
+SUPPORTED_MINORS = ((1, 35), (1, 36), (1, 37))
 
 
-def build(source_dir, output_path, api='v1', kubernetes_version=None):
+@dataclasses.dataclass(frozen=True)
+class _Script(object):
+    """The Scripts/ file of the source that sets K8S_PACKAGE_VERSION."""
+    name: str
+    path: str
+    text: bytes
+    version: str
+
+
+def build(source_dir, output_path, api='v1', kubernetes_version=None,
+          vnfd_id=None):
     """Write the CSAR zip of source_dir to output_path.
 
     v1: the installed driver file becomes Scripts/mgmt_driver.py (replacing
@@ -151,21 +168,54 @@ def build(source_dir, output_path, api='v1', kubernetes_version=None):
     ``kubernetes_version`` ('1.36.1-1.1'): the K8S_PACKAGE_VERSION the
     package's install script installs (the one Scripts/ file that sets
     it), e.g. the next minor's package a change_vnfpkg upgrades to.
+    ``vnfd_id``: the package's VNFD id (default: see vnfd_id.chosen),
+    written wherever the source has its own.
     """
+    source = os.path.realpath(source_dir)
+    if not os.path.isdir(source):
+        raise PackageError('the source directory %s does not exist'
+                           % source_dir if not os.path.exists(source)
+                           else '%s is not a directory' % source_dir)
+    if kubernetes_version is not None:
+        _check_kubernetes_version(kubernetes_version)
+    scripts = _version_scripts(source)
+    source_version = scripts[0].version if len(scripts) == 1 else None
+    identity = (kubernetes_version, source_version, vnfd_id)
     if kubernetes_version is None:
-        return _build(source_dir, output_path, api, {})
-    if not _PACKAGE_VERSION.fullmatch(kubernetes_version):
-        raise PackageError('--kubernetes-version %r is not a package '
-                           'version such as 1.36.1-1.1' % kubernetes_version)
+        return _build(source, output_path, api, {}, identity)
+    if len(scripts) != 1:
+        raise PackageError('--kubernetes-version needs exactly one Scripts/ '
+                           'file with a "readonly K8S_PACKAGE_VERSION=\'...\'"'
+                           ' line; found %d' % len(scripts))
+    script, = scripts
     with tempfile.TemporaryDirectory() as scratch:
-        return _build(source_dir, output_path, api, _versioned_scripts(
-            os.path.realpath(source_dir), scratch, kubernetes_version))
+        copy = os.path.join(scratch, os.path.basename(script.path))
+        with open(copy, 'wb') as stream:
+            stream.write(_VERSION_LINE.sub((
+                "readonly K8S_PACKAGE_VERSION='%s'" % kubernetes_version
+            ).encode(), script.text))
+        shutil.copymode(script.path, copy)
+        return _build(source, output_path, api, {script.name: copy},
+                      identity)
 
 
-def _versioned_scripts(source, scratch, version):
-    """{package path: a copy in ``scratch``} of the Scripts/ file that
-    sets K8S_PACKAGE_VERSION, set to ``version``."""
-    found = {}
+def _check_kubernetes_version(version):
+    match = _PACKAGE_VERSION.fullmatch(version)
+    if not match:
+        raise PackageError('--kubernetes-version %r is not a package '
+                           'version such as 1.36.1-1.1' % version)
+    minor = (int(match[1]), int(match[2]))
+    if minor not in SUPPORTED_MINORS:
+        raise PackageError(
+            '--kubernetes-version %s is Kubernetes %d.%d, which this driver '
+            'does not support (supported minors: %s)' % (
+                version, minor[0], minor[1],
+                ', '.join('%d.%d' % m for m in SUPPORTED_MINORS)))
+
+
+def _version_scripts(source):
+    """The Scripts/ files of the source that set K8S_PACKAGE_VERSION."""
+    found = []
     scripts = os.path.join(source, 'Scripts')
     for name in sorted(os.listdir(scripts)) if os.path.isdir(scripts) \
             else ():
@@ -174,40 +224,26 @@ def _versioned_scripts(source, scratch, version):
             continue
         with open(path, 'rb') as stream:
             text = stream.read()
-        changed, count = _VERSION_LINE.subn(
-            ("readonly K8S_PACKAGE_VERSION='%s'" % version).encode(), text)
-        if count:
-            copy = os.path.join(scratch, name)
-            with open(copy, 'wb') as stream:
-                stream.write(changed)
-            shutil.copymode(path, copy)
-            found['Scripts/' + name] = copy
-    if len(found) != 1:
-        raise PackageError('--kubernetes-version needs exactly one Scripts/ '
-                           'file with a "readonly K8S_PACKAGE_VERSION=\'...\'"'
-                           ' line; found %d' % len(found))
+        match = _VERSION_LINE.search(text)
+        if match:
+            found.append(_Script('Scripts/' + name, path, text,
+                                 match['version'].decode('utf-8', 'replace')))
     return found
 
 
-def _build(source_dir, output_path, api, replaced_files):
+def _build(source, output_path, api, replaced_files, identity):
     """``build``, with ``replaced_files`` ({package path: file}) instead
-    of the source's."""
-    source = os.path.realpath(source_dir)
-    meta_file = os.path.join(source, META_PATH)
-    try:
-        header_text = next(_chunks(safe_yaml.read_text(
-            meta_file, safe_yaml.DEFINITION_LIMITS.max_bytes)), '')
-    except safe_yaml.LoadError as error:
-        raise PackageError('%s of the source %s' % (META_PATH, error))
-    entry = parse_meta(header_text).header.get('Entry-Definitions')
-    if not entry:
-        raise PackageError('%s of the source has no Entry-Definitions'
-                           % META_PATH)
+    of the source's; ``identity``: (kubernetes_version, the source's
+    version, the VNFD id given)."""
+    header_text, entry = _meta_header(source)
     files = dict(_source_files(source, os.path.realpath(output_path)),
                  **replaced_files)
     if entry not in files:
         raise PackageError('Entry-Definitions %s is not in the source'
                            % entry)
+    _check_kind(api, files)
+    source_id = _source_vnfd_id(files[entry], entry)
+    chosen = vnfd_id.chosen(source_id, api, *identity)
     replaced = False
     artifact_key = 'Source'
     if api == 'v2':
@@ -221,14 +257,94 @@ def _build(source_dir, output_path, api, replaced_files):
         replaced = (DRIVER_PATH in files and
                     file_hash(files[DRIVER_PATH]) != file_hash(driver))
         files[DRIVER_PATH] = driver
-    blocks = [header_text]
+    files = _with_vnfd_id(files, source_id, chosen)
+    blocks = [header_text.replace(source_id, chosen)]
     blocks += ['%s: %s\nAlgorithm: %s\nHash: %s' % (
-        artifact_key, name, ALGORITHM, file_hash(files[name]))
+        artifact_key, name, ALGORITHM, _hash_of(files[name]))
         for name in sorted(files) if not name.startswith(_NOT_ARTIFACTS)]
     meta = ('\n\n'.join(blocks) + '\n').encode('utf-8')
     _write_zip(output_path, dict(files, **{META_PATH: meta}))
     return BuildResult(files=tuple(sorted(files)) + (META_PATH,),
-                       driver_replaced=replaced)
+                       driver_replaced=replaced, vnfd_id=chosen)
+
+
+def _meta_header(source):
+    """(header block text, Entry-Definitions) of the source's TOSCA.meta."""
+    meta_file = os.path.join(source, META_PATH)
+    try:
+        header_text = next(_chunks(safe_yaml.read_text(
+            meta_file, safe_yaml.DEFINITION_LIMITS.max_bytes)), '')
+    except safe_yaml.LoadError as error:
+        raise PackageError('%s %s' % (meta_file, error))
+    entry = parse_meta(header_text).header.get('Entry-Definitions')
+    if not entry:
+        raise PackageError('%s of the source has no Entry-Definitions'
+                           % META_PATH)
+    return header_text, entry
+
+
+def _check_kind(api, files):
+    """A source whose VNFD names the driver file is this driver's VNF
+    package (v1 or v2); one without it a CNF's (cnf)."""
+    runs_driver = any(
+        _DRIVER_ARTIFACT_LINE.search(_read(path).decode('utf-8', 'replace'))
+        for name, path in sorted(files.items())
+        if name.startswith('Definitions/') and name.endswith(_YAML))
+    if api == 'cnf' and runs_driver:
+        raise PackageError(
+            'the source is a VNF package of this driver (its VNFD names '
+            '%s): build it with --api v1 or --api v2; --api cnf is for a '
+            'CNF\'s package, which Kubernetes manifests describe'
+            % DRIVER_PATH)
+    if api != 'cnf' and not runs_driver:
+        raise PackageError(
+            'no VNFD file of the source names the driver artifact %s (or '
+            '%s), so it is not a VNF package of this driver: build a CNF\'s '
+            'package with --api cnf' % (DRIVER_PATH, V2_ARTIFACT_FILE))
+
+
+def _source_vnfd_id(entry_file, entry):
+    try:
+        found = vnfd_id.of_definition(
+            _read(entry_file).decode('utf-8', 'replace'), entry)
+    except vnfd_id.VnfdIdError as error:
+        raise PackageError(str(error))
+    if found is None:
+        raise PackageError('%s: no node template gives a descriptor_id, '
+                           'the VNFD id Tacker onboards the package by'
+                           % entry)
+    return found
+
+
+def _with_vnfd_id(files, source_id, chosen):
+    """``files`` with the source's VNFD id replaced by ``chosen`` in
+    every file that has it (the VNFD, the types' constraint, scripts)
+    but the driver file, which Tacker v1 compares byte for byte."""
+    changed = dict(files)
+    for name, value in sorted(files.items()):
+        if name == DRIVER_PATH:
+            continue
+        if not isinstance(value, bytes) and \
+                os.path.getsize(value) > vnfd_id.MAX_REWRITTEN_BYTES:
+            continue
+        data = vnfd_id.rewritten(_read(value), source_id, chosen)
+        if data is not None:
+            changed[name] = data
+    return changed
+
+
+def _read(value):
+    """The bytes of a package file: given as bytes, or a path."""
+    if isinstance(value, bytes):
+        return value
+    with open(value, 'rb') as stream:
+        return stream.read()
+
+
+def _hash_of(value):
+    if isinstance(value, bytes):
+        return HASH_FUNCTIONS[ALGORITHM.lower()](value).hexdigest()
+    return file_hash(value)
 
 
 def _v2_files(files):
@@ -256,6 +372,12 @@ def _v2_files(files):
 
 _ARTIFACT_LINE = re.compile(
     r'^(?P<key>\s+file:\s*)%s\s*$' % re.escape(DRIVER_PATH), re.MULTILINE)
+
+
+# The driver artifact of a source: the v1 driver file, or the v2 script
+# (a package built with --api v2, extracted).
+_DRIVER_ARTIFACT_LINE = re.compile(r'^\s+file:\s*(%s|%s)\s*$' % (
+    re.escape(DRIVER_PATH), re.escape(V2_ARTIFACT_FILE)), re.MULTILINE)
 
 
 def _v2_definition(name, path):
@@ -303,7 +425,15 @@ def _source_files(source, excluded):
 def _write_zip(output_path, contents):
     """contents: package path -> file path, or bytes. Atomic replace."""
     directory = os.path.dirname(os.path.abspath(output_path))
-    handle, temporary = tempfile.mkstemp(dir=directory, suffix='.zip.tmp')
+    try:
+        handle, temporary = tempfile.mkstemp(dir=directory,
+                                             suffix='.zip.tmp')
+    except FileNotFoundError:
+        raise PackageError('cannot write %s: the directory %s does not '
+                           'exist' % (output_path, directory))
+    except OSError as error:
+        raise PackageError('cannot write %s: %s' % (
+            output_path, error.strerror or error))
     try:
         with os.fdopen(handle, 'wb') as raw, \
                 zipfile.ZipFile(raw, 'w', zipfile.ZIP_DEFLATED) as archive:
@@ -332,6 +462,8 @@ def opened(path):
     to a temporary directory that is removed afterwards."""
     try:
         mode = os.stat(path).st_mode
+    except FileNotFoundError:
+        raise PackageError('%s does not exist' % path)
     except OSError as error:
         raise PackageError('%s cannot be read: %s' % (path, error.strerror))
     if stat.S_ISDIR(mode):

@@ -465,16 +465,22 @@ def test_cluster_hooks_with_tackers_vim_registry(
 
 # -- terminate as Tacker 16 calls it ------------------------------------------
 
+def sample_vim_name(instance):
+    """The VIM name of the sample request's cluster: it gives no vim_name
+    (a second VNF would collide), so the instance's own."""
+    return 'kubernetes_vim_%s' % instance.id
+
+
 def test_terminate_end_after_tackers_terminate_deletes_the_vim(
         hook_context, kube_api, credentials, vim_secrets):
     """No testbed needed: terminate_end contacts no VM. The VIM is
     registered through the driver's own seam, as instantiate_end does."""
     with open(os.path.join(REQUESTS, 'instantiate_simple.json')) as stream:
         params = json.load(stream)['additionalParams']
-    vim_name = params[param_model.ROOT]['vim_name']
     driver = driver_for('/nonexistent', dict)
     context = hook_context()
     instance = create_vnf_instance(context, params)
+    vim_name = sample_vim_name(instance)
     token, ca_pem = credentials
     driver.register_vim(context, instance, vim_name,
                         cluster_workflow.ClusterAccess(
@@ -507,13 +513,13 @@ def test_terminate_start_refuses_while_a_vnf_uses_the_vim(
     Tacker's terminate, finds nothing left to delete."""
     with open(os.path.join(REQUESTS, 'instantiate_simple.json')) as stream:
         params = json.load(stream)['additionalParams']
-    vim_name = params[param_model.ROOT]['vim_name']
 
     def no_heat():
         raise AssertionError('terminate_start must not contact Heat')
 
     driver = driver_for('/nonexistent', no_heat)
     instance = create_vnf_instance(hook_context(), params)
+    vim_name = sample_vim_name(instance)
     token, ca_pem = credentials
     vim_id = driver.register_vim(hook_context(), instance, vim_name,
                                  cluster_workflow.ClusterAccess(

@@ -21,6 +21,8 @@ from tests.tacker_integration.support import REQUESTS  # noqa: E402
 SCHEMAS = {
     'instantiate_simple.json': vnf_lcm.instantiate,
     'instantiate_ha.json': vnf_lcm.instantiate,
+    'instantiate_offline.json': vnf_lcm.instantiate,
+    'instantiate_proxy.json': vnf_lcm.instantiate,
     'heal_storage_server.json': vnf_lcm.heal,
     'heal_entire_cluster.json': vnf_lcm.heal,
     'scale_out_worker.json': vnf_lcm.scale,

@@ -17,7 +17,7 @@ from tacker.vnflcm import utils as vnflcm_utils  # noqa: E402
 
 from tests.tacker_integration.support import REQUESTS  # noqa: E402
 
-IMAGE = 'ubuntu-20.04-server-cloudimg-amd64'
+IMAGE = 'ubuntu-22.04-server-cloudimg-amd64'
 NETWORK = 'f0c82461-36b5-4d86-8322-b0bc19cda65f'
 
 

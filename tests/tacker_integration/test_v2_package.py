@@ -79,6 +79,7 @@ V2_SCHEMAS = {
     'heal_entire_cluster.json': 'HealVnfRequest_V200',
     'scale_out_worker.json': 'ScaleVnfRequest_V200',
     'scale_in_worker.json': 'ScaleVnfRequest_V200',
+    'change_vnfpkg.json': 'ChangeCurrentVnfPkgRequest_V200',
 }
 
 

@@ -78,10 +78,11 @@ def on_the_cluster(lab, api, cluster_instance_id, tmp_path, vim):
     storage = lab.host_at(lab.cp_address(cluster_instance_id))
     workers = cnf_sample.workers(lab.engine.testbed.hosts.values(), kube)
     assert workers, kube.objects('node')
-    vnfd_id = str(uuid.uuid4())
-    source = cnf_sample.source(str(tmp_path / 'cnf'), vnfd_id)
-    lab.client.onboard_package(lab.zip_package(
-        source, str(tmp_path / 'cnf.zip'), api='cnf'))
+    # The module onboards the sample CNF once per API: under two ids.
+    vnfd_id, package = lab.zip_package(
+        cnf_sample.SAMPLE, str(tmp_path / 'cnf.zip'), api='cnf',
+        vnfd_id=str(uuid.uuid4()))
+    lab.client.onboard_package(package)
     nfs.start_ganesha(storage)
     occ = None
     with cnf_sample.node_agents(kube, workers):

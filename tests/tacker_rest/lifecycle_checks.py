@@ -14,7 +14,12 @@ from testbed import tacker_lab
 
 PV_NAMES = ('nfs-pv1', 'nfs-pv2', 'nfs-pv3')
 EXPORTS = ('/volume/nfs/pv1', '/volume/nfs/pv2', '/volume/nfs/pv3')
-K8S_VIM = 'kubernetes_vim'  # vim_name of the sample request
+
+
+def k8s_vim_name(instance_id):
+    """The name of the cluster's Kubernetes VIM: the sample requests give
+    no vim_name (a second VNF would collide), so it is the instance's."""
+    return 'kubernetes_vim_%s' % instance_id
 
 
 class Session(object):

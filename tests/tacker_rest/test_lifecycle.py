@@ -46,6 +46,7 @@ from testbed import kubeapi
 from testbed import node_lifecycle
 from testbed import polling
 from testbed import pv_manifest
+from testbed import tacker_lab
 from testbed import tacker_v2
 from testbed import virtual_vnf
 from tests.tacker_rest import cnf_on_the_cluster as cnf
@@ -75,8 +76,10 @@ def test_register_openstack_vim(lab, s):
 
 
 def test_build_and_onboard_the_sample_package(lab, s, tmp_path_factory):
+    # Other modules of the lab onboard the sample v1 package too.
     vnfd_id, zip_path = lab.build_package(
-        str(tmp_path_factory.mktemp('package')))
+        str(tmp_path_factory.mktemp('package')),
+        vnfd_id=tacker_lab.own_vnfd_id())
     package = lab.client.onboard_package(zip_path)
     assert package['onboardingState'] == 'ONBOARDED'
     assert package['vnfdId'] == vnfd_id
@@ -123,7 +126,8 @@ def test_instantiate(lab, s):
             if h.role == 'worker'] == ['workernode', 'workernode']
     checks.check_storage_and_pvs(lab, s.instance_id)
     # The driver registered the cluster as a Kubernetes VIM.
-    assert [v['name'] for v in checks.k8s_vims(lab)] == [checks.K8S_VIM]
+    assert [v['name'] for v in checks.k8s_vims(lab)] == [
+        checks.k8s_vim_name(s.instance_id)]
     checks.record_nodes(lab, s, 'instantiate')
     s.done.add('instantiate')
 
@@ -356,7 +360,8 @@ def test_heal_entire_vnf(lab, s):
                    for v in lab.vnfcs(s.instance_id)}
     assert not old_servers & new_servers
     checks.check_storage_and_pvs(lab, s.instance_id)
-    assert [v['name'] for v in checks.k8s_vims(lab)] == [checks.K8S_VIM]
+    assert [v['name'] for v in checks.k8s_vims(lab)] == [
+        checks.k8s_vim_name(s.instance_id)]
     checks.record_nodes(lab, s, 'heal_entire')
     s.done.add('heal_entire')
 

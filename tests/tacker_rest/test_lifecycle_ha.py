@@ -26,6 +26,7 @@ import pytest
 from kubernetes_mgmt_pv.cluster import etcd
 from kubernetes_mgmt_pv.cluster import ha
 from testbed import polling
+from testbed import tacker_lab
 from tests.tacker_rest import lifecycle_checks as checks
 from tests.tacker_rest import test_lifecycle as simple
 
@@ -130,7 +131,7 @@ def check_control_plane(lab, instance_id):
                               'the API at %s' % vip, timeout=VIP_DEADLINE) == \
         (200, 'ok')
     vim, = checks.k8s_vims(lab)
-    assert vim['name'] == checks.K8S_VIM
+    assert vim['name'] == checks.k8s_vim_name(instance_id)
     assert vim['auth_url'] == 'https://%s:%d' % (vip, ha.FRONTEND_PORT)
     return vip, members, holders[0]
 
@@ -140,8 +141,10 @@ def check_control_plane(lab, instance_id):
 def test_onboard_the_sample_package(lab, s, tmp_path_factory):
     s.errors_before = len(lab.engine.errors)  # an earlier module's
     s.vim_id = openstack_vim_id(lab)
+    # Other modules of the lab onboard the sample v1 package too.
     s.vnfd_id, zip_path = lab.build_package(
-        str(tmp_path_factory.mktemp('package')))
+        str(tmp_path_factory.mktemp('package')),
+        vnfd_id=tacker_lab.own_vnfd_id())
     package = lab.client.onboard_package(zip_path)
     assert package['onboardingState'] == 'ONBOARDED'
     assert package['vnfdId'] == s.vnfd_id

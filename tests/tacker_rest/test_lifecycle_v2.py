@@ -50,6 +50,7 @@ from testbed import lab_upgrade
 from testbed import nfs
 from testbed import pv_manifest
 from testbed import standins
+from testbed import tacker_lab
 from testbed import tacker_v2
 from tests.tacker_rest import cnf_on_the_cluster as cnf
 from tests.tacker_rest import lifecycle_checks as checks
@@ -136,8 +137,10 @@ def test_openstack_vim_and_package(lab, s, tmp_path_factory):
     existing = [v for v in lab.vims() if v['type'] == 'openstack']
     s.vim_id = existing[0]['id'] if existing else \
         lab.register_openstack_vim()['id']
+    # Other modules of the lab onboard the sample v2 package too.
     s.vnfd_id, package = lab.build_package(
-        str(tmp_path_factory.mktemp('v2package')), api='v2')
+        str(tmp_path_factory.mktemp('v2package')), api='v2',
+        vnfd_id=tacker_lab.own_vnfd_id())
     assert lab.client.onboard_package(package)['vnfdId'] == s.vnfd_id
     s.done.add('package')
 
@@ -299,7 +302,7 @@ def _package_change(lab, s, tmp_path_factory, version):
     the sample requests, no server replaced)."""
     vnfd_id, package = lab.build_package(
         str(tmp_path_factory.mktemp('v2upgrade')), api='v2',
-        kubernetes_version=version)
+        kubernetes_version=version, vnfd_id=tacker_lab.own_vnfd_id())
     assert lab.client.onboard_package(package)['vnfdId'] == vnfd_id
     return lab_upgrade.next_minor_request(lab, vnfd_id)
 

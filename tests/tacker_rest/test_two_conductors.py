@@ -34,8 +34,10 @@ def onboarded_with_two_conductors(lab, tmp_path_factory):
     wrote, and its revert puts the package back to CREATED. Onboarding is
     not what this module tests, so it happens before the second starts.
     """
+    # Other modules of the lab onboard the sample v1 package too.
     vnfd_id, zip_path = lab.build_package(
-        str(tmp_path_factory.mktemp('package')))
+        str(tmp_path_factory.mktemp('package')),
+        vnfd_id=tacker_lab.own_vnfd_id())
     assert lab.client.onboard_package(zip_path)['onboardingState'] == \
         'ONBOARDED'
     lab.service.conductors.scale(2)

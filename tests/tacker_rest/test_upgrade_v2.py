@@ -26,6 +26,7 @@ from kubernetes_mgmt_pv.cluster import ha
 from testbed import faults
 from testbed import lab_upgrade
 from testbed import pv_manifest
+from testbed import tacker_lab
 from testbed import tacker_v2
 from testbed import vip_probe
 from tests.tacker_rest import lifecycle_checks as checks
@@ -60,8 +61,10 @@ def v2(lab):
 def _onboarded(lab, repository, tmp_path, version=None):
     """The sample v2 package with the repository's files, its install
     script at ``version`` (default: the sample's), onboarded."""
-    vnfd_id, package = repository.build_package(str(tmp_path),
-                                                kubernetes_version=version)
+    # Other modules of the lab onboard the same builds of the sample.
+    vnfd_id, package = repository.build_package(
+        str(tmp_path), kubernetes_version=version,
+        vnfd_id=tacker_lab.own_vnfd_id())
     assert lab.client.onboard_package(package)['vnfdId'] == vnfd_id
     return vnfd_id
 

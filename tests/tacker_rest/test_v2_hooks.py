@@ -17,6 +17,7 @@ import os
 
 import pytest
 
+from testbed import tacker_lab
 from testbed import tacker_v2
 
 SCRIPT_KEYS = {'operation', 'request', 'vnf_instance', 'grant_request',
@@ -68,9 +69,11 @@ def _check_calls(calls, operations, instance_id):
 
 
 def test_instantiate(lab, v2, flow, record_dir, tmp_path_factory):
+    # Other modules of the lab onboard the sample v2 package too.
     vnfd_id, package = lab.build_package(
         str(tmp_path_factory.mktemp('v2pkg')), api='v2',
-        transform=tacker_v2.recorder_transform(record_dir))
+        transform=tacker_v2.recorder_transform(record_dir),
+        vnfd_id=tacker_lab.own_vnfd_id())
     lab.client.onboard_package(package)
     instance = v2.create(vnfd_id, 'v2-recorder')
     flow.instance_id = instance['id']

@@ -135,9 +135,13 @@ def test_the_sample_claim_binds_a_driver_pv_its_pod_mounts():
         deployment['spec']['template']['spec']['volumes']
 
 
-def test_a_package_built_for_v1_hides_the_manifests_from_v2(
-        cnf_source, validate, tmp_path):
-    zipped = build(cnf_source, tmp_path / 'v1.zip', api='v1')
+def test_a_package_naming_its_manifests_source_hides_them_from_v2(
+        cnf_zip, validate, tmp_path):
+    """A CNF package whose TOSCA.meta says "Source:" (as a v1 package
+    does) instead of "Name:"."""
+    zipped = cli_support.rezipped(
+        cnf_zip, tmp_path / 'source-keys.zip', cli_support.META,
+        lambda data: data.replace(b'\nName: ', b'\nSource: '))
     code, found = validate(zipped, request())
     assert code == 1
     assert found == {('def-file-not-named', f'{DEF_FILES}[0]'),

@@ -232,14 +232,14 @@ def test_kubernetes_version_sets_the_install_scripts_version(v2_zip,
     output = tmp_path / 'next.zip'
     assert cli.main(['package', '--api', 'v2', '--source', cli_support.SAMPLE,
                      '--output', str(output),
-                     '--kubernetes-version', '1.99.1-1.1']) == 0
+                     '--kubernetes-version', '1.36.1-1.1']) == 0
     script = 'Scripts/install_k8s_cluster.sh'
     with zipfile.ZipFile(v2_zip) as old, zipfile.ZipFile(output) as new:
         before, after = old.read(script), new.read(script)
-        assert b"\nreadonly K8S_PACKAGE_VERSION='1.99.1-1.1'\n" in after
+        assert b"\nreadonly K8S_PACKAGE_VERSION='1.36.1-1.1'\n" in after
         assert [line for line in after.splitlines()
                 if line not in before.splitlines()] == \
-            [b"readonly K8S_PACKAGE_VERSION='1.99.1-1.1'"]
+            [b"readonly K8S_PACKAGE_VERSION='1.36.1-1.1'"]
         assert new.getinfo(script).external_attr == \
             old.getinfo(script).external_attr
         blocks = csar.parse_meta(new.read(csar.META_PATH).decode()).artifacts
@@ -248,14 +248,34 @@ def test_kubernetes_version_sets_the_install_scripts_version(v2_zip,
             [hashlib.sha256(after).hexdigest()]
 
 
-@pytest.mark.parametrize('version', ['1.36', 'v1.36.1', "1.36.1-1'"])
-def test_kubernetes_version_refuses_what_is_no_package_version(
-        tmp_path, capsys, version):
+@pytest.mark.parametrize('version, said', [
+    ('1.36', ['1.36']),
+    ('v1.36.1', ['v1.36.1']),
+    ("1.36.1-1'", ["1.36.1-1'"]),
+    # Minors outside csar.SUPPORTED_MINORS: the error names the minor and
+    # the supported ones.
+    ('1.34.8-1.1', ['1.34', '1.35, 1.36, 1.37']),
+    ('1.38.0-1.1', ['1.38', '1.35, 1.36, 1.37']),
+    ('2.35.1-1.1', ['2.35', '1.35, 1.36, 1.37']),
+])
+def test_kubernetes_version_refuses_what_is_no_supported_package_version(
+        tmp_path, capsys, version, said):
     assert cli.main(['package', '--api', 'v2', '--source', cli_support.SAMPLE,
                      '--output', str(tmp_path / 'x.zip'),
                      '--kubernetes-version', version]) == 1
-    assert '--kubernetes-version' in capsys.readouterr().err
+    error = capsys.readouterr().err
+    assert '--kubernetes-version' in error
+    assert all(text in error for text in said), error
     assert not (tmp_path / 'x.zip').exists()
+
+
+@pytest.mark.parametrize('version', ['1.35.9-1.1', '1.36.1-1.1',
+                                     '1.37.1-1.1'])
+def test_kubernetes_version_of_a_supported_minor_is_built(tmp_path,
+                                                          version):
+    assert cli.main(['package', '--api', 'v2', '--source', cli_support.SAMPLE,
+                     '--output', str(tmp_path / 'x.zip'),
+                     '--kubernetes-version', version]) == 0
 
 
 @pytest.mark.parametrize('flavour', ['simple', 'ha'])
