@@ -24,6 +24,7 @@ from kubernetes_mgmt_pv.doors import check_mode
 from kubernetes_mgmt_pv.doors import tacker_v2
 from kubernetes_mgmt_pv import exceptions
 from kubernetes_mgmt_pv import mgmt_driver
+from kubernetes_mgmt_pv.remote import ssh_keys
 from kubernetes_mgmt_pv import safe_yaml
 from kubernetes_mgmt_pv.vnf_package import csar
 from kubernetes_mgmt_pv.vnf_package import lcm_bodies
@@ -49,8 +50,9 @@ def _say(text, stream=None):
 
 
 def _validate(args):
-    findings = package_check.validate(args.package, args.request, args.kind,
-                                      _key_dir())
+    key_place, findings = _key_place(args.project)
+    findings += package_check.validate(args.package, args.request,
+                                       args.kind, key_place)
     findings += _v2_log_findings(args.request)
     if args.format == 'json':
         # ensure_ascii (the default) escapes everything but ASCII.
@@ -68,13 +70,26 @@ def _validate(args):
         else 0
 
 
-def _key_dir():
-    """The conductor's ssh_key_dir when this host has Tacker's
-    configuration (None: the key files are not checked)."""
+def _key_place(project):
+    """(where the hooks look the key files up, findings): the conductor's
+    ssh_key_dir, or with ssh_key_per_project its ``project``
+    subdirectory, when this host has Tacker's configuration; None (the
+    key files are not checked) off it, or per project without one."""
     try:
-        return tacker_v2.configured_key_dir(os.environ)
+        options = tacker_v2.configured_key_options(os.environ)
     except cfg.Error:
-        return None  # reported as v2-log-unchecked
+        return None, []  # reported as v2-log-unchecked
+    if options is None:
+        return None, []
+    directory, per_project = options
+    if not per_project:
+        return ssh_keys.KeyPlace(directory), []
+    if project:
+        return ssh_keys.KeyPlace(directory, project), []
+    return None, [package_check.Finding(
+        package_check.NOTE, 'unchecked-offline', 'ssh_key_per_project',
+        'the key files are not checked: ssh_key_per_project is set and '
+        'no --project names the VNF instance\'s project')]
 
 
 def _v2_log_findings(request_path):
@@ -208,6 +223,10 @@ def _validate_parser(commands):
                           help='package source directory or CSAR zip')
     validate.add_argument('--request', required=True, metavar='FILE',
                           help='LCM request body (JSON)')
+    validate.add_argument('--project', metavar='ID',
+                          help='project id of the VNF instance: with '
+                               'ssh_key_per_project, its key files are in '
+                               'ssh_key_dir/<ID>/')
     validate.add_argument('--kind', choices=lcm_bodies.KINDS,
                           help='the request\'s kind; by default told by '
                                'its keys (flavourId: instantiate, aspectId: '

@@ -255,12 +255,14 @@ def configured_log_file(environ):
                     conf.state_path)
 
 
-def configured_key_dir(environ):
-    """The ssh_key_dir of Tacker's configuration on this host (``validate``
-    on the conductor host); None without one."""
+def configured_key_options(environ):
+    """(ssh_key_dir, ssh_key_per_project) of Tacker's configuration on
+    this host (``validate`` on the conductor host); None without one."""
     from kubernetes_mgmt_pv import config
     conf, read = _tacker_config(environ)
-    return config.options(conf).ssh_key_dir if read else None
+    options = config.options(conf)
+    return (options.ssh_key_dir, options.ssh_key_per_project) \
+        if read else None
 
 
 def _log_to(path, secrets):

@@ -96,6 +96,14 @@ def directory_problem(facts, user_uid):
                     'group and others must not write it (chmod go-w)')
 
 
+@dataclasses.dataclass(frozen=True)
+class KeyPlace(object):
+    """Where the hooks look a request's key files up: ``ssh_key_dir``,
+    or its subdirectory ``project`` (ssh_key_per_project)."""
+    directory: str
+    project: str = None
+
+
 class KeyFileError(Exception):
     """A key file that cannot be used: ``str()`` is the reason's class,
     for the caller; ``detail`` says where and why, for the log."""

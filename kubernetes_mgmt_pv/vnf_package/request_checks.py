@@ -117,8 +117,9 @@ def export_coverage(model, found):
 
 
 def key_files(model, key_dir, found):
-    """On the conductor host (``key_dir`` known), each ssh_key the
-    instantiate parameters name is checked as the hooks check it."""
+    """On the conductor host (``key_dir``, an ``ssh_keys.KeyPlace``,
+    known), each ssh_key the instantiate parameters name is checked as
+    the hooks check it."""
     _load_keys(vnf_topology.named_key_files(model), key_dir, found)
 
 
@@ -142,7 +143,7 @@ def body_key_files(params, key_dir, found):
 def _load_keys(named, key_dir, found):
     for where, name in named:
         try:
-            ssh_keys.load(key_dir, name)
+            ssh_keys.load(key_dir.directory, name, key_dir.project)
         except ssh_keys.KeyFileError as error:
             found.error('ssh-key-unusable', where,
                         '%s (checked as uid %d on this host)'

@@ -142,6 +142,37 @@ def test_an_unusable_key_file_is_named_by_its_reason(
     assert 'checked as uid %d' % os.geteuid() in message
 
 
+@pytest.fixture
+def per_project(validate):
+    """ssh_key_per_project on: the samples' keys move into the
+    subdirectory of project "demo"."""
+    project = validate.key_dir / 'demo'
+    project.mkdir(mode=0o700)
+    for key in list(validate.key_dir.iterdir()):
+        if key.is_file():
+            key.rename(project / key.name)
+    with open(validate.tacker_conf, 'a') as conf:
+        conf.write('ssh_key_per_project = true\n')
+    return validate
+
+
+def test_per_project_keys_are_checked_in_the_projects_directory(
+        built_zip, per_project, body):
+    assert per_project(built_zip, body, '--project', 'demo') == (0, set())
+    assert per_project(built_zip, body, '--project', 'other') == (1, {
+        ('ssh-key-unusable', ROOT_PATH + '.%s.ssh_key' % role)
+        for role in ('master_node', 'worker_node', 'storage_server')})
+    assert all('no such key' in finding['message']
+               for finding in per_project.findings)
+
+
+def test_per_project_keys_without_a_project_are_not_checked(
+        built_zip, per_project, body):
+    assert per_project(built_zip, body) == (0, {
+        ('unchecked-offline', 'ssh_key_per_project')})
+    assert '--project' in per_project.findings[0]['message']
+
+
 def test_key_files_are_not_checked_off_the_conductor_host(
         built_zip, validate, body, monkeypatch, tmp_path):
     os.unlink(validate.key_dir / 'storage-server')
