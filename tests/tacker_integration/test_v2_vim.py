@@ -25,6 +25,14 @@ from tests.unit import v2_dicts as v2  # noqa: E402
 NAME = 'kubernetes_vim'
 
 
+@pytest.fixture(autouse=True)
+def v2_objects():
+    """Tacker v2's objects registered, as its server and conductor register
+    them at start: each test resolves VIMs as they do, whichever test of
+    the module runs first (or alone)."""
+    sol_objects.register_all()
+
+
 @pytest.fixture
 def openstack_vim_id(hook_context, kube_api, credentials):
     """A VIM of the registry in PROJECT standing in for the OpenStack VIM
@@ -57,7 +65,6 @@ def test_registered_in_the_project_and_resolved_as_v2_resolves_it(
 
     # A CNF instantiate request naming {"vimId": vim_id} is completed by
     # Tacker v2 from the registry, with the user's own context.
-    sol_objects.register_all()
     info = vim_utils.get_vim(hook_context(), vim_id)
     assert info.vimType == 'ETSINFV.KUBERNETES.V_1'
     assert info.interfaceInfo['endpoint'] == kube_api.url
@@ -96,7 +103,6 @@ def v2_cnf(context, vim_connection_info, state='INSTANTIATED',
            project=v1.PROJECT):
     """A v2 VNF instance of ``project`` saved through Tacker's v2 objects;
     its id."""
-    sol_objects.register_all()
     inst = sol_objects.VnfInstanceV2(
         id=str(uuid.uuid4()), vnfdId=package(context, project),
         vnfProvider='Company', vnfProductName='Sample CNF',
