@@ -127,6 +127,41 @@ def _masters(masters, minimum=2):
     return checked
 
 
+# haproxy.cfg's global and default settings and the health frontend, the
+# same on every Master (see ``haproxy_config``).
+_HAPROXY_BASE = (
+    'global',
+    '    log /dev/log local0 notice',
+    '    chroot /var/lib/haproxy',
+    '    stats socket /run/haproxy/admin.sock mode 660 level admin',
+    '    stats timeout 30s',
+    '    user haproxy',
+    '    group haproxy',
+    '    master-worker',
+    '',
+    'defaults',
+    '    log global',
+    '    mode tcp',
+    '    option dontlognull',
+    '    timeout connect 5s',
+    '    timeout client 1h',
+    '    timeout server 1h',
+    '    timeout check 5s',
+    '',
+    'frontend kubernetes-mgmt-pv-health',
+    '    bind 127.0.0.1:%d' % HEALTH_PORT,
+    '    mode http',
+    '    no log',
+    '    monitor-uri /healthz',
+    '',
+)
+
+
+def _config_file(lines):
+    """A configuration file of ours (bytes): the header, then ``lines``."""
+    return HEADER + ''.join(line + '\n' for line in lines).encode('ascii')
+
+
 def haproxy_config(masters):
     """haproxy.cfg (bytes) balancing TCP over the API server of every
     Master; ``masters`` is an ordered sequence of (node name, address).
@@ -148,31 +183,7 @@ def haproxy_config(masters):
     servers = ['    server %s %s:%d check' % (
         name, address, admin_kubectl.API_SERVER_PORT)
         for name, address in _masters(masters, minimum=1)]
-    lines = [
-        'global',
-        '    log /dev/log local0 notice',
-        '    chroot /var/lib/haproxy',
-        '    stats socket /run/haproxy/admin.sock mode 660 level admin',
-        '    stats timeout 30s',
-        '    user haproxy',
-        '    group haproxy',
-        '    master-worker',
-        '',
-        'defaults',
-        '    log global',
-        '    mode tcp',
-        '    option dontlognull',
-        '    timeout connect 5s',
-        '    timeout client 1h',
-        '    timeout server 1h',
-        '    timeout check 5s',
-        '',
-        'frontend kubernetes-mgmt-pv-health',
-        '    bind 127.0.0.1:%d' % HEALTH_PORT,
-        '    mode http',
-        '    no log',
-        '    monitor-uri /healthz',
-        '',
+    return _config_file(_HAPROXY_BASE + (
         'frontend %s' % BACKEND,
         '    bind *:%d' % FRONTEND_PORT,
         '    option tcplog',
@@ -185,8 +196,7 @@ def haproxy_config(masters):
         '    option httpchk GET /healthz',
         '    http-check expect status 200',
         '    default-server check-ssl verify none inter 2s fall 2 rise 2',
-    ] + servers
-    return HEADER + ''.join(line + '\n' for line in lines).encode('ascii')
+    ) + tuple(servers))
 
 
 def virtual_router_id(vip):
@@ -208,6 +218,32 @@ def priority(index):
     return FIRST_PRIORITY - index
 
 
+# keepalived.conf's check of haproxy, the same on every Master: a Master
+# whose haproxy does not answer goes to FAULT and gives up the VIP. The
+# check connects to haproxy's own loopback health frontend, so it proves
+# haproxy accepts connections without opening one to an API server (a
+# bare connect to :16443 would, every 2 seconds, and each API server would
+# log a failed TLS handshake). It runs ``/bin/bash`` (present on every
+# Debian and Ubuntu, in /bin also without merged /usr) as ``nobody``:
+# ``enable_script_security`` accepts it because nobody can write to it,
+# and the check needs no privilege.
+_KEEPALIVED_CHECK = (
+    'global_defs {',
+    '    enable_script_security',
+    '}',
+    '',
+    'vrrp_script %s {' % CHECK_SCRIPT,
+    '    script "/bin/bash -c \'</dev/tcp/127.0.0.1/%d\'"' % HEALTH_PORT,
+    '    interval 2',
+    '    timeout 2',
+    '    rise 2',
+    '    fall 2',
+    '    user nobody',
+    '}',
+    '',
+)
+
+
 def keepalived_config(own_address, peer_addresses, vip, prefixlen, interface,
                       priority):
     """keepalived.conf (bytes) of one Master.
@@ -227,16 +263,35 @@ def keepalived_config(own_address, peer_addresses, vip, prefixlen, interface,
     Master list) expects the first Master. The price is one more move of
     the VIP when the first Master comes back after a failure: connections
     through the VIP are reset then, and Kubernetes clients reconnect.
-
-    A Master whose haproxy does not answer goes to FAULT and gives up the
-    VIP: the check connects to haproxy's own loopback health frontend, so
-    it proves haproxy accepts connections without opening one to an API
-    server (a bare connect to :16443 would, every 2 seconds, and each API
-    server would log a failed TLS handshake). It runs ``/bin/bash``
-    (present on every Debian and Ubuntu, in /bin also without merged
-    /usr) as ``nobody``: ``enable_script_security`` accepts it because
-    nobody can write to it, and the check needs no privilege.
     """
+    own, peers, vip_address, network = _vrrp_addresses(
+        own_address, peer_addresses, vip, prefixlen, interface, priority)
+    return _config_file(_KEEPALIVED_CHECK + (
+        'vrrp_instance %s {' % VRRP_INSTANCE,
+        '    state BACKUP',
+        '    interface %s' % interface,
+        '    virtual_router_id %d' % virtual_router_id(vip_address),
+        '    priority %d' % int(priority),
+        '    advert_int 1',
+        '    unicast_src_ip %s' % own,
+        '    unicast_peer {',
+    ) + tuple('        %s' % peer for peer in peers) + (
+        '    }',
+        '    check_unicast_src',
+        '    virtual_ipaddress {',
+        '        %s/%d dev %s' % (vip_address, network.prefixlen, interface),
+        '    }',
+        '    track_script {',
+        '        %s' % CHECK_SCRIPT,
+        '    }',
+        '}',
+    ))
+
+
+def _vrrp_addresses(own_address, peer_addresses, vip, prefixlen, interface,
+                    priority):
+    """(own, peers, VIP, network) of keepalived_config's arguments, each
+    checked: no value reaches keepalived.conf unchecked."""
     own = _address(own_address, 'own address')
     peers = [_address(peer, 'peer address') for peer in peer_addresses]
     vip_address = _address(vip, 'VIP')
@@ -253,40 +308,7 @@ def keepalived_config(own_address, peer_addresses, vip, prefixlen, interface,
         raise HaSetupError(
             'VIP %s must be a free host address of %s, the network of %s '
             'on %s' % (vip_address, network, own, interface))
-    lines = [
-        'global_defs {',
-        '    enable_script_security',
-        '}',
-        '',
-        'vrrp_script %s {' % CHECK_SCRIPT,
-        '    script "/bin/bash -c \'</dev/tcp/127.0.0.1/%d\'"' % HEALTH_PORT,
-        '    interval 2',
-        '    timeout 2',
-        '    rise 2',
-        '    fall 2',
-        '    user nobody',
-        '}',
-        '',
-        'vrrp_instance %s {' % VRRP_INSTANCE,
-        '    state BACKUP',
-        '    interface %s' % interface,
-        '    virtual_router_id %d' % virtual_router_id(vip_address),
-        '    priority %d' % int(priority),
-        '    advert_int 1',
-        '    unicast_src_ip %s' % own,
-        '    unicast_peer {',
-    ] + ['        %s' % peer for peer in peers] + [
-        '    }',
-        '    check_unicast_src',
-        '    virtual_ipaddress {',
-        '        %s/%d dev %s' % (vip_address, network.prefixlen, interface),
-        '    }',
-        '    track_script {',
-        '        %s' % CHECK_SCRIPT,
-        '    }',
-        '}',
-    ]
-    return HEADER + ''.join(line + '\n' for line in lines).encode('ascii')
+    return own, peers, vip_address, network
 
 
 # -- facts --------------------------------------------------------------------

@@ -12,12 +12,12 @@ Tacker is imported lazily, inside the functions, except for the base class.
 import abc
 import datetime
 import json
-import re
 import threading
 
 from oslo_log import log as logging
 
 from kubernetes_mgmt_pv.doors import v2_mapping
+from kubernetes_mgmt_pv.doors import vim_errors
 from kubernetes_mgmt_pv import exceptions
 from kubernetes_mgmt_pv import redaction
 
@@ -276,55 +276,71 @@ def register_kubernetes_vim(context, vnf_instance, name, auth_url,
     plugin = nfvo_plugin()
     tenant_id = _field(vnf_instance, 'tenant_id') or context.project_id
     vims = _find_vims(context, plugin, name, tenant_id)
-    shown_url = redaction.redact(auth_url)
     if vims:
-        vim = vims[0]
-        if vim['type'] != VIM_TYPE or not _same_url(vim['auth_url'],
-                                                    auth_url):
-            raise exceptions.MgmtDriverError(redaction.redact(
-                'A VIM named %r already exists (id %s, type %s) for %s, not '
-                'for this cluster\'s API server %s: choose another vim_name '
-                'or delete that VIM' % (name, vim['id'], vim['type'],
-                                        vim['auth_url'], auth_url),
-                (bearer_token,)))
-        vim_id = vim['id']
-        changed = changed_credentials(
-            _stored_credentials(context, plugin, vim_id), bearer_token,
-            ssl_ca_cert)
-        if changed:
-            _update_credentials(context, plugin, name, vim_id, bearer_token,
-                                ssl_ca_cert)
-            LOG.info('Kubernetes VIM %s (%s) for %s: %s changed, updated',
-                     name, vim_id, shown_url, ' and '.join(
-                         CREDENTIAL_NAMES[field] for field in changed))
-        else:
-            LOG.info('Kubernetes VIM %s (%s) already registered for %s: '
-                     'credentials unchanged', name, vim_id, shown_url)
+        vim_id = _reuse_vim(context, plugin, vims[0], name, auth_url,
+                            bearer_token, ssl_ca_cert)
     else:
-        body = {'vim': {
-            'name': name,
-            'description': _description(vnf_instance),
-            'type': VIM_TYPE,
-            'auth_url': auth_url,
-            'vim_project': dict(VIM_PROJECT),
-            'auth_cred': {'bearer_token': bearer_token,
-                          'ssl_ca_cert': ssl_ca_cert},
-            'tenant_id': tenant_id,
-            'is_default': False,
-            # What Tacker's API stores for a VIM registered without extra.
-            'extra': {},
-        }}
-        try:
-            vim_id = plugin.create_vim(context, body)['id']
-        except Exception as error:
-            raise exceptions.MgmtDriverError(
-                'Registering the Kubernetes VIM %r (%s) in Tacker failed: %s'
-                % (name, shown_url, _vim_error_reason(error, bearer_token))
-            ) from redaction.safe_cause(error, (bearer_token,))
-        LOG.info('Registered Kubernetes VIM %s (%s) for %s',
-                 name, vim_id, shown_url)
+        vim_id = _create_vim(context, plugin, vnf_instance, tenant_id, name,
+                             auth_url, bearer_token, ssl_ca_cert)
     if record:
         _add_connection_info(vnf_instance, vim_id, auth_url)
+    return vim_id
+
+
+def _reuse_vim(context, plugin, vim, name, auth_url, bearer_token,
+               ssl_ca_cert):
+    """The id of ``vim``, the VIM ``name`` found in the project, once it
+    is known to point at this cluster, its credentials updated."""
+    shown_url = redaction.redact(auth_url)
+    if vim['type'] != VIM_TYPE or not _same_url(vim['auth_url'], auth_url):
+        raise exceptions.MgmtDriverError(redaction.redact(
+            'A VIM named %r already exists (id %s, type %s) for %s, not '
+            'for this cluster\'s API server %s: choose another vim_name '
+            'or delete that VIM' % (name, vim['id'], vim['type'],
+                                    vim['auth_url'], auth_url),
+            (bearer_token,)))
+    vim_id = vim['id']
+    changed = changed_credentials(
+        _stored_credentials(context, plugin, vim_id), bearer_token,
+        ssl_ca_cert)
+    if changed:
+        _update_credentials(context, plugin, name, vim_id, bearer_token,
+                            ssl_ca_cert)
+        LOG.info('Kubernetes VIM %s (%s) for %s: %s changed, updated',
+                 name, vim_id, shown_url, ' and '.join(
+                     CREDENTIAL_NAMES[field] for field in changed))
+    else:
+        LOG.info('Kubernetes VIM %s (%s) already registered for %s: '
+                 'credentials unchanged', name, vim_id, shown_url)
+    return vim_id
+
+
+def _create_vim(context, plugin, vnf_instance, tenant_id, name, auth_url,
+                bearer_token, ssl_ca_cert):
+    """The id of the Kubernetes VIM ``name`` registered anew."""
+    shown_url = redaction.redact(auth_url)
+    body = {'vim': {
+        'name': name,
+        'description': _description(vnf_instance),
+        'type': VIM_TYPE,
+        'auth_url': auth_url,
+        'vim_project': dict(VIM_PROJECT),
+        'auth_cred': {'bearer_token': bearer_token,
+                      'ssl_ca_cert': ssl_ca_cert},
+        'tenant_id': tenant_id,
+        'is_default': False,
+        # What Tacker's API stores for a VIM registered without extra.
+        'extra': {},
+    }}
+    try:
+        vim_id = plugin.create_vim(context, body)['id']
+    except Exception as error:
+        raise exceptions.MgmtDriverError(
+            'Registering the Kubernetes VIM %r (%s) in Tacker failed: %s'
+            % (name, shown_url, vim_errors.reason(error, bearer_token))
+        ) from redaction.safe_cause(error, (bearer_token,))
+    LOG.info('Registered Kubernetes VIM %s (%s) for %s',
+             name, vim_id, shown_url)
     return vim_id
 
 
@@ -415,7 +431,7 @@ def _update_credentials(context, plugin, name, vim_id, bearer_token,
         raise exceptions.MgmtDriverError(
             'Updating the credentials of the Kubernetes VIM %r (%s) in '
             'Tacker failed: %s' % (name, vim_id,
-                                   _vim_error_reason(error, bearer_token))
+                                   vim_errors.reason(error, bearer_token))
         ) from redaction.safe_cause(error, (bearer_token,))
 
 
@@ -620,7 +636,7 @@ def _delete_candidate(context, vnf_instance, name, vim_id):
     except Exception as failure:
         return _KEPT, exceptions.MgmtDriverError(
             'Deleting the Kubernetes VIM %r (%s) in Tacker failed: %s' % (
-                name, vim_id, _vim_error_reason(failure)))
+                name, vim_id, vim_errors.reason(failure)))
     LOG.info('Deleted Kubernetes VIM %s (%s)', name, vim_id)
     return _DELETED, None
 
@@ -644,52 +660,3 @@ def _vnfs_on_vim(context, vim_id):
     except Exception:
         LOG.debug('Could not list the VNFs of VIM %s', vim_id, exc_info=True)
         return {}
-
-
-def _vim_error_reason(error, *secrets):
-    """What an operator needs from an error of Tacker's VIM code."""
-    from tacker.extensions import nfvo
-    text = _condensed(str(error).strip()) or type(error).__name__
-    if isinstance(error, nfvo.VimUnauthorizedException):
-        # Tacker's check of the cluster (GET /api/ with the token and the
-        # CA certificate) failed: a rejected token, or no connection.
-        text = ('Tacker\'s check of the cluster (GET /api/ with the token '
-                'and CA certificate) failed: %s' % text)
-    elif isinstance(error, nfvo.VimEncryptKeyError):
-        text += (' (Tacker keeps Kubernetes VIM credentials only with '
-                 'Barbican: set [k8s_vim] use_barbican = True in tacker.conf '
-                 'and make Barbican reachable)')
-    elif _is_kubernetes_api_error(error):
-        # Let through by Tacker from its list of the namespaces (the VIM's
-        # regions), e.g. 403 for a token without that right.
-        text = ('the Kubernetes API server answered %s (Tacker lists the '
-                'namespaces with the token)' % text)
-    elif not isinstance(error, exceptions.MgmtDriverError):
-        text = '%s: %s' % (type(error).__name__, text)
-    return redaction.redact(text, secrets)
-
-
-def _is_kubernetes_api_error(error):
-    try:
-        from kubernetes.client import exceptions as kubernetes_exceptions
-    except ImportError:
-        return False
-    return isinstance(error, kubernetes_exceptions.ApiException)
-
-
-def _condensed(text):
-    """The kubernetes client's "(401)\\nReason: ...\\nHTTP response headers:
-    ...\\nHTTP response body: {...}" reduced to status, reason and message."""
-    match = re.match(r'\((\d+)\)\s*Reason:\s*([^\n]*)', text)
-    if not match:
-        return text
-    summary = '%s %s' % (match.group(1), match.group(2).strip())
-    body = re.search(r'HTTP response body:\s*(.*)', text, re.DOTALL)
-    if body:
-        try:
-            message = json.loads(body.group(1)).get('message')
-        except (ValueError, AttributeError):
-            message = None
-        if message and message != match.group(2).strip():
-            summary += ': %s' % message
-    return summary

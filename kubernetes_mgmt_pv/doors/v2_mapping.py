@@ -138,39 +138,50 @@ def params_in_effect(operation, request_params, state):
     merged, errors = copy.deepcopy(saved), []
     _check_unchanged(given, saved, _REQUEST_PATH, errors)
     for role, key in _secret_paths(saved) + _role_logins(saved):
-        value = _given(given, request_params, role, key)
-        key_given = _given(given, request_params, role, 'ssh_key')
-        if value is not None:
-            merged.setdefault(role, {})[key] = value
-            if key == 'password' and key_given is None:
-                merged[role].pop('ssh_key', None)  # replaces the saved key
-        elif _withheld(saved, role, key):
-            if operation in NO_LOGIN_HOOKS:
-                del merged[role][key]  # terminate sets up no node
-            else:
-                errors.append(exceptions.ParameterError(
-                    '%s.proxy.%s' % (_REQUEST_PATH, key),
-                    'required: the instantiate request gave a proxy URL '
-                    'with user info, which Tacker v2 cannot keep '
-                    '(metadata.%s.params.proxy.%s is null); give it in '
-                    'every scale and heal request, or new nodes are set up '
-                    'without the proxy' % (STATE_KEY, key)))
-        elif key == 'password' and role in merged and key_given is None \
-                and merged[role].get('ssh_key') is None:
-            if operation in NO_LOGIN_HOOKS:
-                # Never sent anywhere: terminate logs in to no VM.
-                merged[role][key] = secrets.token_urlsafe(24)
-            else:
-                errors.append(exceptions.ParameterError(
-                    '%s.%s.password' % (_REQUEST_PATH, role),
-                    'required: Tacker v2 keeps no password between '
-                    'operations (metadata.%s holds the other parameters); '
-                    'give the node logins in every scale and heal request, '
-                    'or log in with a key file (ssh_key), which is kept'
-                    % STATE_KEY))
+        error = _complete(operation, merged, saved, given, request_params,
+                          role, key)
+        if error:
+            errors.append(error)
     if errors:
         raise exceptions.ParameterErrors(errors)
     return merged
+
+
+def _complete(operation, merged, saved, given, request_params, role, key):
+    """Put the request's value of ``role``'s ``key`` (a password or a
+    withheld proxy URL) into ``merged``; the ParameterError when the
+    request must give it and does not, else None."""
+    value = _given(given, request_params, role, key)
+    key_given = _given(given, request_params, role, 'ssh_key')
+    if value is not None:
+        merged.setdefault(role, {})[key] = value
+        if key == 'password' and key_given is None:
+            merged[role].pop('ssh_key', None)  # replaces the saved key
+    elif _withheld(saved, role, key):
+        if operation in NO_LOGIN_HOOKS:
+            del merged[role][key]  # terminate sets up no node
+        else:
+            return exceptions.ParameterError(
+                '%s.proxy.%s' % (_REQUEST_PATH, key),
+                'required: the instantiate request gave a proxy URL '
+                'with user info, which Tacker v2 cannot keep '
+                '(metadata.%s.params.proxy.%s is null); give it in '
+                'every scale and heal request, or new nodes are set up '
+                'without the proxy' % (STATE_KEY, key))
+    elif key == 'password' and role in merged and key_given is None \
+            and merged[role].get('ssh_key') is None:
+        if operation in NO_LOGIN_HOOKS:
+            # Never sent anywhere: terminate logs in to no VM.
+            merged[role][key] = secrets.token_urlsafe(24)
+        else:
+            return exceptions.ParameterError(
+                '%s.%s.password' % (_REQUEST_PATH, role),
+                'required: Tacker v2 keeps no password between '
+                'operations (metadata.%s holds the other parameters); '
+                'give the node logins in every scale and heal request, '
+                'or log in with a key file (ssh_key), which is kept'
+                % STATE_KEY)
+    return None
 
 
 def _given(given, request_params, role, key):

@@ -503,6 +503,27 @@ def _check_vnfd(package_dir, flavour, model, found):
         'node_templates')).get('VNF'))
     where = '%s: VNF' % relative
     hooks = _mapping(_mapping(vnf.get('interfaces')).get('Vnflcm'))
+    wanted = _check_feature_hooks(where, hooks, model, found)
+    _check_master_aspect(relative, template, model, found)
+    if not _driver_used(where, hooks, found):
+        return None
+    api = driver_artifact.check(package_dir, where, _mapping(
+        _mapping(vnf.get('artifacts')).get(feature_hooks.DRIVER_NAME)), found)
+    if api == 'v2' and model.script_path is not None:
+        _check_v2_cluster_hooks(where, hooks, found)
+    for hook in (feature_hooks.GUARDS if api == 'v2' else
+                 feature_hooks.V1_GUARDS) if wanted else ():
+        if hook not in hooks:
+            found.error('interface-missing', '%s.interfaces.Vnflcm.%s' % (
+                where, hook), 'the driver refuses in %s requests that would '
+                'change the cluster; without it Tacker runs them unchecked'
+                % hook)
+    return api
+
+
+def _check_feature_hooks(where, hooks, model, found):
+    """The (hook, feature) the request's features run in, each an error
+    when the VNFD does not route it."""
     wanted = [(hook, 'cluster') for hook in feature_hooks.CLUSTER
               if model.script_path is not None]
     wanted += [(hook, 'persistent-volume')
@@ -514,7 +535,12 @@ def _check_vnfd(package_dir, flavour, model, found):
                         '%s.interfaces.Vnflcm.%s' % (where, hook),
                         'the driver runs %s steps in %s; without it Tacker '
                         'calls vnflcm_noop instead' % (feature, hook))
-    _check_master_aspect(relative, template, model, found)
+    return wanted
+
+
+def _driver_used(where, hooks, found):
+    """Whether a hook names the driver; each hook naming another
+    implementation is an error."""
     driver_used = False
     # Sorted by text: YAML keys may be numbers, which do not compare to str.
     for hook, operation in sorted(hooks.items(),
@@ -529,31 +555,23 @@ def _check_vnfd(package_dir, flavour, model, found):
                         '%s.interfaces.Vnflcm.%s' % (where, hook),
                         'implementation is %r, not %s' % (
                             implementation, feature_hooks.DRIVER_NAME))
-    if not driver_used:
-        return None
-    api = driver_artifact.check(package_dir, where, _mapping(
-        _mapping(vnf.get('artifacts')).get(feature_hooks.DRIVER_NAME)), found)
-    if api == 'v2' and model.script_path is not None:
-        for hook in feature_hooks.CLUSTER_V2_ROLLBACK:
-            if hook not in hooks:
-                found.error('interface-missing', '%s.interfaces.Vnflcm.%s' % (
-                    where, hook), 'Tacker v2 rolls back without terminate or '
-                    'scale_start: without %s its rollback leaves the '
-                    "cluster's VIM or Nodes behind" % hook)
-        for hook in feature_hooks.CLUSTER_V2_UPGRADE:
-            if hook not in hooks:
-                found.warning('interface-missing', '%s.interfaces.Vnflcm.%s'
-                              % (where, hook), 'without it a change of the '
-                              'VNF package (change_vnfpkg) does not upgrade '
-                              'the cluster to its script\'s version')
-    for hook in (feature_hooks.GUARDS if api == 'v2' else
-                 feature_hooks.V1_GUARDS) if wanted else ():
+    return driver_used
+
+
+def _check_v2_cluster_hooks(where, hooks, found):
+    """The rollback hooks a v2 cluster needs, and the package change's."""
+    for hook in feature_hooks.CLUSTER_V2_ROLLBACK:
         if hook not in hooks:
             found.error('interface-missing', '%s.interfaces.Vnflcm.%s' % (
-                where, hook), 'the driver refuses in %s requests that would '
-                'change the cluster; without it Tacker runs them unchecked'
-                % hook)
-    return api
+                where, hook), 'Tacker v2 rolls back without terminate or '
+                'scale_start: without %s its rollback leaves the '
+                "cluster's VIM or Nodes behind" % hook)
+    for hook in feature_hooks.CLUSTER_V2_UPGRADE:
+        if hook not in hooks:
+            found.warning('interface-missing', '%s.interfaces.Vnflcm.%s'
+                          % (where, hook), 'without it a change of the '
+                          'VNF package (change_vnfpkg) does not upgrade '
+                          'the cluster to its script\'s version')
 
 
 def _check_master_aspect(relative, template, model, found):
