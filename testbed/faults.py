@@ -34,6 +34,7 @@ import os
 import secrets
 import shlex
 
+from kubernetes_mgmt_pv.remote import host_lock
 from testbed import polling
 from testbed import standins
 
@@ -332,9 +333,9 @@ class Faults(object):
             raise errors[0]
 
 
-# The driver's step lock on a host (kubernetes_mgmt_pv.remote.host_lock
-# .LOCK_FILE): a run of kubeadm or of the install script holds it.
-STEP_LOCK = '/run/kubernetes-mgmt-pv/steps.lock'
+# The driver's step lock on a host: a run of kubeadm or of the install
+# script holds it.
+STEP_LOCK = host_lock.LOCK_FILE
 
 
 class EarlierRun(object):

@@ -10,7 +10,6 @@ import pytest
 from kubernetes_mgmt_pv import exceptions
 from kubernetes_mgmt_pv.remote import facts
 from kubernetes_mgmt_pv.remote import host_lock
-from testbed import faults
 
 
 class LocalHost(object):
@@ -47,7 +46,8 @@ class Holder(object):
     def __init__(self):
         # The same guard the driver uses, around a command that waits.
         self.process = subprocess.Popen(
-            host_lock.guarded_argv(['sh', '-c', 'echo held; read line'], 1),
+            host_lock.guarded_argv(['sh', '-c', 'echo held; read line'], 1,
+                                   60),
             stdin=subprocess.PIPE, stdout=subprocess.PIPE,
             stderr=subprocess.DEVNULL)
         assert self.process.stdout.readline() == b'held\n'
@@ -79,7 +79,10 @@ def test_a_free_lock_runs_the_command_at_once(lock, caplog):
     assert result.stdout == 'secret\ndone\n'
     argv, sudo, timeout, description = executor.calls[0]
     assert argv[-3:] == ['sh', '-c', 'cat; echo done'] and sudo
-    assert (timeout, description) == (60, 'kubeadm upgrade node')
+    # Waits at most 30 s, then runs at most 30 s: the executor's bound
+    # covers both and the command's own kill grace.
+    assert argv[-5:-3] == ['30', '30']
+    assert 60 < timeout <= 80 and description == 'kubeadm upgrade node'
     assert 'waited' not in caplog.text
 
 
@@ -131,5 +134,13 @@ def test_a_failed_command_raises_with_check_and_returns_without(lock):
     assert result.exit_status == 1
 
 
-def test_the_testbeds_earlier_run_takes_the_drivers_lock():
-    assert faults.STEP_LOCK == host_lock.LOCK_FILE
+def test_the_command_runs_its_own_timeout_after_the_lock(lock):
+    """Waiting for the lock does not lengthen the command's own time: it
+    is ended at its timeout and reported as timed out."""
+    executor = LocalHost()
+    with pytest.raises(exceptions.RemoteCommandError) as raised:
+        host_lock.run_exclusive(executor, ['sleep', '30'], 'kubeadm reset',
+                                1)
+    assert raised.value.timed_out
+    assert 'timed out after 1s' in str(raised.value)
+    assert executor.calls[0][2] < 30  # the executor's bound, wait included
