@@ -507,7 +507,7 @@ class ClusterWorkflow(flow.Flow):
         with step_report.step(leader.host, 'etcd check'):
             self.etcd_session(leader, report)
             etcd.check_members(etcd.members(leader), expected)
-            etcd.check_health(leader)
+            etcd.check_health_or_etcdctl(leader)
 
     # -- removal: scale-in and the first half of a node heal -----------------
 

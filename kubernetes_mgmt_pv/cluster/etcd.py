@@ -25,6 +25,7 @@ import time
 import urllib.parse
 
 from kubernetes_mgmt_pv import exceptions
+from kubernetes_mgmt_pv import redaction
 
 PACKAGE = 'etcd-client'
 PKI = '/etc/kubernetes/pki/etcd'
@@ -185,19 +186,20 @@ def parse_api_members(output):
 
 
 def health_urls(members):
-    """({name: the client URL asked}, [problem]): each member's first
+    """([(name, the client URL asked)], [problem]): each member's first
     client URL, which must be https://<IP>:<port>; a member without one
-    never started."""
-    urls, problems = {}, []
+    never started. Every member is asked, also two of one name; names are
+    shown on one line."""
+    urls, problems = [], []
     for name, client_urls in members:
-        shown = name[:_SHOWN] or 'unnamed'
+        shown = redaction.one_line(name[:_SHOWN]) or 'unnamed'
         if not client_urls:
             problems.append('%s has no client URL (never started)' % shown)
         elif not _is_ip_url(client_urls[0]):
             problems.append('%s has client URL %r, not https://<IP>:<port>'
                             % (shown, client_urls[0][:_SHOWN]))
         else:
-            urls[shown] = client_urls[0]
+            urls.append((shown, client_urls[0]))
     return urls, problems
 
 
@@ -216,7 +218,7 @@ def _is_ip_url(url):
 
 def unhealthy(urls, output):
     """[problem] of the members whose /health did not answer 200, from
-    the status lines of _HEALTH_SCRIPT for ``urls`` ({name: URL})."""
+    the status lines of _HEALTH_SCRIPT for ``urls`` ([(name, URL)])."""
     codes = output.split()
     if len(codes) != len(urls) or not all(
             code.isdigit() and len(code) == 3 for code in codes):
@@ -224,7 +226,7 @@ def unhealthy(urls, output):
                 % (len(urls), output[:_SHOWN])]
     return ['%s (%s) %s' % (name, url, 'does not answer' if code == '000'
                             else 'answers HTTP %s' % code)
-            for (name, url), code in zip(urls.items(), codes)
+            for (name, url), code in zip(urls, codes)
             if code != '200']
 
 
@@ -241,10 +243,20 @@ def check_health(executor):
     urls, problems = health_urls(parse_api_members(listing.stdout))
     if urls:
         answers = executor.run(['sh', '-c', _HEALTH_SCRIPT, 'sh'] +
-                               list(urls.values()), sudo=True, check=False,
+                               [url for _, url in urls], sudo=True,
+                               check=False,
                                description='etcd health of each member')
         problems += unhealthy(urls, answers.stdout)
     if problems:
         raise exceptions.ClusterInstallError(
             'etcd members not healthy: %s' % '; '.join(problems))
     return True
+
+
+def check_health_or_etcdctl(executor):
+    """``check_health``; on a Master without curl, etcdctl's ``endpoint
+    health --cluster`` (for the hooks that install etcdctl: the install,
+    scale and heal, not the upgrade's check, which changes no host)."""
+    if not check_health(executor):
+        executor.run(etcdctl('endpoint', 'health', '--cluster'), sudo=True,
+                     description='etcdctl endpoint health --cluster')

@@ -173,22 +173,29 @@ V6 = {'name': 'master6', 'clientURLs': ['https://[fd00::6]:2379']}
 
 
 @pytest.mark.parametrize('members, urls, problems', [
-    ([M1, M2], {'master1': 'https://10.0.0.1:2379',
-                'master2': 'https://10.0.0.2:2379'}, []),
-    ([V6], {'master6': 'https://[fd00::6]:2379'}, []),
+    ([M1, M2], [('master1', 'https://10.0.0.1:2379'),
+                ('master2', 'https://10.0.0.2:2379')], []),
+    ([V6], [('master6', 'https://[fd00::6]:2379')], []),
+    # Two members of one name: both are asked.
+    ([M1, dict(M2, name='master1')], [('master1', 'https://10.0.0.1:2379'),
+                                      ('master1', 'https://10.0.0.2:2379')],
+     []),
+    # A name is shown on one line.
+    ([dict(M1, name='m1\nERROR fake line')],
+     [('m1\\nERROR fake line', 'https://10.0.0.1:2379')], []),
     # Added, never started: no name, no client URL.
     ([M1, {'peerURLs': ['https://10.0.0.3:2380']}],
-     {'master1': 'https://10.0.0.1:2379'}, ['unnamed has no client URL']),
+     [('master1', 'https://10.0.0.1:2379')], ['unnamed has no client URL']),
     # VM text that is no https://<IP>:<port> is never asked.
-    ([{'name': 'x', 'clientURLs': ['https://u@10.0.0.1:2379']}], {},
+    ([{'name': 'x', 'clientURLs': ['https://u@10.0.0.1:2379']}], [],
      ['x has client URL']),
-    ([{'name': 'x', 'clientURLs': ['https://10.0.0.1:2379/; reboot']}], {},
+    ([{'name': 'x', 'clientURLs': ['https://10.0.0.1:2379/; reboot']}], [],
      ['x has client URL']),
-    ([{'name': 'x', 'clientURLs': ['http://10.0.0.1:2379']}], {},
+    ([{'name': 'x', 'clientURLs': ['http://10.0.0.1:2379']}], [],
      ['x has client URL']),
-    ([{'name': 'x', 'clientURLs': ['https://etcd.example:2379']}], {},
+    ([{'name': 'x', 'clientURLs': ['https://etcd.example:2379']}], [],
      ['x has client URL']),
-    ([{'name': 'x', 'clientURLs': ['https://10.0.0.1']}], {},
+    ([{'name': 'x', 'clientURLs': ['https://10.0.0.1']}], [],
      ['x has client URL']),
 ])
 def test_the_health_urls_of_the_members(members, urls, problems):
@@ -207,7 +214,8 @@ def test_an_unreadable_api_member_list_fails(output):
         etcd.parse_api_members(output)
 
 
-URLS = {'master1': 'https://10.0.0.1:2379', 'master2': 'https://10.0.0.2:2379'}
+URLS = [('master1', 'https://10.0.0.1:2379'),
+        ('master2', 'https://10.0.0.2:2379')]
 
 
 @pytest.mark.parametrize('output, problems', [
@@ -238,8 +246,11 @@ class ApiExecutor(object):
     def run(self, argv, **kwargs):
         self.argvs.append(argv)
         status, stdout = self.answers.pop(0)
-        return types.SimpleNamespace(ok=status == 0, stdout=stdout,
-                                     stderr='', exit_status=status)
+        result = types.SimpleNamespace(ok=status == 0, stdout=stdout,
+                                       stderr='', exit_status=status)
+        if kwargs.get('check', True) and not result.ok:
+            raise self.failure(kwargs.get('description'), result)
+        return result
 
     def failure(self, description, result):
         return exceptions.RemoteCommandError(self.host, description,
@@ -255,7 +266,8 @@ def test_the_health_check_installs_nothing_and_names_the_unhealthy():
     assert listing[0] == 'curl' and listing[-1] == (
         'https://127.0.0.1:2379/v3/cluster/member/list')
     # The URLs are arguments of a fixed script, never part of it.
-    assert health[:2] == ['sh', '-c'] and health[-2:] == list(URLS.values())
+    assert health[:2] == ['sh', '-c']
+    assert health[-2:] == [url for _, url in URLS]
     assert 'https://10.0.0' not in health[2]
     assert not any('apt' in word or 'etcdctl' in word
                    for argv in executor.argvs for word in argv)
@@ -275,3 +287,14 @@ def test_without_curl_the_health_is_not_checked():
 def test_a_local_member_that_does_not_answer_fails():
     with pytest.raises(exceptions.RemoteCommandError):
         etcd.check_health(ApiExecutor((7, '')))
+
+
+def test_without_curl_the_install_asks_etcdctl():
+    """Not skipped in silence: where curl is missing, the hooks that
+    install etcdctl ask it instead."""
+    executor = ApiExecutor((127, ''), (0, ''))
+    etcd.check_health_or_etcdctl(executor)
+    assert executor.argvs[1][-3:] == ['endpoint', 'health', '--cluster']
+    failing = ApiExecutor((127, ''), (1, ''))
+    with pytest.raises(exceptions.RemoteCommandError):
+        etcd.check_health_or_etcdctl(failing)
