@@ -63,7 +63,7 @@ ssh_opts = [
              'API. The directory (and with ssh_key_per_project each '
              'project\'s subdirectory) must be a directory, not a symbolic '
              'link, owned by tacker-conductor\'s user and not writable by '
-             'group or others (mode 0700); each key file a regular file '
+             'group or others (e.g. mode 0700); each key file a regular file '
              '(not a symbolic link) owned by that user, mode 0600, holding '
              'an unencrypted Ed25519, ECDSA or RSA key.'),
     cfg.BoolOpt(

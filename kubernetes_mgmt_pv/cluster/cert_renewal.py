@@ -7,7 +7,8 @@ with HA).
 The control plane reads its certificates only when it starts: a renewal
 is finished when the restart after it is. A marker in the host's /run,
 written before ``kubeadm certs renew all`` and removed once the restarted
-API server answers, tells the next hook that a renewal stopped half-way
+API server answers and the login user's kubeconfig holds the new
+certificate, tells the next hook that a renewal stopped half-way
 (lost connection, failed restart); that hook restarts the control plane
 of that Master even though its certificates' dates are fresh. A reboot
 restarts the control plane too, and clears /run with it.
@@ -125,7 +126,11 @@ def _restart(flow, executor):
     login user's kubeconfig; then the renewal is finished."""
     host = executor.host
     with step_report.step(host, 'control plane restart'):
-        executor.run(['sh', '-c', RESTART_SCRIPT], sudo=True)
+        # Under the step lock: never while an earlier renewal or upgrade,
+        # cut off from its hook, still writes the certificates.
+        host_lock.run_exclusive(executor, ['sh', '-c', RESTART_SCRIPT],
+                                'control plane restart',
+                                flow.conf.command_timeout)
         wait_for_api(flow.kubectl(executor), flow.conf.node_ready_timeout)
     with step_report.step(host, 'kubeconfig update'):
         executor.run(['sh', '-c', USER_KUBECONFIG_SCRIPT + ' && rm -f ' +
