@@ -304,7 +304,7 @@ def _reuse_vim(context, plugin, vim, name, auth_url, bearer_token,
         _stored_credentials(context, plugin, vim_id), bearer_token,
         ssl_ca_cert)
     if changed:
-        _update_credentials(context, plugin, name, vim_id, bearer_token,
+        _update_credentials(context, plugin, name, vim, bearer_token,
                             ssl_ca_cert)
         LOG.info('Kubernetes VIM %s (%s) for %s: %s changed, updated',
                  name, vim_id, shown_url, ' and '.join(
@@ -406,13 +406,14 @@ def _stored_credentials(context, plugin, vim_id):
         return None
 
 
-def _update_credentials(context, plugin, name, vim_id, bearer_token,
+def _update_credentials(context, plugin, name, vim, bearer_token,
                         ssl_ca_cert):
-    """Replace token and CA of the VIM through NfvoPlugin.update_vim, as
+    """Replace token and CA of ``vim`` through NfvoPlugin.update_vim, as
     Tacker's API does: Tacker checks them against the cluster, encrypts
     them with a new key and deletes the old key. Both are always given:
     a credential left out would be re-checked in its encrypted form."""
     from tacker.extensions import nfvo
+    vim_id = vim['id']
     body = {'vim': {'auth_cred': {'bearer_token': bearer_token,
                                   'ssl_ca_cert': ssl_ca_cert}}}
     try:
@@ -424,8 +425,7 @@ def _update_credentials(context, plugin, name, vim_id, bearer_token,
             'that VNF(s) are deployed on (%s). Terminate them, or update '
             'the VIM with "openstack vim set", then retry.' % (
                 name, vim_id, ', '.join(v2_mapping.shown_users(
-                    _vnfs_on_vim(context, vim_id), plugin.get_vim(
-                        context, vim_id)['tenant_id'])) or
+                    _vnfs_on_vim(context, vim_id), vim['tenant_id'])) or
                 'see "openstack vnflcm list"')) from error
     except Exception as error:
         raise exceptions.MgmtDriverError(
@@ -473,9 +473,10 @@ def _instance_vims(context, vnf_instance, name):
 
 
 def kubernetes_vim_users(context, vnf_instance, name):
-    """{vim id: ids of the VNF instances on it} of the instance's
-    Kubernetes VIM ``name`` while any v1 or v2 VNF instance uses it (see
-    _vim_users); empty when none does, or when there is no such VIM."""
+    """{vim id: the VNF instances on it, as shown_users names them} of
+    the instance's Kubernetes VIM ``name`` while any v1 or v2 VNF
+    instance uses it (see _vim_users); empty when none does, or when
+    there is no such VIM."""
     candidates = _instance_vims(context, vnf_instance, name)
     if not candidates:
         return {}

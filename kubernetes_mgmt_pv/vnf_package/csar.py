@@ -371,12 +371,14 @@ def _v2_files(files):
 
 
 _ARTIFACT_LINE = re.compile(
-    r'^(?P<key>\s+file:\s*)%s\s*$' % re.escape(DRIVER_PATH), re.MULTILINE)
+    r'^(?P<key>[ \t]+file:[ \t]*)%s[ \t]*\r?$' % re.escape(DRIVER_PATH),
+    re.MULTILINE)
 
 
 # The driver artifact of a source: the v1 driver file, or the v2 script
-# (a package built with --api v2, extracted).
-_DRIVER_ARTIFACT_LINE = re.compile(r'^\s+file:\s*(%s|%s)\s*$' % (
+# (a package built with --api v2, extracted). Blanks only, no line break,
+# around the values: each line is scanned once, whatever the file holds.
+_DRIVER_ARTIFACT_LINE = re.compile(r'^[ \t]+file:[ \t]*(%s|%s)[ \t]*\r?$' % (
     re.escape(DRIVER_PATH), re.escape(V2_ARTIFACT_FILE)), re.MULTILINE)
 
 

@@ -22,7 +22,7 @@ def check(package_dir, where, artifact, found):
     relative = artifact.get('file')
     if not isinstance(relative, str):
         relative = None
-    if relative not in (None, csar.DRIVER_PATH):
+    if api_of(artifact) == 'v2':
         _check_v2_script(package_dir, where, relative, found)
         return 'v2'
     # Tacker joins the artifact file to the package root, not to the VNFD.
@@ -48,6 +48,14 @@ def check(package_dir, where, artifact, found):
                     'tacker-conductor; rebuild with `kubernetes-mgmt-pv '
                     'package`' % (relative, installed))
     return 'v1'
+
+
+def api_of(artifact):
+    """The API a driver artifact is for: 'v2' when it names a file that is
+    not the hashed driver file (a script Tacker v2 runs), else 'v1'."""
+    relative = artifact.get('file')
+    return 'v2' if isinstance(relative, str) and \
+        relative != csar.DRIVER_PATH else 'v1'
 
 
 def _check_v2_script(package_dir, where, relative, found):

@@ -10,7 +10,7 @@ import os
 
 from kubernetes_mgmt_pv import feature_hooks
 from kubernetes_mgmt_pv import safe_yaml
-from kubernetes_mgmt_pv.vnf_package import csar
+from kubernetes_mgmt_pv.vnf_package import driver_artifact
 
 YAML_SUFFIXES = ('.yaml', '.yml')
 _SCALING_ASPECTS = 'tosca.policies.nfv.ScalingAspects'
@@ -84,7 +84,7 @@ def api(loaded):
         artifact = mapping(mapping(node.get('artifacts')).get(
             feature_hooks.DRIVER_NAME))
         if name == 'VNF' and artifact:
-            return 'v1' if artifact.get('file') == csar.DRIVER_PATH else 'v2'
+            return driver_artifact.api_of(artifact)
     return None
 
 
