@@ -54,8 +54,7 @@ def test_a_v1_hook_hides_the_token_of_the_registered_vim(monkeypatch,
     def registered(context, vnf_instance):
         asked.append((context, vnf_instance))
         return [TOKEN]
-    monkeypatch.setattr(tacker_compat, 'registered_vim_tokens', registered,
-                        raising=False)
+    monkeypatch.setattr(tacker_compat, 'registered_vim_tokens', registered)
     driver = master_printing_the_token(mgmt_driver.KubernetesPvMgmtDriver())
 
     with pytest.raises(exceptions.StepError) as raised:
@@ -84,8 +83,7 @@ def test_a_v2_hook_hides_the_token_of_the_vim_it_saved(monkeypatch):
     def vim_tokens(context, vim_ids):
         asked.append((context, vim_ids))
         return [TOKEN]
-    monkeypatch.setattr(tacker_compat, 'vim_tokens', vim_tokens,
-                        raising=False)
+    monkeypatch.setattr(tacker_compat, 'vim_tokens', vim_tokens)
 
     with pytest.raises(exceptions.StepError) as raised:
         v2_hook.run(v2.script_dict('instantiate_end', v2.instantiate_request(),
@@ -99,8 +97,7 @@ def test_a_v2_hook_hides_the_token_of_the_vim_it_saved(monkeypatch):
 
 
 def test_a_v2_hook_without_a_saved_vim_asks_for_no_token(monkeypatch):
-    monkeypatch.setattr(tacker_compat, 'vim_tokens', pytest.fail,
-                        raising=False)
+    monkeypatch.setattr(tacker_compat, 'vim_tokens', pytest.fail)
     driver = v2_hook.V2Driver(v2.script_dict('instantiate_end', {}), {})
     assert driver.registered_vim_tokens(None, None) == []
 
