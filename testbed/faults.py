@@ -107,7 +107,7 @@ _ACTIONS = {
 
 def host_root(host):
     """The host's root directory as the runner sees it."""
-    return '/proc/%d/root' % host.pid
+    return '/proc/%d/root' % host.running_pid()
 
 
 class CommandFault(object):

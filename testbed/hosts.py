@@ -40,6 +40,10 @@ HOST_KEY = '/etc/ssh/testbed_host_ed25519_key'
 HOST_KEY_CONFIG = '/etc/ssh/sshd_config.d/10-testbed-host-key.conf'
 
 
+class HostDownError(RuntimeError):
+    """A command for a host that is not running."""
+
+
 class CommandError(subprocess.CalledProcessError):
     """A failed command whose message shows its output."""
 
@@ -213,10 +217,20 @@ class Host:
     def __repr__(self):
         return f'<Host {self.name} {self.role} {self.ip} pid={self.pid}>'
 
+    def running_pid(self):
+        """The host's PID 1, while the host runs. A powered-off or removed
+        host's PID is soon another process's (pid_max is 32768 here), and
+        nsenter would then enter the real machine: while unshare runs, its
+        child cannot have been reaped, so the PID is still the host's."""
+        if self.pid is None or self._proc is None or \
+                self._proc.poll() is not None:
+            raise HostDownError(f'{self.name} is not running')
+        return self.pid
+
     def run(self, cmd, check=True, input=None, timeout=120):
         """Run a shell command as root in the host's namespaces and root."""
-        args = ['nsenter', f'--target={self.pid}', '--mount', '--uts',
-                '--ipc', '--net', '--pid', '--root', '--wd',
+        args = ['nsenter', f'--target={self.running_pid()}', '--mount',
+                '--uts', '--ipc', '--net', '--pid', '--root', '--wd',
                 '/bin/sh', '-c', cmd]
         env = {'PATH': HOST_PATH, 'HOME': '/root', 'LC_ALL': 'C',
                'DEBIAN_FRONTEND': 'noninteractive'}

@@ -16,6 +16,7 @@ import threading
 import paramiko
 import pytest
 
+from testbed import faults
 from testbed import hosts
 from testbed.hosts import require_testbed
 from testbed.hosts import Testbed
@@ -306,6 +307,24 @@ def test_replace_host_gives_a_fresh_root(make_testbed):
     assert moved.ip != new.ip
     with moved.ssh_client() as client:
         assert ssh(client, 'hostname') == (0, 'worker\n')
+
+
+@needs_testbed
+def test_a_host_that_is_not_running_takes_no_command(make_testbed):
+    """Its PID is soon another process's: nsenter would enter that one."""
+    testbed = make_testbed()
+    testbed.add_host('worker', 'worker')
+    testbed.add_host('other', 'worker')
+    testbed.power_off('worker')
+    powered_off = testbed.hosts['worker']
+    replaced = testbed.hosts['other']
+    testbed.replace_host('other')
+    for host in (powered_off, replaced):
+        with pytest.raises(hosts.HostDownError, match=host.name):
+            host.run('true')
+        with pytest.raises(hosts.HostDownError):
+            faults.host_root(host)
+    assert testbed.hosts['other'].run('hostname').stdout == 'other\n'
 
 
 @needs_testbed
