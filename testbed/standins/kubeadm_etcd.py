@@ -50,8 +50,10 @@ What `kubeadm init` does here, as kubeadm:
     127.0.0.1, ::1; server+client auth), etcd/healthcheck-client
     (CN kube-etcd-healthcheck-client, client auth) and
     apiserver-etcd-client (CN kube-apiserver-etcd-client, client auth),
-    RSA 2048 with openssl, keys 0600, under /etc/kubernetes/pki (made by
-    kubeadm_pki.py);
+    ECDSA P-256 keys (kubeadm's encryptionAlgorithm ECDSA-P256: RSA key
+    generation took a seventh of a test cluster's CPU, and nothing the
+    driver does depends on the key type) with openssl, 0600, under
+    /etc/kubernetes/pki (made by kubeadm_pki.py);
   * the "etcd static pod": /etc/kubernetes/manifests/etcd.yaml with
     kubeadm's command line, and /usr/bin/etcd started from it detached
     (own session, in the host's PID namespace, output to

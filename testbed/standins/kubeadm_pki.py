@@ -32,15 +32,16 @@ def _openssl_config(common_name, extensions):
 
 def _new_certificate(cert, key, common_name, extensions, days, ca=None,
                      keep_key=False):
-    """A new RSA 2048 key (the existing one with ``keep_key``, as kubeadm
-    renews) and a certificate for it, self-signed or signed by ca=(cert
+    """A new ECDSA P-256 key (the existing one with ``keep_key``, as
+    kubeadm renews) and a certificate for it, self-signed or signed by ca=(cert
     path, key path); the key is written 0600."""
     os.makedirs(os.path.dirname(cert), exist_ok=True)
     with tempfile.NamedTemporaryFile('w', suffix='.cnf') as config:
         config.write(_openssl_config(common_name, extensions))
         config.flush()
         new_key = ['-key', key] if keep_key else \
-            ['-newkey', 'rsa:2048', '-nodes', '-keyout', key]
+            ['-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:P-256',
+             '-nodes', '-keyout', key]
         args = ['openssl', 'req', '-x509', '-new', '-config', config.name,
                 *new_key, '-days', str(days), '-out', cert]
         if ca:

@@ -252,8 +252,8 @@ def check_expiration_rows(cluster, master):
     return {row[0]: tuple(row[1:3]) for row in rows}
 
 
-def key_modulus(master, path):
-    return master.run(f'openssl rsa -noout -modulus -in {path}').stdout
+def public_key(master, path):
+    return master.run(f'openssl pkey -pubout -in {path}').stdout
 
 
 def test_certs_check_expiration_and_renew_all_on_real_certificates(
@@ -268,7 +268,7 @@ def test_certs_check_expiration_and_renew_all_on_real_certificates(
                                          '%b %d, %Y %H:%M UTC')
     assert abs(expires - year) < datetime.timedelta(minutes=10)
     assert rows['etcd-server'][1] == '364d'
-    key = key_modulus(master, f'{ETCD_PKI}/server.key')
+    key = public_key(master, f'{ETCD_PKI}/server.key')
 
     standins.expire_certificates(master, 10)
     rows = check_expiration_rows(cluster, master)
@@ -281,7 +281,7 @@ def test_certs_check_expiration_and_renew_all_on_real_certificates(
     assert {name: check_expiration_rows(cluster, master)[name][1]
             for name in names[:4]} == dict.fromkeys(names[:4], '364d')
     # kubeadm renews with the same keys and the same CA.
-    assert key_modulus(master, f'{ETCD_PKI}/server.key') == key
+    assert public_key(master, f'{ETCD_PKI}/server.key') == key
     assert master.run(
         f'openssl verify -CAfile {ETCD_PKI}/ca.crt {ETCD_PKI}/server.crt '
         f'{ETCD_PKI}/peer.crt').returncode == 0
