@@ -29,7 +29,13 @@ ALONE_HOLD_KEY = pytest.StashKey()
 
 
 class RunGroupScheduling(scheduler.LoadScopeScheduling):
-    """One group at a time per worker, in collection order."""
+    """One group at a time per worker, in collection order: the longest
+    groups first (pytest_collection_modifyitems), which xdist's own
+    reordering by test count would undo."""
+
+    def schedule(self):
+        self.config.option.loadscopereorder = False
+        super().schedule()
 
     def _split_scope(self, nodeid):
         return run_groups.xdist_group(nodeid)
@@ -76,6 +82,12 @@ def pytest_collection_modifyitems(config, items):
     problems = [problem for problem in problems if problem]
     if problems:
         raise pytest.UsageError('\n'.join(problems))
+    # An xdist worker of a --dist loadgroup run (xdist sets the option).
+    if getattr(config.option, 'loadgroup', False):
+        order = run_groups.longest_groups_first(
+            [item.nodeid for item in items], run_groups.load_durations())
+        position = {nodeid: index for index, nodeid in enumerate(order)}
+        items.sort(key=lambda item: position[item.nodeid])
 
 
 @pytest.hookimpl(hookwrapper=True)

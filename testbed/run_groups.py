@@ -22,8 +22,10 @@ test holds it shared, these hold it exclusively, and a turnstile keeps a
 waiting exclusive holder from being starved.
 """
 
+import collections
 import contextlib
 import fcntl
+import json
 import os
 
 TACKER_LAB_GROUP = 'tacker-lab'
@@ -38,6 +40,7 @@ LAB_FREE = frozenset((
 ))
 PER_TEST_DIR = 'tests/functional/'
 SHARED_FIXTURE_MODULES = frozenset((
+    'tests/functional/test_cert_renewal.py',
     'tests/functional/test_concurrency.py',
     'tests/functional/test_faults.py',
     'tests/functional/test_ha.py',
@@ -84,6 +87,39 @@ def shared_fixture_problem(nodeid, fixture_scopes):
         return None
     return (f'{nodeid} uses the shared fixtures {", ".join(shared)}: add '
             f'{module_of(nodeid)} to run_groups.SHARED_FIXTURE_MODULES')
+
+
+# {test id: seconds} of a recent run (tools/slowest_tests.py
+# --write-durations): only the order of the groups depends on it.
+DURATIONS_FILE = os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                              'test_durations.json')
+# A test the file does not know yet: about a functional test with a
+# cluster of its own, so that a new slow test is not left for last.
+UNKNOWN_TEST_SECONDS = 30.0
+
+
+def load_durations(path=DURATIONS_FILE):
+    try:
+        with open(path) as handle:
+            return json.load(handle)
+    except FileNotFoundError:
+        return {}
+
+
+def longest_groups_first(nodeids, durations):
+    """The node ids with the groups expected to take longest first, each
+    group's tests in their order: xdist hands the groups out in this
+    order, and a long group handed out last keeps its worker busy while
+    the others are done."""
+    groups = [xdist_group(nodeid) for nodeid in nodeids]
+    expected = collections.Counter()
+    first = {}
+    for index, (nodeid, group) in enumerate(zip(nodeids, groups)):
+        expected[group] += durations.get(nodeid, UNKNOWN_TEST_SECONDS)
+        first.setdefault(group, index)
+    order = sorted(range(len(nodeids)), key=lambda index: (
+        -expected[groups[index]], first[groups[index]], index))
+    return [nodeids[index] for index in order]
 
 
 def runs_alone(nodeid):

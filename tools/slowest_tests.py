@@ -6,11 +6,17 @@ the run's test count and summed test time, the slowest tests (setup, call
 and teardown together, so a module fixture counts for the module's first
 test) and the modules by summed time.
 
-Usage: python tools/slowest_tests.py [--top N] [--reports DIR] [ENV ...]
+With --write-durations FILE it writes every test's time instead, as
+{test id: seconds}: testbed/test_durations.json, by which the xdist runs
+hand out their longest groups first (testbed/run_groups.py).
+
+Usage: python tools/slowest_tests.py [--top N] [--reports DIR]
+                                     [--write-durations FILE] [ENV ...]
 """
 
 import argparse
 import collections
+import json
 import os
 import re
 import sys
@@ -66,6 +72,18 @@ def print_env(env, path, top, out):
     out.write('\n')
 
 
+def write_durations(paths, target):
+    """{test id: seconds, rounded} of every report, one test a line."""
+    durations = {}
+    for path in paths:
+        durations.update((test_id, round(seconds, 1))
+                         for seconds, test_id in read_report(path)[0])
+    with open(target, 'w') as handle:
+        json.dump(durations, handle, indent=0, sort_keys=True)
+        handle.write('\n')
+    return len(durations)
+
+
 def main(argv=None, out=sys.stdout):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument('envs', nargs='*', metavar='ENV',
@@ -73,6 +91,8 @@ def main(argv=None, out=sys.stdout):
     parser.add_argument('--top', type=int, default=25)
     parser.add_argument('--reports', default=REPORTS,
                         help='directory of ENV.xml files (%(default)s)')
+    parser.add_argument('--write-durations', metavar='FILE',
+                        help="write each test's seconds to FILE (JSON)")
     args = parser.parse_args(argv)
     envs = args.envs or sorted(
         name[:-len('.xml')] for name in os.listdir(args.reports)
@@ -80,6 +100,13 @@ def main(argv=None, out=sys.stdout):
     if not envs:
         out.write('no reports in %s: run tox first\n' % args.reports)
         return 1
+    if args.write_durations:
+        paths = [os.path.join(args.reports, env + '.xml') for env in envs]
+        count = write_durations([path for path in paths
+                                 if os.path.exists(path)],
+                                args.write_durations)
+        out.write('%d tests in %s\n' % (count, args.write_durations))
+        return 0
     missing = 0
     for env in envs:
         path = os.path.join(args.reports, env + '.xml')

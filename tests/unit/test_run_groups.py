@@ -86,3 +86,20 @@ def test_an_exclusive_holder_excludes_everyone(tmp_path):
         assert not try_lock(lock.tests, fcntl.LOCK_SH)
         assert try_lock(lock.gate, fcntl.LOCK_EX)
     assert try_lock(lock.tests, fcntl.LOCK_SH)
+
+
+def test_the_groups_expected_to_take_longest_come_first():
+    ha = ['tests/functional/test_ha.py::test_%s' % name for name in 'abc']
+    alone = ['tests/functional/test_cluster.py::test_%s' % name
+             for name in ('slow', 'quick', 'new')]
+    lab = ['tests/tacker_rest/test_lifecycle.py::test_x',
+           'tests/tacker_rest/test_two_conductors.py::test_y']
+    durations = {ha[0]: 10, ha[1]: 10, ha[2]: 10, alone[0]: 100,
+                 alone[1]: 1, lab[0]: 20, lab[1]: 20}
+    order = run_groups.longest_groups_first(
+        [ha[0], alone[0], lab[0], ha[1], alone[1], alone[2], lab[1], ha[2]],
+        durations)
+    # An unknown test counts UNKNOWN_TEST_SECONDS (30): a tie with the
+    # module, which came first; a group's tests keep their order.
+    assert order == [alone[0], lab[0], lab[1], ha[0], ha[1], ha[2],
+                     alone[2], alone[1]]

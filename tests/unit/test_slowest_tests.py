@@ -1,6 +1,7 @@
 """tools/slowest_tests.py: the slowest tests of each env's last run."""
 
 import io
+import json
 
 from tools import slowest_tests
 
@@ -54,3 +55,18 @@ def test_every_report_is_shown_and_a_missing_env_fails(tmp_path):
 def test_no_reports_at_all_says_so(tmp_path):
     code, text = run(tmp_path / 'absent')
     assert code == 1 and 'run tox first' in text
+
+
+def test_durations_are_written_for_the_envs_named(tmp_path):
+    (tmp_path / 'functional.xml').write_text(REPORT)
+    (tmp_path / 'unit.xml').write_text(REPORT.replace('functional', 'unit'))
+    target = tmp_path / 'durations.json'
+    code, text = run(tmp_path, '--write-durations', str(target),
+                     'functional', 'tacker')
+    assert code == 0
+    assert json.loads(target.read_text()) == {
+        'tests/functional/test_ha.py::test_vip': 40.5,
+        'tests/functional/test_ha.py::test_quick[a@b]': 0.5,
+        'tests/functional/test_faults.py::test_fault[drop]': 12.2,
+        'tests/functional/test_faults.py::test_cover': 1.0}
+    assert text == '4 tests in %s\n' % target
