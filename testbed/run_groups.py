@@ -46,6 +46,7 @@ SHARED_FIXTURE_MODULES = frozenset((
     'tests/functional/test_ha.py',
     'tests/functional/test_host_keys.py',
     'tests/functional/test_key_logins.py',
+    'tests/functional/test_node_identity.py',
     'tests/functional/test_node_preparation.py',
     'tests/functional/test_remote.py',
     'tests/functional/test_upgrade.py',

@@ -2,12 +2,24 @@
 address (InternalIP), as any kubelet may for its own Node: the driver
 neither renames the victim after that Node, nor points /etc/hosts at it,
 nor drains or deletes the wrong Node. Scale-out and heal are refused
-before any change, on real SSH hosts with the test API server."""
+before any change, on real SSH hosts with the test API server. The tests
+share one cluster (a Master and two Workers), in file order."""
 
 import pytest
 
 from kubernetes_mgmt_pv import exceptions
 from testbed import virtual_vnf
+from tests.functional.conftest import skip_without_testbed
+
+
+@pytest.fixture(scope='module')
+def k8s_cluster():
+    skip_without_testbed()
+    virtual_vnf.use_test_options()
+    with virtual_vnf.VirtualCluster(masters=1, workers=2, volumes=1,
+                                    install_cluster=True) as virtual:
+        virtual.instantiate_end()
+        yield virtual
 
 
 def report_address(kube, name, address):
@@ -75,7 +87,8 @@ def test_an_address_two_nodes_report_is_refused(k8s_cluster):
 def test_a_node_its_vm_does_not_name_is_left_alone(k8s_cluster):
     """worker2's Node is gone and worker1's reports worker2's address:
     the only Node there is not worker2's, whether worker2 answers (its
-    host name says so) or is down (worker1 names that Node its own)."""
+    host name says so) or is down (worker1 names that Node its own).
+    worker3 joined in the test above."""
     virtual = k8s_cluster
     worker2 = virtual.host('worker2')
     virtual.kube.delete('node', 'worker2')
