@@ -19,6 +19,7 @@ from kubernetes_mgmt_pv.cluster import cluster_sequence
 from kubernetes_mgmt_pv.cluster import drain
 from kubernetes_mgmt_pv.cluster import etcd
 from kubernetes_mgmt_pv.cluster import ha
+from kubernetes_mgmt_pv.cluster import serving_certificate
 from kubernetes_mgmt_pv import exceptions
 from kubernetes_mgmt_pv import flow
 from kubernetes_mgmt_pv.remote import dpkg
@@ -269,19 +270,39 @@ class ClusterWorkflow(flow.Flow):
         sessions.hide(credentials[0])
         return credentials
 
+    def _check_vim_url(self, sessions, url, fip):
+        """Before the VIM is registered: the API server certificate of
+        every Master names the host of its URL, as Tacker will check."""
+        names = {}
+
+        def read(node):
+            executor = self.session(sessions, node)
+            with step_report.step(executor.host, 'API server certificate'):
+                result = executor.run(serving_certificate.READ_ARGV,
+                                      sudo=True)
+            names[node.fixed_ip] = serving_certificate.certificate_names(
+                result.stdout_bytes)
+
+        self.on_hosts('API server certificate check', {
+            node.address: functools.partial(read, node)
+            for node in self.topology.masters})
+        serving_certificate.check_vim_url(
+            url, names, self.params.network.cluster_fip_name if fip else None)
+
     def vim_access(self):
         """The ClusterAccess the VIM is registered with, read again (its
         CA and token after an upgrade)."""
         endpoint, _, fip = self._addresses()
+        url = cluster.vim_url(endpoint, fip)
         with self.sessions() as sessions:
+            self._check_vim_url(sessions, url, fip)
             kubectl = self.kubectl_session(sessions, self.topology.masters,
                                            'VIM credentials')
             executor = self.session(sessions,
                                     self.topology.at_address(kubectl.host))
             token, ca_cert = self._vim_credentials(
                 sessions, executor, step_report.Report())
-        return ClusterAccess(url=cluster.vim_url(endpoint, fip),
-                             bearer_token=token, ca_cert=ca_cert)
+        return ClusterAccess(url=url, bearer_token=token, ca_cert=ca_cert)
 
     # -- the flow -----------------------------------------------------------
 
@@ -361,10 +382,11 @@ class ClusterWorkflow(flow.Flow):
             # Before the VIM's credentials: its CA follows a changed one.
             cert_renewal.renew_expiring(self, sessions, self.topology.masters,
                                         report)
+            url = cluster.vim_url(endpoint, fip)
+            self._check_vim_url(sessions, url, fip)
             token, ca_cert = self._vim_credentials(sessions, leader,
                                                    report)
-        access = ClusterAccess(url=cluster.vim_url(endpoint, fip),
-                               bearer_token=token, ca_cert=ca_cert)
+        access = ClusterAccess(url=url, bearer_token=token, ca_cert=ca_cert)
         return access, self.finish('cluster install', report)
 
     def _lead(self, sessions, plan, endpoint, floating_ip, report):

@@ -184,7 +184,8 @@ def upstream_config(kube, server_host=None, timeout=DEFAULT_TIMEOUT):
         raise ValueError(f'test hosts cannot reach the API server at '
                          f'{host!r}: pass server_host (the bridge IP)')
     return {'server': f'https://{host}:{kube.port}', 'ca_pem': kube.ca_pem,
-            'token': kube.token, 'timeout': timeout}
+            'ca_key_pem': kube.ca_key_pem, 'token': kube.token,
+            'timeout': timeout}
 
 
 def connect_host(host, kube, server_host=None, timeout=DEFAULT_TIMEOUT):

@@ -113,6 +113,22 @@ def test_a_rerun_changes_nothing(simple):
     assert 'init' not in verb(after['master1'][len(before['master1']):])
     assert_pvs_available(simple)
 
+    # A floating IP the cluster was not created with: its Master's API
+    # server certificate does not name it, so Tacker's TLS check would
+    # fail; refused before the VIM is registered again.
+    registered = dict(simple.vims)
+    simple.add_floating_ip('198.51.100.7')
+    with pytest.raises(exceptions.ParameterErrors) as caught:
+        simple.instantiate_end()
+    error, = caught.value.errors
+    assert error.path == ('k8s_cluster_installation_param.master_node.'
+                          'cluster_fip_name')
+    for part in ('198.51.100.7', simple.host('master1').ip,
+                 '/etc/kubernetes/pki/apiserver.crt',
+                 'heal the entire cluster', 'apiServer.certSANs'):
+        assert part in error.reason, error.reason
+    assert simple.vims == registered
+
 
 def assert_install_script_fails(virtual, host, command, match):
     """instantiate_end fails once ``command`` (its arguments containing
