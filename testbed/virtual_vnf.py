@@ -394,9 +394,16 @@ class VirtualCluster(object):
         })}
 
     def add_floating_ip(self, address):
-        """A floating IP in the stack, named as cluster_fip_name from now
-        on (the VIM's URL host)."""
-        self.openstack.add_floating_ip(self.stack_id, FIP_NAME, address)
+        """A floating IP in the stack, associated with the VIP's port (with
+        one Master, a port of its address), named as cluster_fip_name from
+        now on: the host of the VIM's URL."""
+        port = VIP_CP
+        if not self.vip:
+            port = 'master_fip_CP'
+            self.openstack.add_port(self.stack_id, port, fixed_ips=[
+                self.nodes('master')[0].ip])
+        self.openstack.add_floating_ip(self.stack_id, FIP_NAME, address,
+                                       port_name=port)
         self.fip_name = FIP_NAME
 
     # -- Heat's view of the hosts -------------------------------------------
