@@ -270,22 +270,21 @@ class ClusterWorkflow(flow.Flow):
         sessions.hide(credentials[0])
         return credentials
 
-    def _check_vim_url(self, sessions, url, fip):
+    def _check_vim_url(self, sessions, url, fip, masters=None):
         """Before the VIM is registered: the API server certificate of
-        every Master names the host of its URL, as Tacker will check."""
+        every Master (or of ``masters``) names the host of its URL, as
+        Tacker will check."""
+        masters = self.topology.masters if masters is None else masters
+        if not masters:
+            return
         names = {}
 
         def read(node):
-            executor = self.session(sessions, node)
-            with step_report.step(executor.host, 'API server certificate'):
-                result = executor.run(serving_certificate.READ_ARGV,
-                                      sudo=True)
-            names[node.fixed_ip] = serving_certificate.certificate_names(
-                result.stdout_bytes)
+            names[node.fixed_ip] = serving_certificate.read_names(
+                self.session(sessions, node))
 
         self.on_hosts('API server certificate check', {
-            node.address: functools.partial(read, node)
-            for node in self.topology.masters})
+            node.address: functools.partial(read, node) for node in masters})
         serving_certificate.check_vim_url(
             url, names, self.params.network.cluster_fip_name if fip else None)
 
@@ -361,6 +360,12 @@ class ClusterWorkflow(flow.Flow):
         with self.sessions() as sessions:
             sequence = self.plan_install(sessions, vip, report)
             plan = sequence.plan
+            url = cluster.vim_url(endpoint, fip)
+            # The Masters already in the cluster keep their certificates:
+            # one that cannot serve the URL is refused before any change.
+            self._check_vim_url(sessions, url, fip, [
+                node for node in self.topology.masters
+                if node in plan.members])
             self.on_hosts('node preparation', {
                 prepared.node.address: functools.partial(
                     self._prepare, sessions, prepared, report)
@@ -382,7 +387,6 @@ class ClusterWorkflow(flow.Flow):
             # Before the VIM's credentials: its CA follows a changed one.
             cert_renewal.renew_expiring(self, sessions, self.topology.masters,
                                         report)
-            url = cluster.vim_url(endpoint, fip)
             self._check_vim_url(sessions, url, fip)
             token, ca_cert = self._vim_credentials(sessions, leader,
                                                    report)

@@ -21,6 +21,7 @@ from cryptography import x509
 
 from kubernetes_mgmt_pv import exceptions
 from kubernetes_mgmt_pv.request import param_model
+from kubernetes_mgmt_pv import step_report
 
 APISERVER_CERT = '/etc/kubernetes/pki/apiserver.crt'
 MAX_PEM_BYTES = 64 * 1024
@@ -48,6 +49,14 @@ def certificate_names(pem):
     return (tuple(names.get_values_for_type(x509.DNSName)),
             tuple(str(address) for address in
                   names.get_values_for_type(x509.IPAddress)))
+
+
+def read_names(executor):
+    """certificate_names of the apiserver.crt of the Master ``executor``
+    is logged in to."""
+    with step_report.step(executor.host, 'API server certificate'):
+        result = executor.run(READ_ARGV, sudo=True)
+    return certificate_names(result.stdout_bytes)
 
 
 def names_host(names, host):

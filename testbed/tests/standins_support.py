@@ -38,28 +38,13 @@ ETCD_PKI = '/etc/kubernetes/pki/etcd'
 
 def apiserver_names(node, address, endpoint):
     """The SANs kubeadm gives a Master's API server certificate, with
-    EXTRA_SANS, as openssl prints them (served_names)."""
+    EXTRA_SANS, as openssl prints them (standins.served_names)."""
     service_ip = ipaddress.ip_network(SERVICE_CIDR)[1]
     return sorted({f'DNS:{name}' for name in (
         node, 'kubernetes', 'kubernetes.default', 'kubernetes.default.svc',
         'kubernetes.default.svc.cluster.local', 'api.example.test')} |
         {f'IP Address:{ip}' for ip in (service_ip, address, endpoint,
                                        '203.0.113.9')})
-
-
-def served_names(ip, port=6443):
-    """The subject alternative names of the certificate served at
-    ip:port, as openssl prints them ("DNS:name", "IP Address:a.b.c.d")."""
-    context = ssl.create_default_context()
-    context.check_hostname = False
-    context.verify_mode = ssl.CERT_NONE
-    with socket.create_connection((ip, port), timeout=5) as raw:
-        with context.wrap_socket(raw) as tls:
-            der = tls.getpeercert(binary_form=True)
-    text = subprocess.run(['openssl', 'x509', '-inform', 'DER', '-noout',
-                           '-ext', 'subjectAltName'], input=der, check=True,
-                          capture_output=True).stdout.decode()
-    return sorted(name.strip() for name in text.splitlines()[1].split(','))
 
 
 def verifies_as(ip, ca_pem, name, port=6443):

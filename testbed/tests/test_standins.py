@@ -45,7 +45,6 @@ from testbed.tests.standins_support import node_summary
 from testbed.tests.standins_support import POD_CIDR
 from testbed.tests.standins_support import port_open
 from testbed.tests.standins_support import prepare
-from testbed.tests.standins_support import served_names
 from testbed.tests.standins_support import SERVICE_CIDR
 from testbed.tests.standins_support import started
 from testbed.tests.standins_support import testbed_and_api_server
@@ -127,8 +126,8 @@ def test_init_starts_an_api_server_and_registers_a_ready_node(cluster):
     # the host's PID namespace.
     assert https(f'https://{master.ip}:6443/healthz', kube.ca_pem) \
         == (200, 'ok')
-    assert served_names(master.ip) == apiserver_names('master1', master.ip,
-                                                      master.ip)
+    assert standins.served_names(master.ip) == apiserver_names(
+        'master1', master.ip, master.ip)
     assert not verifies_as(master.ip, kube.ca_pem, cluster.master2.ip)
     assert verifies_as(master.ip, kube.ca_pem, 'api.example.test')
     assert len(forwarder_processes(master)) == 1
@@ -477,8 +476,8 @@ def test_control_plane_join_needs_the_last_uploaded_key(cluster):
         == (200, 'ok')
     # Its own certificate: its name and address, the endpoint and the
     # extra SANs of init (the kubeadm-config ClusterConfiguration).
-    assert served_names(joiner.ip) == apiserver_names('master2', joiner.ip,
-                                                      master.ip)
+    assert standins.served_names(joiner.ip) == apiserver_names(
+        'master2', joiner.ip, master.ip)
     assert len(forwarder_processes(joiner)) == 1
     assert f'server: https://{master.ip}:6443\n' in \
         joiner.read_file('/etc/kubernetes/admin.conf')

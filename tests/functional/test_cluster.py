@@ -256,6 +256,12 @@ def test_three_masters_behind_haproxy_and_keepalived(ha_cluster):
     access = ha_cluster.vims['kubernetes_vim_test']
     assert access.url == 'https://%s:16443' % vip
     api_get(access, '/api')
+    # Through the VIP, haproxy passes TLS on to a Master's own API server
+    # certificate: kubeadm's names, the VIP as controlPlaneEndpoint.
+    served = standins.served_names(vip, 16443)
+    assert 'IP Address:%s' % vip in served
+    assert len({'DNS:master1', 'DNS:master2', 'DNS:master3'} &
+               set(served)) == 1, served
 
     holder, = [m for m in ha_cluster.nodes('master')
                if vip in m.run('ip -o -4 addr show').stdout]
