@@ -442,6 +442,27 @@ def join_from_config(options):
             [bootstrap.get('apiServerEndpoint')])
 
 
+def discover(host, port, options, api_token, deadline):
+    """kubeadm's token discovery: the cluster CA from cluster-info,
+    checked against the bootstrap token and the pinned hash; (CA PEM, Api
+    of the endpoint, which the stand-in calls with ``api_token``)."""
+    if not options.get('token'):
+        raise node.KubeadmError(
+            'discovery: Invalid value: "": using token-based discovery '
+            'without caCertHashes can be unsafe. Set '
+            'unsafeSkipCAVerification as true in your kubeadm config file '
+            'or pass --discovery-token-unsafe-skip-ca-verification flag to '
+            'continue')
+    ca_pem = node.discover_cluster_ca(host, port, api_token, deadline)
+    api = node.Api(f'https://{host}:{port}', ca_pem, api_token)
+    check_token(api, options['token'])
+    check_ca_hash(ca_pem, options.get('discovery-token-ca-cert-hash'))
+    print(f'[discovery] Cluster info signature and contents are valid and '
+          f'TLS certificate validates against pinned roots, will use API '
+          f'Server "{host}:{port}"')
+    return ca_pem, api
+
+
 def cmd_join(options, positional):
     """Join this host as a worker or, with --control-plane, a master."""
     if 'config' in options:  # an endpoint given as well is ignored
@@ -459,21 +480,8 @@ def cmd_join(options, positional):
         node.check_port_free(address)
     config = node.upstream()
     deadline = time.monotonic() + node.timeout_seconds()
-    if not options.get('token'):
-        raise node.KubeadmError(
-            'discovery: Invalid value: "": using token-based discovery '
-            'without caCertHashes can be unsafe. Set '
-            'unsafeSkipCAVerification as true in your kubeadm config file '
-            'or pass --discovery-token-unsafe-skip-ca-verification flag to '
-            'continue')
-    ca_pem = node.discover_cluster_ca(host, port, config['token'], deadline)
     server = f'https://{host}:{port}'
-    api = node.Api(server, ca_pem, config['token'])
-    check_token(api, options['token'])
-    check_ca_hash(ca_pem, options.get('discovery-token-ca-cert-hash'))
-    print(f'[discovery] Cluster info signature and contents are valid and '
-          f'TLS certificate validates against pinned roots, will use API '
-          f'Server "{host}:{port}"')
+    ca_pem, api = discover(host, port, options, config['token'], deadline)
     name = socket.gethostname().lower()
     if control_plane:
         key = options.get('certificate-key')
