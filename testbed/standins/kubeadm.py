@@ -3,15 +3,18 @@
 
 The testbed cannot run Kubernetes, so this imitates what the install script
 and the driver observe of kubeadm: the files under /etc/kubernetes, an API
-server answering on <node ip>:6443 (a TCP forwarder to the shared test API
-server, see kube_apiserver_standin.py), Node objects, bootstrap tokens and
-the kubeadm-certs Secret, and kubeadm's checks and error messages. It
+server answering on <node ip>:6443 with this Master's apiserver.crt (signed
+with the cluster CA, the test API server's, for kubeadm's names) and
+relaying to the shared test API server (see kube_apiserver_standin.py),
+the cluster-info ConfigMap joins discover the CA from, Node objects,
+bootstrap tokens and the kubeadm-certs Secret, and kubeadm's checks and
+error messages. It
 accepts only the command lines of the cluster contract:
 
     kubeadm init --control-plane-endpoint HOST:PORT
                  --apiserver-advertise-address IP
                  [--pod-network-cidr CIDR] [--service-cidr CIDR]
-                 [--upload-certs]
+                 [--apiserver-cert-extra-sans NAMES] [--upload-certs]
     kubeadm join HOST:PORT --token T --discovery-token-ca-cert-hash sha256:H
                  [--control-plane --certificate-key K
                   --apiserver-advertise-address IP]

@@ -623,7 +623,7 @@ def start_api_server(address, deadline):
     write_file(API_SERVER_MANIFEST, json.dumps(
         api_server_manifest(address, os.environ), indent=2) + '\n')
     print(f'[control-plane] Creating static Pod manifest for '
-          f'"kube-apiserver" (testbed: forwarder {address}:{API_PORT} -> '
+          f'"kube-apiserver" (testbed: TLS relay {address}:{API_PORT} -> '
           f'{upstream_address}, pid {process.pid})')
     local = Api(f'https://{address}:{API_PORT}', config['ca_pem'],
                 config['token'])
@@ -639,7 +639,7 @@ def start_api_server(address, deadline):
 
 
 def stop_api_server():
-    """SIGTERM the forwarder and wait until it is gone."""
+    """SIGTERM the API server stand-in and wait until it is gone."""
     pid = api_server_pid()
     if pid is None:
         return False
