@@ -39,6 +39,7 @@ STORAGE_CP = 'storage_server_CP'
 MASTER_ASPECT, MASTER_CP = 'master_instance', 'masterNode_CP1'
 WORKER_ASPECT, WORKER_CP = 'worker_instance', 'workerNode_CP2'
 VIP_CP = 'vip_CP'
+FIP_NAME = 'vip_FIP'
 # With a cluster network: the Masters' and Workers' ports on it (their
 # nic_cp_name), while ssh_cp_name stays on the first network.
 CLUSTER_CPS = {'master': 'masterNode_cluster_CP',
@@ -234,6 +235,7 @@ class VirtualCluster(object):
         self.vims_in_use = {}
         self.instance_id, self.vnfd_id = str(uuid.uuid4()), str(uuid.uuid4())
         self.vip = None
+        self.fip_name = None  # cluster_fip_name, see add_floating_ip()
         # The clients of every export (default: the testbed's subnet).
         self.export_to = None
         self.testbed = hosts.Testbed(purge_packages=purge_packages,
@@ -298,8 +300,10 @@ class VirtualCluster(object):
 
     def _new_api_server(self):
         """The test API server: the cluster's shared state (its etcd).
-        Its certificate names every address of the subnet, as the API
-        servers on the Masters and the VIP serve it."""
+        Its certificate names every address of the subnet, for the Masters
+        of a cluster not built here (run_control_plane), whose API server
+        stand-in relays TCP; the Masters kubeadm builds serve their own
+        certificates."""
         server = kubeapi.KubeApiServer(
             host=self.testbed.bridge_ip,
             extra_sans=tuple(str(a) for subnet in (
@@ -358,6 +362,8 @@ class VirtualCluster(object):
                             'cluster_cidr': SERVICE_CIDR}
             if self.vip:
                 network_keys['cluster_cp_name'] = VIP_CP
+            if self.fip_name:
+                network_keys['cluster_fip_name'] = self.fip_name
         if self.offline:
             cluster_keys['offline'] = self.offline
         if self.proxy:
@@ -386,6 +392,19 @@ class VirtualCluster(object):
                     'Files/kubernetes/nfs-pv%d.yaml' % n,
                  'nfs_server_cp': STORAGE_CP} for n in (1, 2, 3)],
         })}
+
+    def add_floating_ip(self, address):
+        """A floating IP in the stack, associated with the VIP's port (with
+        one Master, a port of its address), named as cluster_fip_name from
+        now on: the host of the VIM's URL."""
+        port = VIP_CP
+        if not self.vip:
+            port = 'master_fip_CP'
+            self.openstack.add_port(self.stack_id, port, fixed_ips=[
+                self.nodes('master')[0].ip])
+        self.openstack.add_floating_ip(self.stack_id, FIP_NAME, address,
+                                       port_name=port)
+        self.fip_name = FIP_NAME
 
     # -- Heat's view of the hosts -------------------------------------------
 

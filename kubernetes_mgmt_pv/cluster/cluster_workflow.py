@@ -19,6 +19,7 @@ from kubernetes_mgmt_pv.cluster import cluster_sequence
 from kubernetes_mgmt_pv.cluster import drain
 from kubernetes_mgmt_pv.cluster import etcd
 from kubernetes_mgmt_pv.cluster import ha
+from kubernetes_mgmt_pv.cluster import serving_certificate
 from kubernetes_mgmt_pv import exceptions
 from kubernetes_mgmt_pv import flow
 from kubernetes_mgmt_pv.remote import dpkg
@@ -269,19 +270,38 @@ class ClusterWorkflow(flow.Flow):
         sessions.hide(credentials[0])
         return credentials
 
+    def _check_vim_url(self, sessions, url, fip, masters=None):
+        """Before the VIM is registered: the API server certificate of
+        every Master (or of ``masters``) names the host of its URL, as
+        Tacker will check."""
+        masters = self.topology.masters if masters is None else masters
+        if not masters:
+            return
+        names = {}
+
+        def read(node):
+            names[node.fixed_ip] = serving_certificate.read_names(
+                self.session(sessions, node))
+
+        self.on_hosts('API server certificate check', {
+            node.address: functools.partial(read, node) for node in masters})
+        serving_certificate.check_vim_url(
+            url, names, self.params.network.cluster_fip_name if fip else None)
+
     def vim_access(self):
         """The ClusterAccess the VIM is registered with, read again (its
         CA and token after an upgrade)."""
         endpoint, _, fip = self._addresses()
+        url = cluster.vim_url(endpoint, fip)
         with self.sessions() as sessions:
+            self._check_vim_url(sessions, url, fip)
             kubectl = self.kubectl_session(sessions, self.topology.masters,
                                            'VIM credentials')
             executor = self.session(sessions,
                                     self.topology.at_address(kubectl.host))
             token, ca_cert = self._vim_credentials(
                 sessions, executor, step_report.Report())
-        return ClusterAccess(url=cluster.vim_url(endpoint, fip),
-                             bearer_token=token, ca_cert=ca_cert)
+        return ClusterAccess(url=url, bearer_token=token, ca_cert=ca_cert)
 
     # -- the flow -----------------------------------------------------------
 
@@ -340,6 +360,12 @@ class ClusterWorkflow(flow.Flow):
         with self.sessions() as sessions:
             sequence = self.plan_install(sessions, vip, report)
             plan = sequence.plan
+            url = cluster.vim_url(endpoint, fip)
+            # The Masters already in the cluster keep their certificates:
+            # one that cannot serve the URL is refused before any change.
+            self._check_vim_url(sessions, url, fip, [
+                node for node in self.topology.masters
+                if node in plan.members])
             self.on_hosts('node preparation', {
                 prepared.node.address: functools.partial(
                     self._prepare, sessions, prepared, report)
@@ -361,10 +387,10 @@ class ClusterWorkflow(flow.Flow):
             # Before the VIM's credentials: its CA follows a changed one.
             cert_renewal.renew_expiring(self, sessions, self.topology.masters,
                                         report)
+            self._check_vim_url(sessions, url, fip)
             token, ca_cert = self._vim_credentials(sessions, leader,
                                                    report)
-        access = ClusterAccess(url=cluster.vim_url(endpoint, fip),
-                               bearer_token=token, ca_cert=ca_cert)
+        access = ClusterAccess(url=url, bearer_token=token, ca_cert=ca_cert)
         return access, self.finish('cluster install', report)
 
     def _lead(self, sessions, plan, endpoint, floating_ip, report):

@@ -76,6 +76,9 @@ class KubeApiServer(store.Store, controllers.Controllers,
         self.version = version
         self.token = secrets.token_urlsafe(24)
         self.ca_pem = ''
+        # The certificate's key: the kubeadm stand-in signs each Master's
+        # API server certificate with it, as kubeadm does with ca.key.
+        self.ca_key_pem = ''
         self._client_host = host if host not in ('', '0.0.0.0') \
             else '127.0.0.1'
         self._sans = certificates.certificate_names(
@@ -116,6 +119,8 @@ class KubeApiServer(store.Store, controllers.Controllers,
             context.load_cert_chain(cert, key)
             with open(cert) as handle:
                 self.ca_pem = handle.read()
+            with open(key) as handle:
+                self.ca_key_pem = handle.read()
         self._httpd = handler.HttpServer((self.host, self.port), self, context)
         self.port = self._httpd.server_address[1]
         self._threads = [

@@ -20,6 +20,8 @@ import json
 import os
 import re
 import shlex
+import socket
+import ssl
 import subprocess
 import tempfile
 
@@ -184,7 +186,8 @@ def upstream_config(kube, server_host=None, timeout=DEFAULT_TIMEOUT):
         raise ValueError(f'test hosts cannot reach the API server at '
                          f'{host!r}: pass server_host (the bridge IP)')
     return {'server': f'https://{host}:{kube.port}', 'ca_pem': kube.ca_pem,
-            'token': kube.token, 'timeout': timeout}
+            'ca_key_pem': kube.ca_key_pem, 'token': kube.token,
+            'timeout': timeout}
 
 
 def connect_host(host, kube, server_host=None, timeout=DEFAULT_TIMEOUT):
@@ -226,6 +229,21 @@ def run_control_plane(host, kube, address):
         f'the API server stand-in on {host.name} to start',
         DEFAULT_TIMEOUT, first_delay=0.05, max_delay=0.05,
         log=API_SERVER_LOG)
+
+
+def served_names(ip, port=API_PORT):
+    """The subject alternative names of the certificate served at
+    ip:port, as openssl prints them ("DNS:name", "IP Address:a.b.c.d")."""
+    context = ssl.create_default_context()
+    context.check_hostname = False
+    context.verify_mode = ssl.CERT_NONE
+    with socket.create_connection((ip, port), timeout=5) as raw:
+        with context.wrap_socket(raw) as tls:
+            der = tls.getpeercert(binary_form=True)
+    text = subprocess.run(['openssl', 'x509', '-inform', 'DER', '-noout',
+                           '-ext', 'subjectAltName'], input=der, check=True,
+                          capture_output=True).stdout.decode()
+    return sorted(name.strip() for name in text.splitlines()[1].split(','))
 
 
 def connect_testbed(testbed, kube, **kwargs):

@@ -2,26 +2,35 @@
 """kube-apiserver stand-in: the "static pod" of a test Master.
 
 Installed as /usr/lib/testbed/kube-apiserver-standin and started by the
-kubeadm stand-in. A real Master serves the API on <node ip>:6443; here a
-plain TCP forwarder listens there and relays every connection to the shared
-test API server (testbed/kubeapi/), so TLS, tokens and objects are the
-test server's while addresses, ports, haproxy and keepalived behave as on a
-real cluster: when this process dies (kubeadm reset, the host is killed),
-<node ip>:6443 stops answering.
+kubeadm stand-in. A real Master serves the API on <node ip>:6443 with its
+/etc/kubernetes/pki/apiserver.crt; here this process listens there and
+relays every connection to the shared test API server (testbed/kubeapi/),
+so tokens and objects are the test server's while addresses, ports,
+haproxy and keepalived behave as on a real cluster: when this process
+dies (kubeadm reset, the host is killed), <node ip>:6443 stops answering.
+
+With --tls-cert-file and --tls-private-key-file (kube-apiserver's flags)
+it terminates TLS with that certificate, as the real API server does, so
+a client checks this Master's certificate and the names kubeadm put in it;
+it then speaks TLS to the test API server, verified with
+--upstream-ca-file. Without them it relays the bytes (TLS and all) as
+they come, for hosts made Masters without kubeadm.
 
     kube-apiserver-standin --listen IP:PORT --upstream HOST:PORT
-                           [--pid-file PATH]
+                           [--tls-cert-file PATH --tls-private-key-file PATH
+                            --upstream-ca-file PATH] [--pid-file PATH]
 
 The PID file is written once the port is bound, and removed on SIGTERM.
 """
 
 import argparse
+import asyncio
 import errno
 import os
 import signal
 import socket
+import ssl
 import sys
-import threading
 import time
 
 
@@ -34,44 +43,60 @@ def log(message):
     print(f'{time.strftime("%Y-%m-%dT%H:%M:%S")} {message}', flush=True)
 
 
-def pump(source, destination):
-    """Copy bytes one way until EOF, then pass the EOF on (half-close)."""
+async def pump(reader, writer):
+    """Copy bytes one way until EOF, then pass the EOF on: a half-close
+    where the transport has one (TCP), else a close (TLS)."""
     try:
         while True:
-            data = source.recv(65536)
+            data = await reader.read(65536)
             if not data:
                 break
-            destination.sendall(data)
-    except OSError:
+            writer.write(data)
+            await writer.drain()
+    except (OSError, ssl.SSLError):
         pass
     finally:
         try:
-            destination.shutdown(socket.SHUT_WR)
-        except OSError:
+            if writer.can_write_eof():
+                writer.write_eof()
+            else:
+                writer.close()
+        except (OSError, RuntimeError):
             pass
 
 
-def relay(client, upstream):
-    """Connect one client to the upstream and copy both ways."""
-    with client:
+class Relay:
+    """Connections to one upstream, optionally TLS on the upstream side."""
+
+    def __init__(self, upstream, upstream_context=None):
+        self.upstream = upstream
+        self.context = upstream_context
+
+    async def connect(self):
+        host, port = self.upstream
+        return await asyncio.wait_for(asyncio.open_connection(
+            host, port, ssl=self.context,
+            server_hostname=host if self.context else None), 5)
+
+    async def serve(self, client_reader, client_writer):
+        """Connect one client to the upstream and copy both ways."""
         try:
-            server = socket.create_connection(upstream, timeout=5)
-        except OSError as error:
-            log(f'cannot reach upstream {upstream[0]}:{upstream[1]}: {error}')
+            reader, writer = await self.connect()
+        except (OSError, ssl.SSLError, asyncio.TimeoutError) as error:
+            log(f'cannot reach upstream {self.upstream[0]}:'
+                f'{self.upstream[1]}: {error!r}')
+            client_writer.close()
             return
-        with server:
-            server.settimeout(None)
-            upward = threading.Thread(target=pump, args=(client, server),
-                                      daemon=True)
-            upward.start()
-            pump(server, client)
-            upward.join()
+        await asyncio.gather(pump(client_reader, writer),
+                             pump(reader, client_writer))
+        for each in (writer, client_writer):
+            each.close()
 
 
 def listen(address, patience=30.0):
     """Bind the API port; while it is still held (a stopped forwarder's
-    last threads exiting), retry as the kubelet restarts a crashed static
-    pod, for up to ``patience`` seconds."""
+    last connections closing), retry as the kubelet restarts a crashed
+    static pod, for up to ``patience`` seconds."""
     deadline = time.monotonic() + patience
     delay = 0.05
     while True:
@@ -86,12 +111,44 @@ def listen(address, patience=30.0):
             delay = min(delay * 2, 1.0)
 
 
+def tls_contexts(args):
+    """(server context, upstream context), both None without TLS flags."""
+    if not args.tls_cert_file:
+        return None, None
+    server = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    server.load_cert_chain(args.tls_cert_file, args.tls_private_key_file)
+    upstream = ssl.create_default_context(cafile=args.upstream_ca_file)
+    return server, upstream
+
+
+def quiet_handshake_errors(loop, context):
+    """A client that rejects the certificate ends its handshake: one log
+    line, not asyncio's traceback."""
+    log(f'connection error: {context.get("exception")!r}')
+
+
+async def serve(listener, relay, server_context):
+    asyncio.get_running_loop().set_exception_handler(quiet_handshake_errors)
+    server = await asyncio.start_server(relay.serve, sock=listener,
+                                        ssl=server_context)
+    async with server:
+        await server.serve_forever()
+
+
 def main(argv):
     parser = argparse.ArgumentParser(prog='kube-apiserver-standin')
     parser.add_argument('--listen', type=address, required=True)
     parser.add_argument('--upstream', type=address, required=True)
+    parser.add_argument('--tls-cert-file')
+    parser.add_argument('--tls-private-key-file')
+    parser.add_argument('--upstream-ca-file')
     parser.add_argument('--pid-file')
     args = parser.parse_args(argv)
+    if bool(args.tls_cert_file) != bool(args.tls_private_key_file) or \
+            bool(args.tls_cert_file) != bool(args.upstream_ca_file):
+        parser.error('--tls-cert-file, --tls-private-key-file and '
+                     '--upstream-ca-file go together')
+    server_context, upstream_context = tls_contexts(args)
 
     listener = listen(args.listen)
     if args.pid_file:
@@ -109,12 +166,11 @@ def main(argv):
 
     signal.signal(signal.SIGTERM, stop)
     signal.signal(signal.SIGINT, stop)
-    log(f'listening on {args.listen[0]}:{args.listen[1]}, forwarding to '
-        f'{args.upstream[0]}:{args.upstream[1]}')
-    while True:
-        client, _ = listener.accept()
-        threading.Thread(target=relay, args=(client, args.upstream),
-                         daemon=True).start()
+    log(f'listening on {args.listen[0]}:{args.listen[1]}'
+        f'{" (TLS: " + args.tls_cert_file + ")" if server_context else ""}'
+        f', forwarding to {args.upstream[0]}:{args.upstream[1]}')
+    asyncio.run(serve(listener, Relay(args.upstream, upstream_context),
+                      server_context))
 
 
 if __name__ == '__main__':

@@ -46,7 +46,8 @@ DEFAULT_TIMEOUT = 60.0  # seconds; kube-upstream.json "timeout" overrides
 CERTS_SECRET = 'kubeadm-certs'
 CERT_KEY_HASH = 'certificate-key.sha256'
 # Secret data key -> file, of the certificates upload-certs encrypts.
-ENCRYPTED_CERTS = {'etcd-ca.crt': etcd.CA_CERT, 'etcd-ca.key': etcd.CA_KEY}
+ENCRYPTED_CERTS = {'ca.key': pki.CLUSTER_CA_KEY, 'etcd-ca.crt': etcd.CA_CERT,
+                   'etcd-ca.key': etcd.CA_KEY}
 
 
 TOKEN_GROUPS = 'system:bootstrappers:kubeadm:default-node-token'
@@ -180,10 +181,6 @@ def ca_cert_hash(ca_pem):
     return 'sha256:' + hashlib.sha256(der).hexdigest()
 
 
-def pem_of(der):
-    return ssl.DER_cert_to_PEM_cert(der)
-
-
 # --- talking to the API server -----------------------------------------------
 
 
@@ -195,10 +192,16 @@ class Api:
     """
 
     def __init__(self, server, ca_pem, token, timeout=10):
+        """``ca_pem`` None: the server is not verified (discovery)."""
         self.server = server.rstrip('/')
         self.token = token
         self.timeout = timeout
-        self.context = ssl.create_default_context(cadata=ca_pem)
+        if ca_pem is None:
+            self.context = ssl.create_default_context()
+            self.context.check_hostname = False
+            self.context.verify_mode = ssl.CERT_NONE
+        else:
+            self.context = ssl.create_default_context(cadata=ca_pem)
         self.opener = urllib.request.build_opener(
             urllib.request.ProxyHandler({}),
             urllib.request.HTTPSHandler(context=self.context))
@@ -282,31 +285,58 @@ def wait_healthy(api, deadline, what):
     return time.monotonic() - started
 
 
-def fetch_server_certificate(host, port, deadline):
-    """The certificate an endpoint presents, as kubeadm's discovery reads
-    cluster-info without trusting the server yet (PEM)."""
-    context = ssl.create_default_context()
-    context.check_hostname = False
-    context.verify_mode = ssl.CERT_NONE
+CLUSTER_INFO_PATH = '/api/v1/namespaces/kube-public/configmaps'
+
+
+def create_cluster_info(api, server, ca_pem):
+    """kubeadm init's bootstrap-token phase: kube-public/cluster-info, the
+    kubeconfig (API server and cluster CA) joining nodes discover."""
+    kubeconfig = ('apiVersion: v1\nclusters:\n- cluster:\n'
+                  f'    certificate-authority-data: {b64(ca_pem)}\n'
+                  f'    server: {server}\n'
+                  '  name: ""\ncontexts: null\ncurrent-context: ""\n'
+                  'kind: Config\npreferences: {}\nusers: null\n')
+    print('[bootstrap-token] Creating the "cluster-info" ConfigMap in the '
+          '"kube-public" namespace')
+    create_or_replace(
+        api, CLUSTER_INFO_PATH, 'cluster-info',
+        {'apiVersion': 'v1', 'kind': 'ConfigMap',
+         'metadata': {'name': 'cluster-info', 'namespace': 'kube-public'},
+         'data': {'kubeconfig': kubeconfig}},
+        'error execution phase bootstrap-token: error creating the '
+        'cluster-info ConfigMap')
+
+
+def discover_cluster_ca(host, port, token, deadline):
+    """The cluster CA (PEM) as kubeadm's token discovery reads it: from
+    the cluster-info ConfigMap, fetched before the server is trusted."""
+    url = f'https://{host}:{port}{CLUSTER_INFO_PATH}/cluster-info'
+    api = Api(f'https://{host}:{port}', None, token, timeout=5)
 
     def fetch():
-        with socket.create_connection((host, port), timeout=5) as raw:
-            with context.wrap_socket(raw, server_hostname=host) as tls:
-                return pem_of(tls.getpeercert(binary_form=True))
+        status, config_map = api.call('GET',
+                                      f'{CLUSTER_INFO_PATH}/cluster-info')
+        if status != 200:
+            raise OSError(f'the server answered {status}')
+        data = re.search(r'certificate-authority-data: (\S+)',
+                         (config_map.get('data') or {}).get('kubeconfig', ''))
+        if not data:
+            raise KubeadmError('couldn\'t validate the identity of the API '
+                               'Server: the cluster-info ConfigMap names no '
+                               'CA')
+        return base64.b64decode(data[1]).decode()
 
     def attempt():
         try:
             return fetch()
         except OSError as error:
             print(f'[discovery] Failed to request cluster-info, will try '
-                  f'again: Get "https://{host}:{port}/api/v1/namespaces/'
-                  f'kube-public/configmaps/cluster-info": {error}',
-                  file=sys.stderr)
+                  f'again: Get "{url}": {error}', file=sys.stderr)
             raise
 
     return wait_until(attempt, deadline,
                       f'couldn\'t validate the identity of the API Server: '
-                      f'Get "https://{host}:{port}"')
+                      f'Get "{url}"')
 
 
 def secret_path(name=None):
@@ -409,16 +439,16 @@ def upload_certs(api, ca_pem):
 
     The real Secret holds every CA's cert and key (and the service-account
     keys) encrypted with AES-GCM. Here it holds the cluster CA certificate
-    in clear (the key of the test API server's CA is not ours to hand out),
-    the etcd CA certificate and key encrypted with the certificate key (see
-    encrypt()), and the key's hash, which gives join kubeadm's message for
-    a wrong key before any decryption.
+    in clear, the cluster CA's key (with which a joining Master signs its
+    API server certificate) and the etcd CA certificate and key encrypted
+    with the certificate key (see encrypt()), and the key's hash, which
+    gives join kubeadm's message for a wrong key before any decryption.
     """
     key = secrets.token_hex(32)
     digest = hashlib.sha256(bytes.fromhex(key)).hexdigest()
-    cert_pem, key_pem = pki.read_ca()
+    contents = pki.read_files(ENCRYPTED_CERTS.values())
     data = {'ca.crt': b64(ca_pem), CERT_KEY_HASH: b64(digest)}
-    for name, plaintext in zip(ENCRYPTED_CERTS, (cert_pem, key_pem)):
+    for name, plaintext in zip(ENCRYPTED_CERTS, contents):
         data[name] = base64.b64encode(encrypt(key, plaintext)).decode()
     secret = {'apiVersion': 'v1', 'kind': 'Secret',
               'metadata': {'name': CERTS_SECRET, 'namespace': 'kube-system'},
@@ -567,25 +597,33 @@ def api_server_manifest(address, environ):
                 'image': f'registry.k8s.io/kube-apiserver:{VERSION}',
                 'command': ['kube-apiserver',
                             f'--advertise-address={address}',
-                            f'--secure-port={API_PORT}'],
+                            f'--secure-port={API_PORT}',
+                            f'--tls-cert-file={pki.APISERVER_CERT}',
+                            f'--tls-private-key-file={pki.APISERVER_KEY}'],
                 'env': env}]}}
 
 
 def start_api_server(address, deadline):
-    """Start the forwarder detached (own session, output to its log), so
-    it outlives this command like a static pod and dies with the host."""
+    """Start the API server stand-in detached (own session, output to its
+    log), so it outlives this command like a static pod and dies with the
+    host. It serves TLS with this Master's apiserver.crt and relays the
+    requests to the test API server, which it verifies with the cluster
+    CA (the test API server's own certificate)."""
     config = upstream()
     upstream_address = config['server'].split('//', 1)[-1].rstrip('/')
     with open(API_SERVER_LOG, 'ab') as log:
         process = subprocess.Popen(
             [API_SERVER, '--listen', f'{address}:{API_PORT}',
-             '--upstream', upstream_address, '--pid-file', API_SERVER_PID],
+             '--upstream', upstream_address, '--pid-file', API_SERVER_PID,
+             '--tls-cert-file', pki.APISERVER_CERT,
+             '--tls-private-key-file', pki.APISERVER_KEY,
+             '--upstream-ca-file', pki.CLUSTER_CA],
             stdin=subprocess.DEVNULL, stdout=log, stderr=log,
             start_new_session=True, close_fds=True)
     write_file(API_SERVER_MANIFEST, json.dumps(
         api_server_manifest(address, os.environ), indent=2) + '\n')
     print(f'[control-plane] Creating static Pod manifest for '
-          f'"kube-apiserver" (testbed: forwarder {address}:{API_PORT} -> '
+          f'"kube-apiserver" (testbed: TLS relay {address}:{API_PORT} -> '
           f'{upstream_address}, pid {process.pid})')
     local = Api(f'https://{address}:{API_PORT}', config['ca_pem'],
                 config['token'])
@@ -601,7 +639,7 @@ def start_api_server(address, deadline):
 
 
 def stop_api_server():
-    """SIGTERM the forwarder and wait until it is gone."""
+    """SIGTERM the API server stand-in and wait until it is gone."""
     pid = api_server_pid()
     if pid is None:
         return False

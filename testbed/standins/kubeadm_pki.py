@@ -16,6 +16,7 @@ so a test can bring their expiry near.
 import datetime
 import ipaddress
 import os
+import re
 import subprocess
 import sys
 import tempfile
@@ -71,26 +72,31 @@ def create_ca():
         ('subjectKeyIdentifier', 'hash')], days=3650)
 
 
-def install_ca(cert_pem, key_pem):
-    """Write an etcd CA downloaded from the kubeadm-certs Secret."""
-    os.makedirs(etcd.ETCD_PKI, exist_ok=True)
-    for path, data, mode in ((etcd.CA_CERT, cert_pem, 0o644),
-                             (etcd.CA_KEY, key_pem, 0o600)):
+def install_files(files):
+    """Write the CA files downloaded from the kubeadm-certs Secret
+    ({path: PEM bytes}): keys 0600, certificates 0644."""
+    for path, data in files.items():
+        mode = 0o600 if path.endswith('.key') else 0o644
+        os.makedirs(os.path.dirname(path), exist_ok=True)
         with open(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC,
                           mode), 'wb') as handle:
             handle.write(data)
         os.chmod(path, mode)
 
 
-def read_ca():
-    """(cert PEM, key PEM) of the etcd CA, for upload-certs."""
-    try:
-        with open(etcd.CA_CERT, 'rb') as cert, open(etcd.CA_KEY, 'rb') as key:
-            return cert.read(), key.read()
-    except OSError as error:
-        raise etcd.EtcdError(f'error execution phase upload-certs: failed to '
-                             f'load the etcd CA: open {error.filename}: '
-                             f'{error.strerror.lower()}')
+def read_files(paths):
+    """The bytes of each CA file, for upload-certs."""
+    contents = []
+    for path in paths:
+        try:
+            with open(path, 'rb') as handle:
+                contents.append(handle.read())
+        except OSError as error:
+            raise etcd.EtcdError(f'error execution phase upload-certs: '
+                                 f'failed to load the CA: open '
+                                 f'{error.filename}: '
+                                 f'{error.strerror.lower()}')
+    return contents
 
 
 def create_member_certificates(name, address, days=365, keep_keys=False,
@@ -124,9 +130,74 @@ def create_member_certificates(name, address, days=365, keep_keys=False,
         _new_certificate(cert, key, cn, leaf + client, days, ca, keep_keys)
 
 
+# --- the API server's serving certificate ------------------------------------
+
+CLUSTER_CA = etcd.PKI_DIR + '/ca.crt'
+CLUSTER_CA_KEY = etcd.PKI_DIR + '/ca.key'
+APISERVER_CERT = etcd.PKI_DIR + '/apiserver.crt'
+APISERVER_KEY = etcd.PKI_DIR + '/apiserver.key'
+DEFAULT_SERVICE_SUBNET = '10.96.0.0/12'
+DEFAULT_DNS_DOMAIN = 'cluster.local'
+_DNS_LABEL = re.compile(r'[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?')
+
+
+def is_dns_name(name):
+    """An RFC 1123 subdomain, or one with a leading "*." (kubeadm's
+    IsDNS1123Subdomain / IsWildcardDNS1123Subdomain)."""
+    labels = name.split('.')
+    if labels[0] == '*' and len(labels) > 1:
+        labels = labels[1:]
+    return len(name) <= 253 and all(_DNS_LABEL.fullmatch(label)
+                                    for label in labels)
+
+
+def apiserver_alt_names(node_name, advertise_address, endpoint_host,
+                        service_subnet=DEFAULT_SERVICE_SUBNET,
+                        dns_domain=DEFAULT_DNS_DOMAIN, cert_sans=()):
+    """(DNS names, IP addresses) of the API server's certificate by
+    kubeadm's rules (its GetAPIServerAltNames): the node name, the
+    kubernetes Service's names, the Service network's first address, the
+    advertise address, the controlPlaneEndpoint host, then the certSANs
+    (--apiserver-cert-extra-sans); a SAN that is neither an IP address
+    nor a DNS name is left out with kubeadm's warning."""
+    dns = [node_name, 'kubernetes', 'kubernetes.default',
+           'kubernetes.default.svc', f'kubernetes.default.svc.{dns_domain}']
+    first_subnet = service_subnet.split(',')[0]
+    ips = [ipaddress.ip_network(first_subnet, strict=False)[1],
+           ipaddress.ip_address(advertise_address)]
+    for index, name in enumerate([endpoint_host, *cert_sans]):
+        try:
+            ips.append(ipaddress.ip_address(name))
+        except ValueError:
+            if is_dns_name(name):
+                dns.append(name)
+            elif index:
+                print(f'W0101 00:00:00.000000 [certificates] WARNING: '
+                      f'\'{name}\' was not added to the \'apiserver\' SAN, '
+                      f'because it is not a valid IP or RFC-1123 compliant '
+                      f'DNS entry', file=sys.stderr)
+    return (list(dict.fromkeys(dns)),
+            list(dict.fromkeys(str(ip) for ip in ips)))
+
+
+def create_apiserver_certificate(dns, ips, days=365):
+    """apiserver.crt and .key, signed by the cluster CA for ``dns`` and
+    ``ips`` (apiserver_alt_names), as kubeadm's certs phase makes them."""
+    print('[certs] Generating "apiserver" certificate and key')
+    print(f'[certs] apiserver serving cert is signed for DNS names '
+          f'[{" ".join(dns)}] and IPs [{" ".join(ips)}]')
+    sans = ','.join([f'DNS:{name}' for name in dns]
+                    + [f'IP:{ip}' for ip in ips])
+    _new_certificate(APISERVER_CERT, APISERVER_KEY, 'kube-apiserver', [
+        ('basicConstraints', 'critical,CA:FALSE'),
+        ('keyUsage', 'critical,digitalSignature,keyEncipherment'),
+        ('extendedKeyUsage', 'serverAuth'),
+        ('authorityKeyIdentifier', 'keyid'),
+        ('subjectAltName', sans)], days, (CLUSTER_CA, CLUSTER_CA_KEY))
+
+
 # --- kubeadm certs -----------------------------------------------------------
 
-CLUSTER_CA = etcd.KUBE_DIR + '/pki/ca.crt'
 # (kubeadm's name, file, its CA, what `renew all` says it renewed), in
 # kubeadm's order.
 LEAVES = (

@@ -47,38 +47,69 @@ def parse_version(text):
     return tuple(int(part) for part in match.groups())
 
 
-def cluster_configuration(version, endpoint):
+def cluster_configuration(version, endpoint, cert_sans=(),
+                          service_subnet=pki.DEFAULT_SERVICE_SUBNET):
+    """The ClusterConfiguration kubeadm init stores: what the upgrades
+    read, and what a joining Master makes its API server certificate
+    with (read_serving_config)."""
+    sans = ''.join(f'  - {name}\n' for name in cert_sans)
     return ('apiVersion: kubeadm.k8s.io/v1beta4\n'
             'kind: ClusterConfiguration\n'
             f'kubernetesVersion: {version}\n'
             f'controlPlaneEndpoint: {endpoint}\n'
+            + ('apiServer:\n  certSANs:\n' + sans if sans
+               else 'apiServer: {}\n') +
+            'networking:\n'
+            f'  dnsDomain: {pki.DEFAULT_DNS_DOMAIN}\n'
+            f'  serviceSubnet: {service_subnet}\n'
             'clusterName: kubernetes\n')
 
 
-def upload_config(api, version, endpoint):
-    """kubeadm init's upload-config phase (and apply's last step)."""
+def upload_config(api, text):
+    """kubeadm init's upload-config phase (and apply's last step): the
+    ClusterConfiguration ``text`` into the kubeadm-config ConfigMap."""
     node.create_or_replace(
         api, CONFIG_MAPS, CONFIG_MAP,
         {'apiVersion': 'v1', 'kind': 'ConfigMap',
          'metadata': {'name': CONFIG_MAP, 'namespace': 'kube-system'},
-         'data': {'ClusterConfiguration':
-                  cluster_configuration(version, endpoint)}},
+         'data': {'ClusterConfiguration': text}},
         'error execution phase upload-config/kubeadm: error uploading the '
         'kubeadm ClusterConfiguration')
     print(f'[upload-config] Storing the configuration used in ConfigMap '
           f'"{CONFIG_MAP}" in the "kube-system" Namespace')
 
 
-def read_config(api):
-    """(kubernetesVersion, controlPlaneEndpoint) of the cluster."""
+def config_text(api):
+    """The cluster's stored ClusterConfiguration."""
     _, config_map = api.expect(
         'GET', f'{CONFIG_MAPS}/{CONFIG_MAP}',
         what='[upgrade/config] FATAL: failed to get config map')
-    text = (config_map.get('data') or {}).get('ClusterConfiguration', '')
+    return (config_map.get('data') or {}).get('ClusterConfiguration', '')
+
+
+def read_config(api):
+    """(kubernetesVersion, controlPlaneEndpoint) of the cluster."""
+    text = config_text(api)
     version = _CLUSTER_VERSION.search(text)
     endpoint = re.search(r'^controlPlaneEndpoint: *(\S+)$', text, re.M)
     return (version[1] if version else '',
             endpoint[1] if endpoint else '')
+
+
+def parse_serving_config(text):
+    """(controlPlaneEndpoint, certSANs, serviceSubnet, dnsDomain) of a
+    ClusterConfiguration, which a Master's API server certificate is made
+    with."""
+    sans = re.search(r'^  certSANs:\n((?:  - \S+\n)*)', text, re.M)
+    fields = {key: re.search(rf'^  {key}: *(\S+)$', text, re.M)
+              for key in ('serviceSubnet', 'dnsDomain')}
+    endpoint = re.search(r'^controlPlaneEndpoint: *(\S+)$', text, re.M)
+    return (endpoint[1] if endpoint else '',
+            [line[4:] for line in (sans[1] if sans else '').splitlines()],
+            fields['serviceSubnet'][1] if fields['serviceSubnet']
+            else pki.DEFAULT_SERVICE_SUBNET,
+            fields['dnsDomain'][1] if fields['dnsDomain']
+            else pki.DEFAULT_DNS_DOMAIN)
 
 
 def client(path):
@@ -179,7 +210,7 @@ def cmd_apply(options, positional):
             '[upgrade/config] FATAL: this is not a control-plane node: no '
             f'{node.API_SERVER_MANIFEST}')
     api = client(ADMIN_CONF)
-    cluster, endpoint = read_config(api)
+    cluster, _ = read_config(api)
     print(f'[upgrade/version] You have chosen to change the cluster version '
           f'to "{target}"')
     check_target(target, cluster, node.VERSION)
@@ -188,7 +219,8 @@ def cmd_apply(options, positional):
     if not options.get('yes') and not options.get('force'):
         confirm()
     restart_control_plane(address, options.get('certificate-renewal', True))
-    upload_config(api, target, endpoint)
+    upload_config(api, _CLUSTER_VERSION.sub(f'kubernetesVersion: {target}',
+                                            config_text(api), count=1))
     print(f'\n[upgrade] SUCCESS! A control plane node of your cluster was '
           f'upgraded to "{target}".')
 

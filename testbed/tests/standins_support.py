@@ -23,6 +23,7 @@ from testbed import standins
 
 POD_CIDR = '192.168.0.0/16'
 SERVICE_CIDR = str(hosts.KUBERNETES_SERVICE_NETWORK)
+EXTRA_SANS = '203.0.113.9,api.example.test'  # init's, kubeadm-config's
 
 
 # The driver's route to etcd on a Master, word for word (with sudo).
@@ -33,6 +34,30 @@ ETCDCTL = ('ETCDCTL_API=3 etcdctl --endpoints=https://127.0.0.1:2379 '
 
 
 ETCD_PKI = '/etc/kubernetes/pki/etcd'
+
+
+def apiserver_names(node, address, endpoint):
+    """The SANs kubeadm gives a Master's API server certificate, with
+    EXTRA_SANS, as openssl prints them (standins.served_names)."""
+    service_ip = ipaddress.ip_network(SERVICE_CIDR)[1]
+    return sorted({f'DNS:{name}' for name in (
+        node, 'kubernetes', 'kubernetes.default', 'kubernetes.default.svc',
+        'kubernetes.default.svc.cluster.local', 'api.example.test')} |
+        {f'IP Address:{ip}' for ip in (service_ip, address, endpoint,
+                                       '203.0.113.9')})
+
+
+def verifies_as(ip, ca_pem, name, port=6443):
+    """Whether the certificate served at ip:port verifies against ca_pem
+    for the host ``name`` (an address or DNS name), as Tacker checks the
+    VIM's URL."""
+    context = ssl.create_default_context(cadata=ca_pem)
+    with socket.create_connection((ip, port), timeout=5) as raw:
+        try:
+            with context.wrap_socket(raw, server_hostname=name):
+                return True
+        except ssl.SSLCertVerificationError:
+            return False
 
 
 def https(url, ca_pem, token=None, method='GET', timeout=5):
@@ -272,7 +297,8 @@ class Cluster(types.SimpleNamespace):
 @contextlib.contextmanager
 def testbed_and_api_server():
     """A Testbed and a test API server on its bridge whose certificate
-    names every address of the subnet, as the Masters' API servers do."""
+    names every address of the subnet (for the tests' own requests; the
+    Masters serve their own certificates)."""
     with hosts.Testbed() as testbed:
         subnet = ipaddress.ip_network(testbed.subnet)
         kube = kubeapi.KubeApiServer(

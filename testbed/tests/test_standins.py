@@ -24,6 +24,7 @@ from testbed import hosts
 from testbed import polling
 from testbed import standins
 from testbed.tests.standins_support import api_get
+from testbed.tests.standins_support import apiserver_names
 from testbed.tests.standins_support import ca_hash_of
 from testbed.tests.standins_support import Cluster
 from testbed.tests.standins_support import cluster_health
@@ -32,6 +33,7 @@ from testbed.tests.standins_support import ETCD_PKI
 from testbed.tests.standins_support import etcd_processes
 from testbed.tests.standins_support import ETCDCTL
 from testbed.tests.standins_support import etcdctl
+from testbed.tests.standins_support import EXTRA_SANS
 from testbed.tests.standins_support import forwarder_processes
 from testbed.tests.standins_support import health_of
 from testbed.tests.standins_support import https
@@ -46,6 +48,7 @@ from testbed.tests.standins_support import prepare
 from testbed.tests.standins_support import SERVICE_CIDR
 from testbed.tests.standins_support import started
 from testbed.tests.standins_support import testbed_and_api_server
+from testbed.tests.standins_support import verifies_as
 from testbed.tests.standins_support import wait_for_health
 
 SKIP_REASON = hosts.require_testbed()
@@ -106,7 +109,7 @@ def test_init_starts_an_api_server_and_registers_a_ready_node(cluster):
         master, 'init', '--control-plane-endpoint', f'{master.ip}:6443',
         '--apiserver-advertise-address', master.ip,
         '--pod-network-cidr', POD_CIDR, '--service-cidr', SERVICE_CIDR,
-        '--upload-certs').stdout
+        '--apiserver-cert-extra-sans', EXTRA_SANS, '--upload-certs').stdout
     took = time.monotonic() - started
     assert took < 10, took
 
@@ -118,10 +121,15 @@ def test_init_starts_an_api_server_and_registers_a_ready_node(cluster):
         assert master.run(f'stat -c %a /etc/kubernetes/{conf}').stdout \
             == '600\n'
 
-    # The "static pod" answers on <ip>:6443 with the upstream certificate,
-    # which verifies for that IP; it lives in the host's PID namespace.
+    # The "static pod" answers on <ip>:6443 with kubeadm's apiserver.crt,
+    # signed by the cluster CA for exactly kubeadm's names; it lives in
+    # the host's PID namespace.
     assert https(f'https://{master.ip}:6443/healthz', kube.ca_pem) \
         == (200, 'ok')
+    assert standins.served_names(master.ip) == apiserver_names(
+        'master1', master.ip, master.ip)
+    assert not verifies_as(master.ip, kube.ca_pem, cluster.master2.ip)
+    assert verifies_as(master.ip, kube.ca_pem, 'api.example.test')
     assert len(forwarder_processes(master)) == 1
 
     node = api_get(kube, '/api/v1/nodes/master1')
@@ -466,6 +474,10 @@ def test_control_plane_join_needs_the_last_uploaded_key(cluster):
     assert 'a new control plane instance was created' in result.stdout
     assert https(f'https://{joiner.ip}:6443/healthz', kube.ca_pem) \
         == (200, 'ok')
+    # Its own certificate: its name and address, the endpoint and the
+    # extra SANs of init (the kubeadm-config ClusterConfiguration).
+    assert standins.served_names(joiner.ip) == apiserver_names(
+        'master2', joiner.ip, master.ip)
     assert len(forwarder_processes(joiner)) == 1
     assert f'server: https://{master.ip}:6443\n' in \
         joiner.read_file('/etc/kubernetes/admin.conf')

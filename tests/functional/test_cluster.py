@@ -113,6 +113,22 @@ def test_a_rerun_changes_nothing(simple):
     assert 'init' not in verb(after['master1'][len(before['master1']):])
     assert_pvs_available(simple)
 
+    # A floating IP the cluster was not created with: its Master's API
+    # server certificate does not name it, so Tacker's TLS check would
+    # fail; refused before the VIM is registered again.
+    registered = dict(simple.vims)
+    simple.add_floating_ip('198.51.100.7')
+    with pytest.raises(exceptions.ParameterErrors) as caught:
+        simple.instantiate_end()
+    error, = caught.value.errors
+    assert error.path == ('k8s_cluster_installation_param.master_node.'
+                          'cluster_fip_name')
+    for part in ('198.51.100.7', simple.host('master1').ip,
+                 '/etc/kubernetes/pki/apiserver.crt',
+                 'heal the entire cluster', 'apiServer.certSANs'):
+        assert part in error.reason, error.reason
+    assert simple.vims == registered
+
 
 def assert_install_script_fails(virtual, host, command, match):
     """instantiate_end fails once ``command`` (its arguments containing
@@ -240,6 +256,12 @@ def test_three_masters_behind_haproxy_and_keepalived(ha_cluster):
     access = ha_cluster.vims['kubernetes_vim_test']
     assert access.url == 'https://%s:16443' % vip
     api_get(access, '/api')
+    # Through the VIP, haproxy passes TLS on to a Master's own API server
+    # certificate: kubeadm's names, the VIP as controlPlaneEndpoint.
+    served = standins.served_names(vip, 16443)
+    assert 'IP Address:%s' % vip in served
+    assert len({'DNS:master1', 'DNS:master2', 'DNS:master3'} &
+               set(served)) == 1, served
 
     holder, = [m for m in ha_cluster.nodes('master')
                if vip in m.run('ip -o -4 addr show').stdout]
