@@ -73,11 +73,13 @@ def test_every_basehot_parameter_gets_a_value(
         tacker_conf, context, onboard, built_package, user_data_class,
         flavour):
     request = instantiate_request('instantiate_%s.json' % flavour, context)
-    vm = {'flavor': 'm1.medium', 'image': IMAGE}
+    node = {'flavor': 'm1.medium', 'image': IMAGE,
+            'key_name': 'cluster-nodes'}
+    storage = dict(node, key_name='storage-server')
     assert run_user_data(context, onboard, built_package, user_data_class,
                          flavour, request) == {'nfv': {
-                             'VDU': {'masterNode': vm, 'workerNode': vm,
-                                     'storage_server': vm},
+                             'VDU': {'masterNode': node, 'workerNode': node,
+                                     'storage_server': storage},
                              'CP': {'masterNode_CP1': {'network': NETWORK},
                                     'workerNode_CP2': {'network': NETWORK},
                                     'storage_server_CP': {
@@ -93,5 +95,18 @@ def test_cp_without_external_link_is_reported(
                                   drop_storage_link)
     with pytest.raises(vnfm.LCMUserDataFailed,
                        match='nfv.CP.storage_server_CP.network'):
+        run_user_data(context, onboard, built_package, user_data_class,
+                      'simple', request)
+
+
+def test_a_missing_keypair_is_reported(
+        tacker_conf, context, onboard, built_package, user_data_class):
+    """The BaseHOT boots every VM with the keypair the request names."""
+    def drop_worker_keypair(body):
+        del body['additionalParams']['nfv']['VDU']['workerNode']
+    request = instantiate_request('instantiate_simple.json', context,
+                                  drop_worker_keypair)
+    with pytest.raises(vnfm.LCMUserDataFailed,
+                       match='nfv.VDU.workerNode.key_name'):
         run_user_data(context, onboard, built_package, user_data_class,
                       'simple', request)
