@@ -369,3 +369,23 @@ def test_a_server_naming_an_unknown_keypair_fails(cloud, heat):
     cloud.engine.errors.clear()
     heat.stacks.delete(stack_id)
     wait(lambda: heat.stacks.get(stack_id).stack_status == 'DELETE_COMPLETE')
+
+
+def test_nova_keypairs(cloud):
+    """openstack keypair create --public-key / list / show / delete, as
+    novaclient sends them."""
+    nova = nova_client(cloud)
+    public_key = cloud.engine.testbed.client_public_key()
+    shown = nova.keypairs.get(KEYPAIR)
+    assert (shown.name, shown.public_key) == (KEYPAIR, public_key)
+    assert shown.fingerprint.count(':') == 15  # MD5, as Nova's
+    assert [k.name for k in nova.keypairs.list()] == [KEYPAIR]
+    with pytest.raises(novaclient_exceptions.Conflict):
+        nova.keypairs.create(KEYPAIR, public_key=public_key)
+    with pytest.raises(novaclient_exceptions.BadRequest):
+        nova.keypairs.create('other', public_key='ssh-ed25519 not-base64')
+    nova.keypairs.create('other', public_key=public_key)
+    nova.keypairs.delete('other')
+    with pytest.raises(novaclient_exceptions.NotFound):
+        nova.keypairs.get('other')
+    assert cloud.keypair(KEYPAIR) == public_key
