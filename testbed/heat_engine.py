@@ -6,7 +6,12 @@ BaseHOT: a top template, nested member templates in ``files`` and the
 would, on the testbed (testbed/hosts.py) instead of Nova, Neutron and
 Cinder:
 
-* ``OS::Nova::Server`` boots a test host (a network namespace with sshd),
+* ``OS::Nova::Server`` boots a test host (a network namespace with sshd)
+  from a stock cloud image, or from the seeds' prepared one when its
+  ``image`` is one of ``prepared_images``; cloud-init's first boot gives
+  it the public key of its ``key_name`` (a keypair of the fake Nova, or
+  the server fails as Heat refuses it) and runs its user data
+  (testbed.cloud_init: without either, a stock guest has no login); it is
   made a VM of the user guide's VNF with ``virtual_vnf.prepare_guest``; Nova's
   console log of the server is the host's (with its real host key); its
   guest host name is the one cloud-init would set from its Nova name
@@ -77,11 +82,14 @@ class HeatEngine(heat_servers.ServersMixin, heat_groups.GroupsMixin):
     ``boot_hooks``: callables run as ``hook(host)`` on every server's host
     once it is prepared, before the server is ACTIVE: a test arms faults
     (testbed.faults) on the VMs an operation boots.
+    ``prepared_images``: the Glance image names that are the seeds'
+    prepared image (testbed.cloud_init.PREPARED); any other is a stock one.
     """
 
     def __init__(self, testbed=None, purge_packages=('nfs-kernel-server',),
-                 volume_size_mb=256, prepare=None):
+                 volume_size_mb=256, prepare=None, prepared_images=()):
         self.testbed = testbed
+        self.prepared_images = frozenset(prepared_images)
         self._own_testbed = testbed is None
         self._purge = purge_packages
         self.volume_size_mb = volume_size_mb

@@ -1,7 +1,8 @@
 """Servers, ports and volumes of the test Heat, on testbed hosts.
 
 Mixed into heat_engine.HeatEngine (whose module docstring says what each
-resource type becomes): a server boots a test host prepared as a guest,
+resource type becomes): a server boots a test host prepared as a guest
+of its image after cloud-init's first boot (testbed.cloud_init),
 its ports get its address, its volumes are loop devices attached to it in
 order; a port no server uses gets a free address of the testbed subnet.
 """
@@ -48,7 +49,25 @@ class ServersMixin(object):
                        % (root.name, kube.url))
         return kube
 
-    def _prepare_host(self, host, stack):
+    def _first_boot(self, name, props):
+        """What cloud-init will do on a server's guest (its image's kind,
+        its keypair's key, its user data); TemplateError for a key_name
+        Nova does not know, as Heat's keypair constraint refuses it."""
+        key_name = props.get('key_name')
+        public_key = self.fake.keypair(key_name) if key_name else None
+        if key_name and public_key is None:
+            raise heat_template.TemplateError(
+                'Property error: resources.%s.properties.key_name: Error '
+                "validating value '%s': The Key (%s) could not be found."
+                % (name, key_name, key_name))
+        image = (cloud_init.PREPARED if props.get('image') in
+                 self.prepared_images else cloud_init.STOCK)
+        return cloud_init.plan_first_boot(
+            image, public_key, props.get('user_data'),
+            props.get('user_data_format', 'HEAT_CFNTOOLS'))
+
+    def _prepare_host(self, host, stack, first_boot):
+        cloud_init.first_boot(host, first_boot)
         kube = self._kube(stack, create=host.role != 'storage')
         if self._prepare is not None:
             self._prepare(host, kube)
@@ -89,6 +108,7 @@ class ServersMixin(object):
                        definitions):
         role = self._role(props.get('name') or name, props)
         volumes = self._server_volumes(stack, props)
+        first_boot = self._first_boot(name, props)
         host_name = self._host_name(role)  # the testbed's, not the guest's
         display_name = cloud_init.server_name(props, stack.name, name,
                                               openstack_model.short_id())
@@ -102,7 +122,7 @@ class ServersMixin(object):
             volume_size_mb=self.volume_size_mb,
             hostname=cloud_init.guest_host_name(display_name))
         self._check_address(host.ip)
-        self._prepare_host(host, stack)
+        self._prepare_host(host, stack, first_boot)
         for hook in list(self.boot_hooks):
             hook(host)
         self._bind_server(stack, server, host, volumes)
@@ -212,6 +232,7 @@ class ServersMixin(object):
         new volumes when a volume was marked unhealthy, else the old ones
         re-attached."""
         old_id = server.physical_resource_id
+        first_boot = self._first_boot(server.name, server.properties)
         host_name = self.hosts.pop(old_id)
         started = time.monotonic()
         with self._lock:
@@ -220,7 +241,7 @@ class ServersMixin(object):
         host = self.testbed.replace_host(host_name, same_ip=True,
                                          keep_volumes=not blank)
         self._check_address(host.ip)
-        self._prepare_host(host, stack)
+        self._prepare_host(host, stack, first_boot)
         new_id = str(uuid.uuid4())
         with self._lock:
             server.physical_resource_id = new_id

@@ -16,8 +16,9 @@ Cinder ``attachments`` list.
 
 Nova answers the console log of a server (``POST /servers/<id>/action``
 with ``os-getConsoleOutput``), for the servers added with ``add_server``;
-a server leaves Nova when its resource is removed. With a Heat engine,
-``os-stop`` powers a server it booted off (202; 409 when it is not
+a server leaves Nova when its resource is removed. Its keypairs
+(``/os-keypairs``) are the public keys an operator imported. With a Heat
+engine, ``os-stop`` powers a server it booted off (202; 409 when it is not
 running), as an operator's ``openstack server stop`` does.
 
 Tests build the model with the ``add_*`` helpers, mutate it between calls
@@ -63,8 +64,8 @@ from testbed import openstack_nova
 class FakeOpenStack(openstack_keystone.KeystoneMixin,
                     openstack_heat.HeatMixin, openstack_nova.NovaMixin,
                     openstack_glance.GlanceMixin):
-    """Keystone v3 + Heat v1 (+ Nova's console and os-stop, an empty
-    Glance) on a local HTTP server, with an in-memory model.
+    """Keystone v3 + Heat v1 (+ Nova's console, os-stop and keypairs, an
+    empty Glance) on a local HTTP server, with an in-memory model.
 
     Use as a context manager (or start()/stop()). ``host`` and ``port`` are
     the bind address (port 0 picks a free port); ``advertise_host`` is the
@@ -92,6 +93,7 @@ class FakeOpenStack(openstack_keystone.KeystoneMixin,
         self._stacks = {}
         self._consoles = {}  # Nova server id -> console log
         self._console_failures = {}  # Nova server id -> HTTP status
+        self._keypairs = {}  # Nova keypair name -> its public key
         self._tokens = set()
         self._requests = []
         self._failures = []  # InjectedFailure, see fail_requests()
@@ -502,12 +504,8 @@ def _handler_class(fake):
                 return self._answer(method, path, True, *fake._glance_get(
                     path[len(glance):], query))
             if path.startswith(nova + '/'):
-                if method != 'POST':
-                    return self._answer(method, path, True, *(
-                        openstack_nova.nova_error(404, 'itemNotFound',
-                                                  'Unknown Nova path.')))
-                return self._answer(method, path, True, *fake._nova_post(
-                    path[len(nova):], body))
+                return self._answer(method, path, True, *fake._nova(
+                    method, path[len(nova):], body))
             try:
                 answer = fake._heat(method, path[len(heat):], query, body)
             except Exception as error:  # noqa: BLE001 - a 500, as Heat

@@ -39,8 +39,14 @@ PASSWORDS = {'master_node': hosts.Testbed.password,
              'worker_node': hosts.Testbed.password,
              'storage_server': virtual_vnf.STORAGE_PASSWORD}
 # The key files the sample requests name (ssh_key), which the lab places
-# in the conductor's ssh_key_dir.
+# in the conductor's ssh_key_dir, and the Nova keypairs of the same names
+# (their public halves) the requests' additionalParams.nfv name.
 SAMPLE_KEY_FILES = ('cluster-nodes', 'storage-server')
+# The Glance image the sample VNFD names: here the seeds' prepared image
+# (testbed.cloud_init.PREPARED: password logins, no authorized key), as an
+# operator taking the password route registers it, so that the modules
+# logging in by password run; a key login needs the keypair all the same.
+SAMPLE_IMAGE = 'ubuntu-22.04-server-cloudimg-amd64'
 
 
 def own_vnfd_id():
@@ -60,7 +66,7 @@ class TackerLab(object):
     def __init__(self, workdir=None, driver_options=None, log=None,
                  conductor_count=1):
         self.log = log or (lambda message: None)
-        self.engine = heat_engine.HeatEngine()
+        self.engine = heat_engine.HeatEngine(prepared_images=[SAMPLE_IMAGE])
         self.cloud = openstack_api.FakeOpenStack(heat_engine=self.engine)
         options = dict(virtual_vnf.TEST_OPTIONS)
         options.update(driver_options or {})
@@ -87,12 +93,16 @@ class TackerLab(object):
         try:
             self.engine.start()
             self.cloud.start()
-            # The operator's step: the nodes' key in ssh_key_dir, a file
-            # of the conductor's user (this one), mode 0600.
+            # The operator's steps: the nodes' key in ssh_key_dir, a file
+            # of the conductor's user (this one), mode 0600, and its
+            # public half as Nova keypairs (openstack keypair create
+            # --public-key).
+            testbed = self.engine.testbed
             self.service.driver_options['ssh_key_dir'] = \
-                self.engine.testbed.place_client_key(os.path.join(
-                    self.engine.testbed.workdir, 'conductor-keys'),
-                    *SAMPLE_KEY_FILES)
+                testbed.place_client_key(os.path.join(
+                    testbed.workdir, 'conductor-keys'), *SAMPLE_KEY_FILES)
+            for name in SAMPLE_KEY_FILES:
+                self.cloud.add_keypair(name, testbed.client_public_key())
             self.service.start()
         except BaseException:
             self.stop()

@@ -50,6 +50,13 @@ _MISSING = 44
 # Seconds past a command's deadline before a connection that does not even
 # let us give up the command (a silent peer) is torn down.
 _CLOSE_GRACE = 2.0
+# What a refused login needs on the VM, by the kind of login: what nothing
+# gives a VM booted from a stock cloud image unless OpenStack is told to.
+_LOGIN_NEEDS = {
+    'ssh_key': 'the VM must accept the key: boot it with the Nova keypair '
+               'made from the public half of that key file (key_name)',
+    'password': 'a password login needs an image with that password and '
+                'SSH password logins on (a stock cloud image has neither)'}
 
 # Reads the variables from the head of standard input (its size in bytes
 # on the first line, then the assignments; dd reads exactly that much),
@@ -194,9 +201,11 @@ class RemoteCommandExecutor(object):
         if isinstance(error, paramiko.AuthenticationException):
             raise exceptions.RemoteConnectError(
                 '%s: SSH authentication failed for user %r: check the '
-                'username and %s parameters of this node'
-                % (self.host, self.username,
-                   'ssh_key' if self._pkey else 'password'))
+                'username and %s parameters of this node; %s (operator '
+                'guide, "Logins on the VMs")' % (
+                    self.host, self.username,
+                    'ssh_key' if self._pkey else 'password',
+                    _LOGIN_NEEDS['ssh_key' if self._pkey else 'password']))
         if isinstance(error, paramiko.BadHostKeyException):
             raise exceptions.RemoteConnectError(
                 '%s: SSH host key does not match the one recorded in %s; '

@@ -640,7 +640,8 @@ def _check_request_api(request, api, found):
 
 def _check_user_data(package_dir, flavour, request, api, found):
     """The UserData script the request names must be in the package;
-    without one, Tacker v2 fills only V2_DEFAULT_NFV_KEYS of the BaseHOT."""
+    without one, Tacker v2 fills only V2_DEFAULT_NFV_KEYS of the BaseHOT
+    and what the request's additionalParams.nfv gives (a key_name)."""
     additional = _mapping(request.get('additionalParams'))
     user_data = additional.get(_USER_DATA)
     if isinstance(user_data, str):
@@ -655,14 +656,19 @@ def _check_user_data(package_dir, flavour, request, api, found):
     hot = _load_base_hot(package_dir, flavour, _Findings())
     if hot is None:
         return
+    given = _mapping(additional.get('nfv'))
     for kind, name, key in sorted(_nfv_parameters(
             [hot.resources] + list(hot.nested.values()))):
-        if key not in V2_DEFAULT_NFV_KEYS.get(kind, ()):
+        if key not in V2_DEFAULT_NFV_KEYS.get(kind, ()) and \
+                _mapping(_mapping(given.get(kind)).get(name)).get(
+                    key) is None:
             found.error('heat-nfv-unfilled', '%s/%s' % (hot.directory,
                                                         hot.top_name),
                         'reads nfv.%s.%s.%s, which Tacker v2 leaves empty '
-                        'without %s in the request (it fills %s)' % (
-                            kind, name, key, _USER_DATA, ', '.join(
+                        'without %s or additionalParams.nfv.%s.%s.%s in the '
+                        'request (it fills %s)' % (
+                            kind, name, key, _USER_DATA, kind, name, key,
+                            ', '.join(
                                 V2_DEFAULT_NFV_KEYS.get(kind, ()))))
 
 

@@ -73,25 +73,37 @@ def test_every_basehot_parameter_gets_a_value(
         tacker_conf, context, onboard, built_package, user_data_class,
         flavour):
     request = instantiate_request('instantiate_%s.json' % flavour, context)
-    vm = {'flavor': 'm1.medium', 'image': IMAGE}
+    node = {'flavor': 'm1.medium', 'image': IMAGE,
+            'key_name': 'cluster-nodes'}
+    storage = dict(node, key_name='storage-server')
     assert run_user_data(context, onboard, built_package, user_data_class,
                          flavour, request) == {'nfv': {
-                             'VDU': {'masterNode': vm, 'workerNode': vm,
-                                     'storage_server': vm},
+                             'VDU': {'masterNode': node, 'workerNode': node,
+                                     'storage_server': storage},
                              'CP': {'masterNode_CP1': {'network': NETWORK},
                                     'workerNode_CP2': {'network': NETWORK},
                                     'storage_server_CP': {
                                         'network': NETWORK}}}}
 
 
-def test_cp_without_external_link_is_reported(
-        tacker_conf, context, onboard, built_package, user_data_class):
-    def drop_storage_link(body):
-        body['extVirtualLinks'] = [link for link in body['extVirtualLinks']
-                                   if link['id'] != 'net0_storage']
+def drop_storage_link(body):
+    body['extVirtualLinks'] = [link for link in body['extVirtualLinks']
+                               if link['id'] != 'net0_storage']
+
+
+def drop_worker_keypair(body):
+    del body['additionalParams']['nfv']['VDU']['workerNode']
+
+
+@pytest.mark.parametrize('change, parameter', [
+    (drop_storage_link, 'nfv.CP.storage_server_CP.network'),
+    # The BaseHOT boots every VM with the keypair the request names.
+    (drop_worker_keypair, 'nfv.VDU.workerNode.key_name')])
+def test_a_parameter_without_a_value_is_reported(
+        tacker_conf, context, onboard, built_package, user_data_class,
+        change, parameter):
     request = instantiate_request('instantiate_simple.json', context,
-                                  drop_storage_link)
-    with pytest.raises(vnfm.LCMUserDataFailed,
-                       match='nfv.CP.storage_server_CP.network'):
+                                  change)
+    with pytest.raises(vnfm.LCMUserDataFailed, match=parameter):
         run_user_data(context, onboard, built_package, user_data_class,
                       'simple', request)

@@ -1,6 +1,10 @@
 """The Heat engine behind the fake Heat API, driven with python-heatclient
 as Tacker drives it, on the sample BaseHOTs (no Tacker needed).
 
+Its guests boot a stock cloud image: the driver logs in to them with the
+key file whose public half is the Nova keypair the BaseHOT names, and
+nothing logs in to a guest booted without a keypair or user data.
+
 Needs root (it boots testbed hosts); skipped otherwise.
 """
 
@@ -9,9 +13,13 @@ import os
 import time
 
 from novaclient import exceptions as novaclient_exceptions
+import paramiko
 import pytest
 import yaml
 
+from kubernetes_mgmt_pv import config
+from kubernetes_mgmt_pv import exceptions
+from kubernetes_mgmt_pv.remote import remote
 from testbed import heat_engine
 from testbed import hosts
 from testbed import openstack_api
@@ -19,6 +27,7 @@ from testbed import openstack_api
 BASEHOT = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(
     os.path.abspath(__file__)))), 'samples', 'kubernetes_pv_vnf', 'BaseHOT')
 NETWORK = 'a0e0c0e0-7e57-4bed-8000-000000000001'
+KEYPAIR = 'nodes'
 
 
 @pytest.fixture(scope='module')
@@ -30,9 +39,14 @@ def cloud():
     fake = openstack_api.FakeOpenStack(heat_engine=engine)
     engine.start()
     fake.start()
+    config.CONF.set_override('ssh_connect_retries', 0, config.GROUP_NAME)
     try:
+        # The operator's step: the public half of the key as a keypair.
+        nova_client(fake).keypairs.create(
+            KEYPAIR, public_key=engine.testbed.client_public_key())
         yield fake
     finally:
+        config.CONF.clear_override('ssh_connect_retries', config.GROUP_NAME)
         fake.stop()
         engine.stop()
 
@@ -82,7 +96,8 @@ def create(heat, flavour, name):
     for nested in os.listdir(os.path.join(directory, 'nested')):
         with open(os.path.join(directory, 'nested', nested)) as handle:
             files[nested] = handle.read()
-    nfv = {'VDU': {vdu: {'flavor': 'm1.medium', 'image': 'ubuntu'}
+    nfv = {'VDU': {vdu: {'flavor': 'm1.medium', 'image': 'ubuntu',
+                         'key_name': KEYPAIR}
                    for vdu in ('masterNode', 'workerNode', 'storage_server')},
            'CP': {cp: {'network': NETWORK} for cp in (
                'masterNode_CP1', 'workerNode_CP2', 'storage_server_CP')}}
@@ -93,6 +108,17 @@ def create(heat, flavour, name):
     wait(lambda: heat.stacks.get(stack_id).stack_status
          != 'CREATE_IN_PROGRESS')
     return stack_id
+
+
+def driver_login(host, key_file=None, password=None):
+    """Log in as the driver does (as ubuntu, by key or password) and run
+    ``sudo -n id -un``; its output."""
+    executor = remote.RemoteCommandExecutor(
+        host.ip, 'ubuntu', password, host_key_policy=paramiko.AutoAddPolicy(),
+        pkey=paramiko.Ed25519Key.from_private_key_file(key_file)
+        if key_file else None)
+    with executor:
+        return executor.run(['id', '-un'], sudo=True).stdout.strip()
 
 
 def members(heat, stack_id, group):
@@ -259,6 +285,13 @@ def test_ha_flavour_virtual_ip(cloud, heat):
         port = heat.resources.get(member.physical_resource_id,
                                   'masterNode_CP1').attributes
         assert port['allowed_address_pairs'] == [{'ip_address': address}]
+    # Every guest takes the key of its keypair, and its user data gives
+    # the login user passwordless sudo.
+    testbed = engine.testbed
+    for server in heat.resources.list(stack_id, nested_depth=2):
+        if server.resource_type == 'OS::Nova::Server':
+            host = testbed.hosts[engine.hosts[server.physical_resource_id]]
+            assert driver_login(host, testbed.client_key_file) == 'root'
     heat.stacks.delete(stack_id)
     wait(lambda: heat.stacks.get(stack_id).stack_status == 'DELETE_COMPLETE')
     assert engine.testbed.hosts == {}
@@ -280,3 +313,79 @@ def test_unsupported_resource_fails_the_stack(cloud, heat):
     cloud.engine.errors.clear()
     heat.stacks.delete(stack_id)
     wait(lambda: heat.stacks.get(stack_id).stack_status == 'DELETE_COMPLETE')
+
+
+def server_stack(heat, name, **servers):
+    """A stack of one stock-image server per keyword (its properties
+    besides image, flavor and name); its id, once no longer in progress."""
+    template = yaml.safe_dump({
+        'heat_template_version': '2016-10-14',
+        'resources': {server: {'type': 'OS::Nova::Server', 'properties': dict(
+            image='ubuntu', flavor='m1.small', name=server, **properties)}
+            for server, properties in servers.items()}})
+    stack_id = heat.stacks.create(stack_name=name,
+                                  template=template)['stack']['id']
+    wait(lambda: heat.stacks.get(stack_id).stack_status
+         != 'CREATE_IN_PROGRESS')
+    return stack_id
+
+
+def test_a_guest_without_keypair_or_user_data_has_no_login(cloud, heat):
+    """A stock image with neither a keypair nor user data setting a
+    password: the driver's login is refused, naming the host, the SSH
+    login and what to configure. User data may set a password."""
+    engine, testbed = cloud.engine, cloud.engine.testbed
+    stack_id = server_stack(heat, 'logins', bare={}, by_password={
+        'user_data_format': 'RAW', 'user_data': '#cloud-config\n' +
+        yaml.safe_dump({'password': 'secret-1', 'ssh_pwauth': True,
+                        'chpasswd': {'expire': False}})})
+    assert heat.stacks.get(stack_id).stack_status == 'CREATE_COMPLETE'
+    bare, by_password = (testbed.hosts[engine.hosts[
+        heat.resources.get(stack_id, name).physical_resource_id]]
+        for name in ('bare', 'by_password'))
+    for login in ({'key_file': testbed.client_key_file},
+                  {'password': testbed.password}):
+        with pytest.raises(exceptions.RemoteConnectError) as caught:
+            driver_login(bare, **login)
+        message = str(caught.value)
+        assert message.startswith(bare.ip + ': SSH authentication failed')
+        assert ('key_name' if 'key_file' in login
+                else 'SSH password logins') in message
+    assert driver_login(by_password, password='secret-1') == 'root'
+    heat.stacks.delete(stack_id)
+    wait(lambda: heat.stacks.get(stack_id).stack_status == 'DELETE_COMPLETE')
+    assert engine.errors == []
+
+
+def test_a_server_naming_an_unknown_keypair_fails(cloud, heat):
+    """Heat refuses a key_name that is no Nova keypair: nothing boots."""
+    booted = set(cloud.engine.testbed.hosts)
+    stack_id = server_stack(heat, 'no-keypair', vm={'key_name': 'missing'})
+    stack = heat.stacks.get(stack_id)
+    assert stack.stack_status == 'CREATE_FAILED'
+    assert 'The Key (missing) could not be found' in \
+        stack.stack_status_reason
+    assert set(cloud.engine.testbed.hosts) == booted
+    cloud.engine.errors.clear()
+    heat.stacks.delete(stack_id)
+    wait(lambda: heat.stacks.get(stack_id).stack_status == 'DELETE_COMPLETE')
+
+
+def test_nova_keypairs(cloud):
+    """openstack keypair create --public-key / list / show / delete, as
+    novaclient sends them."""
+    nova = nova_client(cloud)
+    public_key = cloud.engine.testbed.client_public_key()
+    shown = nova.keypairs.get(KEYPAIR)
+    assert (shown.name, shown.public_key) == (KEYPAIR, public_key)
+    assert shown.fingerprint.count(':') == 15  # MD5, as Nova's
+    assert [k.name for k in nova.keypairs.list()] == [KEYPAIR]
+    with pytest.raises(novaclient_exceptions.Conflict):
+        nova.keypairs.create(KEYPAIR, public_key=public_key)
+    with pytest.raises(novaclient_exceptions.BadRequest):
+        nova.keypairs.create('other', public_key='ssh-ed25519 not-base64')
+    nova.keypairs.create('other', public_key=public_key)
+    nova.keypairs.delete('other')
+    with pytest.raises(novaclient_exceptions.NotFound):
+        nova.keypairs.get('other')
+    assert cloud.keypair(KEYPAIR) == public_key

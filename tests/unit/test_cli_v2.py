@@ -127,6 +127,18 @@ def test_the_v1_basehot_in_a_v2_package(v2_package, validate):
         findings
 
 
+def test_a_v2_request_naming_no_keypair(v2_zip, validate):
+    """The BaseHOT reads nfv.VDU.<vdu>.key_name: from the request's
+    additionalParams.nfv, which v2's default UserData merges in."""
+    body = v2_request()
+    assert validate(v2_zip, body)[0] == 0
+    del body['additionalParams']['nfv']['VDU']['storage_server']
+    code, findings = validate(v2_zip, body)
+    assert code == 1
+    assert ('heat-nfv-unfilled', 'BaseHOT/simple/simple_hot_top.yaml') in \
+        findings
+
+
 def test_a_missing_script(v2_package, validate):
     os.unlink(v2_package / csar.V2_SCRIPT_PATH)
     code, findings = validate(v2_package, v2_request())

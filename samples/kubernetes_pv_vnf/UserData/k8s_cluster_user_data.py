@@ -10,6 +10,9 @@ the keys the sample uses, and fails with a clear reason for anything else:
   (a Nova flavor name);
 * ``VDU.<vdu>.image``: the VDU's ``sw_image_data.name`` (a Glance image
   registered beforehand: the sample package carries no image file);
+* ``VDU.<vdu>.key_name``: the Nova keypair the request names in
+  ``additionalParams.nfv.VDU.<vdu>.key_name``, as Tacker v2's default
+  UserData takes it from there;
 * ``CP.<cp>.network``: the ``resourceId`` of the ``extVirtualLinks`` entry
   whose ``extCps`` lists the CP.
 """
@@ -25,11 +28,15 @@ class KubernetesClusterUserData(AbstractUserData):
                     grant_info=None):
         vdus = _vdu_properties(vnfd_dict or {})
         networks = _cp_networks(inst_req_info)
+        keypairs = _requested_keypairs(inst_req_info)
         nfv = {'VDU': {}, 'CP': {}}
         for kind, name, key in sorted(_nfv_references(base_hot_dict or {})):
             if kind == 'VDU' and key in ('flavor', 'image'):
                 value = vdus.get(name, {}).get(key)
                 source = 'VDU %s of the VNFD' % name
+            elif kind == 'VDU' and key == 'key_name':
+                value = keypairs.get(name)
+                source = 'additionalParams.nfv.VDU of the request'
             elif kind == 'CP' and key == 'network':
                 value = networks.get(name)
                 source = 'extVirtualLinks[].extCps[] of the request'
@@ -76,6 +83,17 @@ def _vdu_properties(vnfd_dict):
             'properties', {}).get('requested_additional_capability_name')
         vdus[name] = {'flavor': flavor, 'image': image.get('name')}
     return vdus
+
+
+def _requested_keypairs(inst_req_info):
+    """Nova keypair of each VDU named in additionalParams.nfv.VDU."""
+    params = getattr(inst_req_info, 'additional_params', None) or {}
+    nfv = params.get('nfv')
+    vdus = nfv.get('VDU') if isinstance(nfv, dict) else None
+    if not isinstance(vdus, dict):
+        return {}
+    return {name: value.get('key_name') for name, value in vdus.items()
+            if isinstance(value, dict)}
 
 
 def _cp_networks(inst_req_info):
