@@ -117,7 +117,7 @@ class TackerService(object):
         if self.workdir is None:
             self.workdir = tempfile.mkdtemp(prefix='tacker-service-')
         for sub in ('logs', 'etc', 'run', 'mysql', 'rabbitmq', 'csar',
-                    'glance', 'locks', 'coordination', 'fernet_keys',
+                    'glance', 'locks', 'fernet_keys',
                     'secrets', 'state'):
             os.makedirs(self._p(sub), exist_ok=True)
         os.chmod(self._p('secrets'), 0o700)
@@ -221,8 +221,10 @@ class TackerService(object):
             'glance_store': {'stores': 'file', 'default_store': 'file',
                              'filesystem_store_datadir': self._p('glance')},
             'oslo_concurrency': {'lock_path': self._p('locks')},
-            'coordination': {'backend_url': 'file://%s'
-                             % self._p('coordination')},
+            # Tacker's locks of a VNF instance, held by whichever
+            # conductor (or, for v2, tacker-server) works on it: a tooz
+            # backend all hosts reach, not a host's files.
+            'coordination': {'backend_url': self.mariadb.tooz_url()},
             'tacker': {'vnflcm_mgmt_driver':
                        'vnflcm_noop,mgmt-drivers-kubernetes'},
             'vim_keys': {'openstack': self._p('fernet_keys')},
