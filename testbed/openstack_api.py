@@ -93,6 +93,7 @@ class FakeOpenStack(openstack_keystone.KeystoneMixin,
         self._consoles = {}  # Nova server id -> console log
         self._console_failures = {}  # Nova server id -> HTTP status
         self._tokens = set()
+        self._accounts = []  # openstack_keystone.add_account
         self._requests = []
         self._failures = []  # InjectedFailure, see fail_requests()
         self._server = None

@@ -41,6 +41,7 @@ PASSWORDS = {'master_node': hosts.Testbed.password,
 # The key files the sample requests name (ssh_key), which the lab places
 # in the conductor's ssh_key_dir.
 SAMPLE_KEY_FILES = ('cluster-nodes', 'storage-server')
+SERVICE_USER, SERVICE_PROJECT = 'tacker', 'service'
 
 
 def own_vnfd_id():
@@ -93,6 +94,8 @@ class TackerLab(object):
                 self.engine.testbed.place_client_key(os.path.join(
                     self.engine.testbed.workdir, 'conductor-keys'),
                     *SAMPLE_KEY_FILES)
+            self.service.extra_conf['keystone_authtoken'] = \
+                self.service_user()
             self.service.start()
         except BaseException:
             self.stop()
@@ -100,6 +103,17 @@ class TackerLab(object):
         self.client = tacker_client.TackerClient(self.service.api_url)
         self.timings['setup'] = round(time.monotonic() - started, 1)
         return self
+
+    def service_user(self):
+        """The guide's step: Tacker's service user (``tacker`` with the
+        ``member`` role on project ``service``) in ``[keystone_authtoken]``
+        of every Tacker host, which the key manager authenticates."""
+        password = uuid.uuid4().hex
+        self.cloud.add_account(SERVICE_USER, password, SERVICE_PROJECT)
+        return {'auth_url': self.cloud.auth_url, 'username': SERVICE_USER,
+                'password': password, 'project_name': SERVICE_PROJECT,
+                'user_domain_name': self.cloud.user_domain_name,
+                'project_domain_name': self.cloud.project_domain_name}
 
     def stop(self):
         errors = []

@@ -9,7 +9,9 @@ stopped by it.
 Tacker comes from the ``.tox/tacker`` virtualenv (``TACKER_VENV`` overrides
 it), where the driver is installed in develop mode: the conductor loads it
 through its entry point, exactly as an operator installs it. Its key
-manager is testbed.tacker_keymgr (no Barbican here).
+manager is testbed.tacker_keymgr (no Barbican here), which logs in to
+Keystone as the service user of ``[keystone_authtoken]`` (``extra_conf``;
+TackerLab adds one to its Keystone).
 
 ``TackerService`` starts (idempotently) and stops (idempotently, always
 completely) the whole stack. Logs of every process are kept in
