@@ -184,8 +184,9 @@ class TackerService(object):
         if self.workdir:  # else it never started
             self.mariadb.stop()
 
-    def _write_conf(self):
-        self.api_port = self.api_port or processes.free_port()
+    def _write_paste(self):
+        """Tacker's api-paste.ini, patched for ``noauth``; returns its
+        path."""
         paste = self._p('etc', 'api-paste.ini')
         with open(os.path.join(self.venv, 'etc', 'tacker',
                                'api-paste.ini')) as handle:
@@ -204,10 +205,14 @@ class TackerService(object):
                     % tacker_keymgr.conductor_options_filter.__name__]
         with open(paste, 'w') as handle:
             handle.write('\n'.join(patched) + '\n')
+        return paste
+
+    def _write_conf(self):
+        self.api_port = self.api_port or processes.free_port()
         conf = {
             'DEFAULT': {
                 'auth_strategy': 'noauth',
-                'api_paste_config': paste,
+                'api_paste_config': self._write_paste(),
                 'bind_host': '127.0.0.1',
                 'bind_port': self.api_port,
                 'api_workers': 0,

@@ -102,17 +102,23 @@ def test_two_vnfs_at_once_one_per_conductor(onboarded_with_two_conductors):
             assert lab.instance(instance_id)['instantiationState'] == \
                 'INSTANTIATED'
         assert locked == set(names)
-        registered = {v['name'] for v in checks.k8s_vims(lab)}
-        assert set(names.values()) <= registered
-        marks = {instance_id: [
-            vnfc['computeResource']['resourceId']
-            for vnfc in lab.vnfcs(instance_id)] for instance_id in names}
-        served = lab.service.conductors.served(marks)
-        assert sorted(sum(served.values(), [])) == sorted(names), served
-        assert served['tacker-conductor'], served
+        _check_served(lab, names)
     finally:
         for instance_id in names:
             _terminate_and_delete(lab, instance_id)
+
+
+def _check_served(lab, names):
+    """Each VNF's VIM is registered, and its VMs are in the log of the
+    conductor that ran its instantiate (the first one, at least)."""
+    registered = {v['name'] for v in checks.k8s_vims(lab)}
+    assert set(names.values()) <= registered
+    marks = {instance_id: [
+        vnfc['computeResource']['resourceId']
+        for vnfc in lab.vnfcs(instance_id)] for instance_id in names}
+    served = lab.service.conductors.served(marks)
+    assert sorted(sum(served.values(), [])) == sorted(names), served
+    assert served['tacker-conductor'], served
 
 
 def _wait_ops(lab, ops, locked, any_of=()):
