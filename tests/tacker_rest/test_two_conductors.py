@@ -52,8 +52,9 @@ def onboarded_with_two_conductors(lab, tmp_path_factory):
 
 
 def _instantiate(lab, instance_id, vim_id, vim_name):
-    """POST instantiate; returns the operation's id."""
-    request = lab.instantiate_request(vim_id)
+    """POST instantiate (key logins: each conductor host has its own copy
+    of the key files); returns the operation's id."""
+    request = lab.instantiate_request(vim_id, login='key')
     request['additionalParams']['k8s_cluster_installation_param'][
         'vim_name'] = vim_name
     return lab.client.op_occ_id(lab.client.post(
