@@ -1,9 +1,12 @@
 """The tacker-conductor processes of a TackerService.
 
 One by default; more as a growing site runs them: all on the same MariaDB
-and RabbitMQ, each with its own ``host`` (so its own server queue), log
-and package directory, and all consuming the one topic queue that tacker-server
-casts LCM operations to, which RabbitMQ round-robins among them.
+and RabbitMQ, each with its own ``host`` (so its own server queue) and log,
+and all consuming the one topic queue that tacker-server casts LCM
+operations to, which RabbitMQ round-robins among them. The first shares
+tacker-server's host; every other one has the state of a host of its own
+(package, VIM key, SSH key, lock and state directories), and reaches the
+same tooz coordination backend (MariaDB) and key manager.
 """
 
 import contextlib
@@ -85,18 +88,55 @@ class Conductors(object):
         name = conductor_name(index)
         extra = []
         if index:
-            # As if on a host of its own: Tacker casts every package's
-            # extraction to every conductor, and two extracting into one
-            # vnf_package_csar_path collide (FileExistsError) and leave the
-            # package PROCESSING forever.
-            csar = self._service._p('csar-%s' % name)
-            os.makedirs(csar, exist_ok=True)
-            path = self._service._p('etc', '%s.conf' % name)
-            with open(path, 'w') as handle:
-                handle.write('[DEFAULT]\nhost = %s\n\n[vnf_package]\n'
-                             'vnf_package_csar_path = %s\n' % (name, csar))
-            extra = ['--config-file', path]
+            extra = ['--config-file', self._write_host_conf(name)]
         return self._service._spawn(name, *extra, program='tacker-conductor')
+
+    def host_dir(self, name, *parts):
+        """A directory of the second conductor's "host": the state a
+        conductor keeps on its own host."""
+        return self._service._p('host-%s' % name, *parts)
+
+    def _write_host_conf(self, name):
+        """The options of a conductor on a host of its own: its own
+        state, lock and VIM key directories (empty, as on a new host:
+        the guide's step distributes the key files, see
+        ``distribute_vim_keys``), package directory (Tacker casts every
+        package's extraction to every conductor; two extracting into one
+        vnf_package_csar_path collide and leave the package PROCESSING)
+        and copy of the driver's ``ssh_key_dir`` (the guide's step 2 on
+        every conductor host). Database, message queue, coordination
+        backend and key manager are the services every host reaches."""
+        dirs = {sub: self.host_dir(name, sub) for sub in (
+            'state', 'locks', 'fernet_keys', 'csar', 'ssh_keys')}
+        for path in dirs.values():
+            os.makedirs(path, mode=0o700, exist_ok=True)
+        text = ('[DEFAULT]\nhost = %s\nstate_path = %s\n\n'
+                '[oslo_concurrency]\nlock_path = %s\n\n'
+                '[vim_keys]\nopenstack = %s\n\n'
+                '[vnf_package]\nvnf_package_csar_path = %s\n' % (
+                    name, dirs['state'], dirs['locks'], dirs['fernet_keys'],
+                    dirs['csar']))
+        key_dir = self._service.driver_options.get('ssh_key_dir')
+        if key_dir:
+            _copy_private(key_dir, dirs['ssh_keys'])
+            text += '\n[kubernetes_mgmt_pv]\nssh_key_dir = %s\n' % (
+                dirs['ssh_keys'])
+        path = self._service._p('etc', '%s.conf' % name)
+        with open(path, 'w') as handle:
+            handle.write(text)
+        return path
+
+    def vim_key_dir(self, index):
+        """The ``[vim_keys] openstack`` directory of conductor ``index``."""
+        if not index:
+            return self._service._p('fernet_keys')
+        return self.host_dir(conductor_name(index), 'fernet_keys')
+
+    def distribute_vim_keys(self, index):
+        """The guide's step for a conductor host: copy every OpenStack
+        VIM key file of the host that registered the VIMs (tacker-server's
+        ``[vim_keys] openstack``) into its own, mode 0600."""
+        _copy_private(self.vim_key_dir(0), self.vim_key_dir(index))
 
     def stop(self):
         while self.processes:
@@ -126,3 +166,15 @@ class Conductors(object):
                 service._kill_group(process, signal.SIGKILL)
                 process.popen.wait(timeout=10)
         service._kill_group(process, signal.SIGKILL)
+
+
+def _copy_private(source, target):
+    """Copy the files of ``source`` into ``target``, mode 0600, as an
+    operator copies key files to another host."""
+    for name in os.listdir(source):
+        with open(os.path.join(source, name), 'rb') as handle:
+            data = handle.read()
+        with open(os.open(os.path.join(target, name),
+                          os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600),
+                  'wb') as handle:
+            handle.write(data)

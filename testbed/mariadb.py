@@ -43,6 +43,12 @@ class MariaDB(object):
         return 'mysql+pymysql://%s:%s@127.0.0.1:%d/%s?charset=utf8' % (
             DB_USER, self.password, self.port, DB_NAME)
 
+    def tooz_url(self):
+        """The tooz coordination backend URL of this database (its
+        ``GET_LOCK`` locks), which every host of the site reaches."""
+        return 'mysql://%s:%s@127.0.0.1:%d/%s' % (
+            DB_USER, self.password, self.port, DB_NAME)
+
     def sql(self, statements):
         """Run ``statements`` as root; on stdin, not in the argv, since
         they may set a password."""

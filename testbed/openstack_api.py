@@ -95,6 +95,7 @@ class FakeOpenStack(openstack_keystone.KeystoneMixin,
         self._console_failures = {}  # Nova server id -> HTTP status
         self._keypairs = {}  # Nova keypair name -> its public key
         self._tokens = set()
+        self._accounts = []  # openstack_keystone.add_account
         self._requests = []
         self._failures = []  # InjectedFailure, see fail_requests()
         self._server = None

@@ -1,6 +1,7 @@
 """Keystone v3 of the fake OpenStack: password authentication at
 ``POST /v3/auth/tokens`` with a service catalog (identity, orchestration,
-compute), the version document and the region list.
+compute), the version document and the region list. The cloud's user is
+admin of its project; ``add_account`` adds users of other projects.
 
 Mixed into openstack_api.FakeOpenStack.
 """
@@ -16,36 +17,66 @@ INTERFACES = ('public', 'internal', 'admin')
 class KeystoneMixin(object):
     """Tokens and the catalog of a FakeOpenStack."""
 
+    def add_account(self, username, password, project_name,
+                    roles=('member', 'reader')):
+        """Another user with a role on a project of its own (e.g. a
+        service user in project ``service``), in the user and project
+        domains of the cloud's user; returns its ids."""
+        account = {'user_id': uuid.uuid4().hex, 'username': username,
+                   'password': password, 'project_id': uuid.uuid4().hex,
+                   'project_name': project_name, 'roles': tuple(roles)}
+        with self._lock:
+            self._accounts.append(account)
+        return account
+
+    def _cloud_account(self):
+        # Keystone lists the roles admin implies (member, reader).
+        return {'user_id': self.user_id, 'username': self.username,
+                'password': self.password, 'project_id': self.project_id,
+                'project_name': self.project_name,
+                'roles': ('admin', 'member', 'reader')}
+
     def _issue_token(self, body):
         """Check a v3 password auth body; return (status, headers, body)."""
-        if not self._credentials_match(body):
+        account = self._account_of(body)
+        if account is None:
             return 401, {}, keystone_error(
                 401, 'Unauthorized',
                 'The request you have made requires authentication.')
         token = uuid.uuid4().hex
         with self._lock:
             self._tokens.add(token)
-        return 201, {'X-Subject-Token': token}, {'token': self._token_body()}
+        return 201, {'X-Subject-Token': token}, {
+            'token': self._token_body(account)}
 
-    def _credentials_match(self, body):
+    def _account_of(self, body):
+        """The account whose password and project ``body`` names, or
+        None."""
         try:
             identity = body['auth']['identity']
             user = identity['password']['user']
             project = body['auth']['scope']['project']
         except (KeyError, TypeError):
-            return False
+            return None
         if 'password' not in identity.get('methods', []):
-            return False
-        user_ok = (user.get('id') == self.user_id or (
-            user.get('name') == self.username
-            and _domain_matches(user.get('domain'), self.user_domain_name)))
-        project_ok = (project.get('id') == self.project_id or (
-            project.get('name') == self.project_name
-            and _domain_matches(project.get('domain'),
-                                self.project_domain_name)))
-        return user_ok and project_ok and user.get('password') == self.password
+            return None
+        with self._lock:
+            accounts = [self._cloud_account()] + list(self._accounts)
+        for account in accounts:
+            user_ok = (user.get('id') == account['user_id'] or (
+                user.get('name') == account['username']
+                and _domain_matches(user.get('domain'),
+                                    self.user_domain_name)))
+            project_ok = (project.get('id') == account['project_id'] or (
+                project.get('name') == account['project_name']
+                and _domain_matches(project.get('domain'),
+                                    self.project_domain_name)))
+            if user_ok and project_ok and \
+                    user.get('password') == account['password']:
+                return account
+        return None
 
-    def _token_body(self):
+    def _token_body(self, account):
         now = openstack_model.now()
         return {
             'methods': ['password'],
@@ -53,11 +84,13 @@ class KeystoneMixin(object):
             'expires_at': openstack_model.iso(
                 now + datetime.timedelta(hours=1)),
             'audit_ids': [uuid.uuid4().hex[:22]],
-            'user': {'id': self.user_id, 'name': self.username,
+            'user': {'id': account['user_id'], 'name': account['username'],
                      'domain': _domain(self.user_domain_name)},
-            'project': {'id': self.project_id, 'name': self.project_name,
+            'project': {'id': account['project_id'],
+                        'name': account['project_name'],
                         'domain': _domain(self.project_domain_name)},
-            'roles': [{'id': uuid.uuid4().hex, 'name': 'admin'}],
+            'roles': [{'id': uuid.uuid4().hex, 'name': role}
+                      for role in account['roles']],
             'catalog': [
                 _catalog_entry('identity', 'keystone', self.auth_url,
                                self.regions),

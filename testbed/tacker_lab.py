@@ -47,6 +47,7 @@ SAMPLE_KEY_FILES = ('cluster-nodes', 'storage-server')
 # operator taking the password route registers it, so that the modules
 # logging in by password run; a key login needs the keypair all the same.
 SAMPLE_IMAGE = 'ubuntu-22.04-server-cloudimg-amd64'
+SERVICE_USER, SERVICE_PROJECT = 'tacker', 'service'
 
 
 def own_vnfd_id():
@@ -103,6 +104,8 @@ class TackerLab(object):
                     testbed.workdir, 'conductor-keys'), *SAMPLE_KEY_FILES)
             for name in SAMPLE_KEY_FILES:
                 self.cloud.add_keypair(name, testbed.client_public_key())
+            self.service.extra_conf['keystone_authtoken'] = \
+                self.service_user()
             self.service.start()
         except BaseException:
             self.stop()
@@ -110,6 +113,17 @@ class TackerLab(object):
         self.client = tacker_client.TackerClient(self.service.api_url)
         self.timings['setup'] = round(time.monotonic() - started, 1)
         return self
+
+    def service_user(self):
+        """The guide's step: Tacker's service user (``tacker`` with the
+        ``member`` role on project ``service``) in ``[keystone_authtoken]``
+        of every Tacker host, which the key manager authenticates."""
+        password = uuid.uuid4().hex
+        self.cloud.add_account(SERVICE_USER, password, SERVICE_PROJECT)
+        return {'auth_url': self.cloud.auth_url, 'username': SERVICE_USER,
+                'password': password, 'project_name': SERVICE_PROJECT,
+                'user_domain_name': self.cloud.user_domain_name,
+                'project_domain_name': self.cloud.project_domain_name}
 
     def stop(self):
         errors = []

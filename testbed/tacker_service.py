@@ -9,7 +9,9 @@ stopped by it.
 Tacker comes from the ``.tox/tacker`` virtualenv (``TACKER_VENV`` overrides
 it), where the driver is installed in develop mode: the conductor loads it
 through its entry point, exactly as an operator installs it. Its key
-manager is testbed.tacker_keymgr (no Barbican here).
+manager is testbed.tacker_keymgr (no Barbican here), which logs in to
+Keystone as the service user of ``[keystone_authtoken]`` (``extra_conf``;
+TackerLab adds one to its Keystone).
 
 ``TackerService`` starts (idempotently) and stops (idempotently, always
 completely) the whole stack. Logs of every process are kept in
@@ -117,7 +119,7 @@ class TackerService(object):
         if self.workdir is None:
             self.workdir = tempfile.mkdtemp(prefix='tacker-service-')
         for sub in ('logs', 'etc', 'run', 'mysql', 'rabbitmq', 'csar',
-                    'glance', 'locks', 'coordination', 'fernet_keys',
+                    'glance', 'locks', 'fernet_keys',
                     'secrets', 'state'):
             os.makedirs(self._p(sub), exist_ok=True)
         os.chmod(self._p('secrets'), 0o700)
@@ -182,8 +184,9 @@ class TackerService(object):
         if self.workdir:  # else it never started
             self.mariadb.stop()
 
-    def _write_conf(self):
-        self.api_port = self.api_port or processes.free_port()
+    def _write_paste(self):
+        """Tacker's api-paste.ini, patched for ``noauth``; returns its
+        path."""
         paste = self._p('etc', 'api-paste.ini')
         with open(os.path.join(self.venv, 'etc', 'tacker',
                                'api-paste.ini')) as handle:
@@ -202,10 +205,14 @@ class TackerService(object):
                     % tacker_keymgr.conductor_options_filter.__name__]
         with open(paste, 'w') as handle:
             handle.write('\n'.join(patched) + '\n')
+        return paste
+
+    def _write_conf(self):
+        self.api_port = self.api_port or processes.free_port()
         conf = {
             'DEFAULT': {
                 'auth_strategy': 'noauth',
-                'api_paste_config': paste,
+                'api_paste_config': self._write_paste(),
                 'bind_host': '127.0.0.1',
                 'bind_port': self.api_port,
                 'api_workers': 0,
@@ -221,8 +228,10 @@ class TackerService(object):
             'glance_store': {'stores': 'file', 'default_store': 'file',
                              'filesystem_store_datadir': self._p('glance')},
             'oslo_concurrency': {'lock_path': self._p('locks')},
-            'coordination': {'backend_url': 'file://%s'
-                             % self._p('coordination')},
+            # Tacker's locks of a VNF instance, held by whichever
+            # conductor (or, for v2, tacker-server) works on it: a tooz
+            # backend all hosts reach, not a host's files.
+            'coordination': {'backend_url': self.mariadb.tooz_url()},
             'tacker': {'vnflcm_mgmt_driver':
                        'vnflcm_noop,mgmt-drivers-kubernetes'},
             'vim_keys': {'openstack': self._p('fernet_keys')},

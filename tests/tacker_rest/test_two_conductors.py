@@ -13,11 +13,17 @@ that both operations complete. A conductor's log shows what it served:
 the Nova ids of the VNF's VMs (the driver checks their host keys; the
 other conductor, which may have sent the START notification, never sees
 them).
+
+The second conductor runs as on a host of its own (testbed/conductors.py),
+set up as the operator guide's "Several conductors" says: until the
+OpenStack VIM's key file is copied to it, its operation fails naming the
+VIM; the VNFs' locks are in the coordination backend all hosts reach.
 """
 
 import pytest
 
 from testbed import conductors
+from testbed import polling
 from testbed import tacker_lab
 from tests.tacker_rest import lifecycle_checks as checks
 from tests.tacker_rest import test_lifecycle as simple
@@ -45,14 +51,24 @@ def onboarded_with_two_conductors(lab, tmp_path_factory):
     lab.service.conductors.scale(1)
 
 
-def _request(lab, vim_id, vim_name):
-    request = lab.instantiate_request(vim_id)
+def _instantiate(lab, instance_id, vim_id, vim_name):
+    """POST instantiate (key logins: each conductor host has its own copy
+    of the key files); returns the operation's id."""
+    request = lab.instantiate_request(vim_id, login='key')
     request['additionalParams']['k8s_cluster_installation_param'][
         'vim_name'] = vim_name
-    return request
+    return lab.client.op_occ_id(lab.client.post(
+        '/vnflcm/v1/vnf_instances/%s/instantiate' % instance_id, request,
+        expect=202))
 
 
 def test_two_vnfs_at_once_one_per_conductor(onboarded_with_two_conductors):
+    """The second conductor's host lacks the OpenStack VIM's key file
+    until the guide's step copies it: its operation fails naming the
+    VIM, and the instantiate sent again after the copy completes (the
+    first conductor, on tacker-server's host, has the file). Both
+    operations hold their VNF's lock in the coordination backend every
+    host reaches."""
     lab, vnfd_id = onboarded_with_two_conductors
     queues = lab.service.conductors.topic_consumers()
     assert queues[conductors.TOPIC] >= 2, queues
@@ -65,30 +81,75 @@ def test_two_vnfs_at_once_one_per_conductor(onboarded_with_two_conductors):
             '/vnflcm/v1/vnf_instances', {'vnfdId': vnfd_id},
             expect=201).body['id']
         names[instance_id] = 'kubernetes_vim_two_%d' % n
-        ops[instance_id] = lab.client.op_occ_id(lab.client.post(
-            '/vnflcm/v1/vnf_instances/%s/instantiate' % instance_id,
-            _request(lab, vim_id, names[instance_id]), expect=202))
-    occs = {}
+        ops[instance_id] = _instantiate(lab, instance_id, vim_id,
+                                        names[instance_id])
+    locked = set()
     try:
-        for instance_id, op_id in ops.items():
-            occs[instance_id] = lab.client.wait_op(
-                op_id, tacker_lab.OP_TIMEOUT)
+        occs = _wait_ops(lab, ops, locked, ('FAILED_TEMP',))
+        failed = [i for i, occ in occs.items()
+                  if occ['operationState'] == 'FAILED_TEMP']
+        assert len(failed) == 1, occs
+        assert vim_id in occs[failed[0]]['error']['detail']
+        # Tacker leaves the instance INSTANTIATING (it fails reading the
+        # VIM again while recording the failure): no retry, but fail and
+        # instantiate again.
+        lab.service.conductors.distribute_vim_keys(1)
+        lab.op_action(ops[failed[0]], 'fail')
+        ops[failed[0]] = _instantiate(lab, failed[0], vim_id,
+                                      names[failed[0]])
+        occs = _wait_ops(lab, ops, locked)
         for instance_id, occ in occs.items():
             simple._completed(occ, 'INSTANTIATE')
             assert lab.instance(instance_id)['instantiationState'] == \
                 'INSTANTIATED'
-        registered = {v['name'] for v in checks.k8s_vims(lab)}
-        assert set(names.values()) <= registered
-        marks = {instance_id: [
-            vnfc['computeResource']['resourceId']
-            for vnfc in lab.vnfcs(instance_id)] for instance_id in names}
-        served = lab.service.conductors.served(marks)
-        assert sorted(served) == ['tacker-conductor', 'tacker-conductor-2']
-        assert sorted(sum(served.values(), [])) == sorted(names), served
-        assert all(len(ids) == 1 for ids in served.values()), served
+        assert locked == set(names)
+        _check_served(lab, names)
     finally:
         for instance_id in names:
             _terminate_and_delete(lab, instance_id)
+
+
+def _check_served(lab, names):
+    """Each VNF's VIM is registered, and its VMs are in the log of the
+    conductor that ran its instantiate (the first one, at least)."""
+    registered = {v['name'] for v in checks.k8s_vims(lab)}
+    assert set(names.values()) <= registered
+    marks = {instance_id: [
+        vnfc['computeResource']['resourceId']
+        for vnfc in lab.vnfcs(instance_id)] for instance_id in names}
+    served = lab.service.conductors.served(marks)
+    assert sorted(sum(served.values(), [])) == sorted(names), served
+    assert served['tacker-conductor'], served
+
+
+def _wait_ops(lab, ops, locked, any_of=()):
+    """Wait for the operations ({instance id: op id}) to end, or one to
+    reach a state of ``any_of``: {instance id: occurrence}. Adds to
+    ``locked`` each instance whose lock ``tacker-<id>`` was seen taken in
+    the MariaDB every host reaches (tooz's ``GET_LOCK``)."""
+    final = ('COMPLETED', 'FAILED_TEMP', 'FAILED', 'ROLLED_BACK')
+    occs = {}
+
+    def ended():
+        _see_locks(lab, sorted(set(ops) - locked), locked)
+        for instance_id, op_id in ops.items():
+            occs[instance_id] = lab.client.get(
+                '/vnflcm/v1/vnf_lcm_op_occs/%s' % op_id)
+        states = [occ['operationState'] for occ in occs.values()]
+        return set(states) & set(any_of) or set(states) <= set(final)
+    polling.wait_until(ended, 'the operations %s' % sorted(ops.values()),
+                       tacker_lab.OP_TIMEOUT, first_delay=0.5, max_delay=2)
+    return occs
+
+
+def _see_locks(lab, instance_ids, locked):
+    if instance_ids:
+        result = lab.service.mariadb.sql('SELECT %s;' % ', '.join(
+            "IS_USED_LOCK('tacker-%s') IS NOT NULL" % i
+            for i in instance_ids))
+        assert result.returncode == 0, result.stderr
+        row = result.stdout.splitlines()[-1].split()
+        locked.update(i for i, used in zip(instance_ids, row) if used == '1')
 
 
 def _terminate_and_delete(lab, instance_id):
