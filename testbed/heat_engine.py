@@ -7,8 +7,10 @@ would, on the testbed (testbed/hosts.py) instead of Nova, Neutron and
 Cinder:
 
 * ``OS::Nova::Server`` boots a test host (a network namespace with sshd),
-  made a VM of the user guide's VNF with ``virtual_vnf.prepare_guest``; Nova's
-  console log of the server is the host's (with its real host key); its
+  made a VM of the user guide's VNF with ``virtual_vnf.prepare_guest``; as
+  on Nova, the server is ACTIVE while its guest still boots: sshd starts
+  later, and cloud-init prints the host keys on the console later still;
+  Nova's console log of the server is the host's (with its real host key); its
   guest host name is the one cloud-init would set from its Nova name
   (testbed.cloud_init), so the members of a scaling group share it;
 * ``OS::Neutron::Port`` gets the address of the host whose ``networks``
@@ -64,6 +66,10 @@ from testbed import openstack_model
 from testbed import virtual_vnf
 
 LOG = logging.getLogger(__name__)
+# Seconds from ACTIVE to sshd, and from sshd to the host keys on the
+# console: a real guest takes tens of seconds for both, in this order;
+# short here, as every operation of the Tacker lab waits for them.
+BOOT_DELAYS = (2.0, 1.0)
 
 
 class HeatEngine(heat_servers.ServersMixin, heat_groups.GroupsMixin):
@@ -77,11 +83,14 @@ class HeatEngine(heat_servers.ServersMixin, heat_groups.GroupsMixin):
     ``boot_hooks``: callables run as ``hook(host)`` on every server's host
     once it is prepared, before the server is ACTIVE: a test arms faults
     (testbed.faults) on the VMs an operation boots.
+    ``boot_delays``: (seconds from ACTIVE until sshd starts, seconds from
+    then until the host keys are on the console).
     """
 
     def __init__(self, testbed=None, purge_packages=('nfs-kernel-server',),
-                 volume_size_mb=256, prepare=None):
+                 volume_size_mb=256, prepare=None, boot_delays=BOOT_DELAYS):
         self.testbed = testbed
+        self.boot_delays = boot_delays
         self._own_testbed = testbed is None
         self._purge = purge_packages
         self.volume_size_mb = volume_size_mb

@@ -366,9 +366,10 @@ class Testbed:
         cleanup.raise_first()
 
     def add_host(self, name, role, volumes=0, volume_size_mb=256,
-                 hostname=None):
+                 hostname=None, hold_sshd=False):
         """Boot a VM with an sshd and `volumes` blank disks (/dev/vdb, ...);
-        `hostname`: its guest host name (default: `name`)."""
+        `hostname`: its guest host name (default: `name`); with `hold_sshd`
+        sshd starts once a line is written to host_scripts.SSHD_GO in it."""
         if role not in ROLES:
             raise ValueError(f'role must be one of {ROLES}, not {role!r}')
         if name in self.hosts:
@@ -376,7 +377,7 @@ class Testbed:
         disks = [self._new_volume(name, volume_size_mb)
                  for _ in range(volumes)]
         host = self._start_host(name, role, self._free_ip(), disks,
-                                hostname or name)
+                                hostname or name, hold_sshd)
         self._refresh_hosts_files()
         return host
 
@@ -390,7 +391,8 @@ class Testbed:
         address, network and disks stay until it is replaced or removed."""
         self._kill(self.hosts[name])
 
-    def replace_host(self, name, same_ip=True, keep_volumes=False):
+    def replace_host(self, name, same_ip=True, keep_volumes=False,
+                     hold_sshd=False):
         """Replace a VM by a fresh one, as a heal does.
 
         The new VM has a fresh root fs; with keep_volumes its disks are the
@@ -404,7 +406,8 @@ class Testbed:
             disks = old._disks
         else:
             disks = [self._new_volume(name, d.size_mb) for d in old._disks]
-        host = self._start_host(name, old.role, ip, disks, old.hostname)
+        host = self._start_host(name, old.role, ip, disks, old.hostname,
+                                hold_sshd)
         self._refresh_hosts_files()
         return host
 
@@ -528,7 +531,7 @@ class Testbed:
                             self._hosts_file(host.hostname, host.ip) +
                             (block.group() if block else ''))
 
-    def _start_host(self, name, role, ip, disks, hostname):
+    def _start_host(self, name, role, ip, disks, hostname, hold_sshd=False):
         """Boot a host; on any failure, undo what was done and re-raise."""
         self._seq += 1
         host = Host(name, role, ip, self.username, self.password, hostname)
@@ -554,18 +557,21 @@ class Testbed:
             self._plug(host)
             devices = [f'{os.path.basename(path)}={disk.devno}'
                        for path, disk in zip(host.volumes, disks)]
+            init = host_scripts.HELD_SSHD if hold_sshd else host_scripts.SSHD
             with open(os.path.join(host._dir, 'sshd.log'), 'w') as log:
                 host._proc = subprocess.Popen(
                     ['ip', 'netns', 'exec', host._netns, *self._unshare(
                         f'{host._dir}/root', upper, f'{host._dir}/work',
-                        hostname, *devices, '--', '/usr/sbin/sshd', '-D',
-                        '-e')],
+                        hostname, *devices, '--', *init)],
                     stdin=subprocess.DEVNULL, stdout=log,
                     stderr=subprocess.STDOUT)
             host.pid = polling.wait_until(lambda: self._init_pid(host),
                                           f'{name} to boot')
-            polling.wait_until(lambda: self._sshd_ready(host),
-                               f'sshd on {name}')
+            # Until PID 1 is chrooted (sshd answers, or waits on its FIFO),
+            # a host.run() would reach the runner's own root.
+            polling.wait_until(lambda: self._init_pid(host) and os.path.exists(
+                f'/proc/{host.pid}/root{host_scripts.SSHD_GO}') if hold_sshd
+                else self._sshd_ready(host), f'sshd on {name}')
         except BaseException:
             self._stop_host(host, free_volumes=True)
             raise

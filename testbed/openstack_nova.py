@@ -10,6 +10,8 @@ Mixed into openstack_api.FakeOpenStack.
 import re
 import urllib.parse
 
+from testbed import cloud_init
+
 NOVA_PREFIX = '/compute/v2.1'
 
 
@@ -41,6 +43,8 @@ class NovaMixin(object):
                                   % server_id)
             status = self._console_failures.get(server_id)
             output = self._consoles[server_id]
+            self.console_reads.append(
+                (server_id, cloud_init.KEYS_BEGIN in output))
         if status is not None:
             return nova_error(status, 'computeFault',
                               'Console output of %s is not available.'
