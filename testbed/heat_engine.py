@@ -31,8 +31,9 @@ Cinder:
   volume was marked unhealthy too, which gives blank new volumes; a group
   whose ``desired_capacity`` changed is resized;
 * Nova's ``os-stop`` of a server (``stop_server``) powers its host off:
-  the Node on it becomes unreachable (testbed.node_lifecycle) and the
-  server SHUTOFF, until a heal replaces it;
+  the Node on it becomes unreachable after ``node_grace_period``
+  (testbed.node_lifecycle) and the server SHUTOFF, until a heal replaces
+  it;
 * stack delete removes every host and volume; the stack keeps answering by
   id with ``DELETE_COMPLETE``.
 
@@ -85,12 +86,17 @@ class HeatEngine(heat_servers.ServersMixin, heat_groups.GroupsMixin):
     (testbed.faults) on the VMs an operation boots.
     ``boot_delays``: (seconds from ACTIVE until sshd starts, seconds from
     then until the host keys are on the console).
+    ``node_grace_period``: seconds from a server's os-stop until its Node is
+    unreachable (node_lifecycle.GRACE_PERIOD for a test that depends on
+    the real one, e.g. an auto-heal; at once by default).
     """
 
     def __init__(self, testbed=None, purge_packages=('nfs-kernel-server',),
-                 volume_size_mb=256, prepare=None, boot_delays=BOOT_DELAYS):
+                 volume_size_mb=256, prepare=None, boot_delays=BOOT_DELAYS,
+                 node_grace_period=0.0):
         self.testbed = testbed
         self.boot_delays = boot_delays
+        self.node_grace_period = node_grace_period
         self._own_testbed = testbed is None
         self._purge = purge_packages
         self.volume_size_mb = volume_size_mb

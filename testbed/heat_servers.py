@@ -303,7 +303,7 @@ class ServersMixin(object):
         def stop():
             node_lifecycle.power_off(self.testbed,
                                      self._kube(stack, create=False),
-                                     host_name)
+                                     host_name, self.node_grace_period)
             with self._lock:
                 server.attributes.update({
                     'status': 'SHUTOFF', 'OS-EXT-STS:vm_state': 'stopped',
