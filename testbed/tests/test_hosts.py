@@ -16,10 +16,12 @@ import threading
 import paramiko
 import pytest
 
+from testbed import host_scripts
 from testbed import hosts
 from testbed.hosts import require_testbed
 from testbed.hosts import Testbed
 from testbed import nfs
+from testbed import polling
 from testbed import processes
 
 SKIP_REASON = require_testbed()
@@ -305,6 +307,22 @@ def test_replace_host_gives_a_fresh_root(make_testbed):
     moved = testbed.replace_host('worker', same_ip=False)
     assert moved.ip != new.ip
     with moved.ssh_client() as client:
+        assert ssh(client, 'hostname') == (0, 'worker\n')
+
+    # A VM still booting (hold_sshd): no sshd yet, but its own root from
+    # the start (every host's /etc/hosts was just rewritten), until its
+    # sshd is let go.
+    held = testbed.replace_host('worker', hold_sshd=True)
+    marker = f'{testbed.prefix}-held'
+    held.write_file(f'/etc/{marker}', 'x\n')
+    assert not os.path.exists(f'/etc/{marker}')
+    assert os.path.exists(os.path.join(held.written_files_dir, 'etc',
+                                       marker))
+    assert 'worker' in held.read_file('/etc/hosts')
+    assert hosts.tcp_banner(held.ip, 22) == b''
+    held.run(f'echo > {host_scripts.SSHD_GO}')
+    polling.wait_until(lambda: hosts.tcp_banner(held.ip, 22), 'sshd')
+    with held.ssh_client() as client:
         assert ssh(client, 'hostname') == (0, 'worker\n')
 
 
