@@ -139,6 +139,15 @@ finished at Mon, 08 Jan 2024 10:11:12 +0000. Up 12.00 seconds
 Ubuntu 22.04.3 LTS {name} ttyS0
 
 {name} login: """
+KEYS_BEGIN = '-----BEGIN SSH HOST KEY KEYS-----'
+
+
+def console_so_far(log, sshd_started):
+    """The part of a CONSOLE_LOG that a VM still booting has printed: its
+    kernel's first lines, up to the lines before keys_to_console's once
+    its sshd has started (the host keys come last)."""
+    marker = '<14>' if sshd_started else '[  OK  ] Started OpenBSD'
+    return log[:log.index(marker)]
 
 
 def server_name(props, stack_name, resource_name, short_id):
@@ -230,7 +239,9 @@ def first_boot(host, plan):
     command = ' '.join(map(shlex.quote, ('sh', '-c', FIRST_BOOT_SCRIPT,
                                          'first-boot') + plan.argv))
     host.run(command, input=plan.stdin)
-    if plan.restart_sshd:
+    # A guest still booting (hosts' hold_sshd) reads the settings when its
+    # sshd starts.
+    if plan.restart_sshd and listening:
         _reload_sshd(host, listening)
 
 

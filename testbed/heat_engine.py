@@ -12,8 +12,10 @@ Cinder:
   it the public key of its ``key_name`` (a keypair of the fake Nova, or
   the server fails as Heat refuses it) and runs its user data
   (testbed.cloud_init: without either, a stock guest has no login); it is
-  made a VM of the user guide's VNF with ``virtual_vnf.prepare_guest``; Nova's
-  console log of the server is the host's (with its real host key); its
+  made a VM of the user guide's VNF with ``virtual_vnf.prepare_guest``; as
+  on Nova, the server is ACTIVE while its guest still boots: sshd starts
+  later, and cloud-init prints the host keys on the console later still;
+  Nova's console log of the server is the host's (with its real host key); its
   guest host name is the one cloud-init would set from its Nova name
   (testbed.cloud_init), so the members of a scaling group share it;
 * ``OS::Neutron::Port`` gets the address of the host whose ``networks``
@@ -34,8 +36,9 @@ Cinder:
   volume was marked unhealthy too, which gives blank new volumes; a group
   whose ``desired_capacity`` changed is resized;
 * Nova's ``os-stop`` of a server (``stop_server``) powers its host off:
-  the Node on it becomes unreachable (testbed.node_lifecycle) and the
-  server SHUTOFF, until a heal replaces it;
+  the Node on it becomes unreachable after ``node_grace_period``
+  (testbed.node_lifecycle) and the server SHUTOFF, until a heal replaces
+  it;
 * stack delete removes every host and volume; the stack keeps answering by
   id with ``DELETE_COMPLETE``.
 
@@ -69,6 +72,10 @@ from testbed import openstack_model
 from testbed import virtual_vnf
 
 LOG = logging.getLogger(__name__)
+# Seconds from ACTIVE to sshd, and from sshd to the host keys on the
+# console: a real guest takes tens of seconds for both, in this order;
+# short here, as every operation of the Tacker lab waits for them.
+BOOT_DELAYS = (2.0, 1.0)
 
 
 class HeatEngine(heat_servers.ServersMixin, heat_groups.GroupsMixin):
@@ -84,12 +91,20 @@ class HeatEngine(heat_servers.ServersMixin, heat_groups.GroupsMixin):
     (testbed.faults) on the VMs an operation boots.
     ``prepared_images``: the Glance image names that are the seeds'
     prepared image (testbed.cloud_init.PREPARED); any other is a stock one.
+    ``boot_delays``: (seconds from ACTIVE until sshd starts, seconds from
+    then until the host keys are on the console).
+    ``node_grace_period``: seconds from a server's os-stop until its Node is
+    unreachable (node_lifecycle.GRACE_PERIOD for a test that depends on
+    the real one, e.g. an auto-heal; at once by default).
     """
 
     def __init__(self, testbed=None, purge_packages=('nfs-kernel-server',),
-                 volume_size_mb=256, prepare=None, prepared_images=()):
+                 volume_size_mb=256, prepare=None, prepared_images=(),
+                 boot_delays=BOOT_DELAYS, node_grace_period=0.0):
         self.testbed = testbed
         self.prepared_images = frozenset(prepared_images)
+        self.boot_delays = boot_delays
+        self.node_grace_period = node_grace_period
         self._own_testbed = testbed is None
         self._purge = purge_packages
         self.volume_size_mb = volume_size_mb

@@ -8,14 +8,18 @@ order; a port no server uses gets a free address of the testbed subnet.
 """
 
 import ipaddress
+import threading
 import time
 import uuid
 
 from testbed import cloud_init
 from testbed import heat_template
+from testbed import host_scripts
+from testbed import hosts
 from testbed import kubeapi
 from testbed import node_lifecycle
 from testbed import openstack_model
+from testbed import polling
 from testbed import virtual_vnf
 
 
@@ -120,7 +124,8 @@ class ServersMixin(object):
         host = self.testbed.add_host(
             host_name, role, volumes=len(volumes),
             volume_size_mb=self.volume_size_mb,
-            hostname=cloud_init.guest_host_name(display_name))
+            hostname=cloud_init.guest_host_name(display_name),
+            hold_sshd=True)
         self._check_address(host.ip)
         self._prepare_host(host, stack, first_boot)
         for hook in list(self.boot_hooks):
@@ -132,11 +137,14 @@ class ServersMixin(object):
             time.monotonic() - started))
 
     def _bind_server(self, stack, server, host, volumes):
-        """Point a server resource (and its volumes) at a booted host."""
+        """Point a server resource (and its volumes) at a booted host,
+        ACTIVE while the guest still boots (see _finish_boot)."""
         server_id = server.physical_resource_id
+        console = host.console_output()
         with self._lock:
             self.hosts[server_id] = host.name
-            self.fake._consoles[server_id] = host.console_output()
+            self.fake._consoles[server_id] = cloud_init.console_so_far(
+                console, sshd_started=False)
             server.attributes = {
                 'id': server_id, 'name': server.attributes['name'],
                 'status': 'ACTIVE', 'OS-EXT-STS:vm_state': 'active',
@@ -158,6 +166,36 @@ class ServersMixin(object):
                 self._set_port(port, host.ip, server_id)
                 if port.status != 'CREATE_COMPLETE':
                     self._complete(port)
+        self._finish_boot(server, host, console)
+
+    def _finish_boot(self, server, host, console):
+        """The rest of a guest's boot after Nova calls it ACTIVE, as a real
+        one takes: sshd starts boot_delays[0] s later, cloud-init prints the
+        host keys on the ``console`` boot_delays[1] s after that. sshd is
+        started in the work queue, so never on a host replaced, removed or
+        powered off meanwhile."""
+        server_id = server.physical_resource_id
+        sshd_delay, keys_delay = self.boot_delays
+
+        def show(text):
+            with self._lock:
+                if server_id in self.fake._consoles:  # not gone meanwhile
+                    self.fake._consoles[server_id] = text
+
+        def start_sshd():
+            with self._lock:
+                booting = (self.hosts.get(server_id) == host.name and
+                           server.attributes.get('status') == 'ACTIVE')
+            if booting:
+                host.run('echo > %s' % host_scripts.SSHD_GO)
+                polling.wait_until(lambda: hosts.tcp_banner(
+                    host.ip, 22).startswith(b'SSH-'), 'sshd of %s' % host.name)
+                show(cloud_init.console_so_far(console, sshd_started=True))
+                _later(keys_delay, show, console)
+                self._note('sshd of %s started' % host.name)
+
+        _later(sshd_delay, self._submit, 'sshd of %s' % host.name,
+               start_sshd, lambda reason: None)
 
     def _create_port(self, stack, name, resource_type, props, files,
                      definitions):
@@ -239,7 +277,8 @@ class ServersMixin(object):
             server.status = 'UPDATE_IN_PROGRESS'
             self.fake._consoles.pop(old_id, None)
         host = self.testbed.replace_host(host_name, same_ip=True,
-                                         keep_volumes=not blank)
+                                         keep_volumes=not blank,
+                                         hold_sshd=True)
         self._check_address(host.ip)
         self._prepare_host(host, stack, first_boot)
         new_id = str(uuid.uuid4())
@@ -285,7 +324,7 @@ class ServersMixin(object):
         def stop():
             node_lifecycle.power_off(self.testbed,
                                      self._kube(stack, create=False),
-                                     host_name)
+                                     host_name, self.node_grace_period)
             with self._lock:
                 server.attributes.update({
                     'status': 'SHUTOFF', 'OS-EXT-STS:vm_state': 'stopped',
@@ -311,3 +350,10 @@ class ServersMixin(object):
     def _release_port(self, resource):
         for entry in resource.attributes.get('fixed_ips') or []:
             self._reserved.discard(entry['ip_address'])
+
+
+def _later(delay, func, *args):
+    """Call func(*args) in delay seconds, from a timer thread."""
+    timer = threading.Timer(delay, func, args)
+    timer.daemon = True
+    timer.start()

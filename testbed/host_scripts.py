@@ -94,3 +94,10 @@ if [ -n "$2" ]; then
     rm -rf "$2"
 fi
 '''
+
+# A host's PID 1: sshd, or with hold_sshd (a VM still booting), a shell
+# that waits for a line on SSHD_GO, then becomes sshd.
+SSHD = ('/usr/sbin/sshd', '-D', '-e')
+SSHD_GO = '/run/testbed-sshd-go'
+HELD_SSHD = ('/bin/sh', '-c', f'mkfifo -m 600 {SSHD_GO}; read -r _ < '
+             f'{SSHD_GO}; exec {" ".join(SSHD)}')

@@ -10,7 +10,6 @@ and mounts vanish, which is how a VM lost to a heal is simulated.
 """
 
 import contextlib
-import fcntl
 import ipaddress
 import os
 import re
@@ -29,6 +28,7 @@ from testbed import host_scripts
 from testbed import polling
 from testbed import processes
 from testbed import standins
+from testbed import subnets
 
 ROLES = ('storage', 'master', 'worker')
 HOST_PATH = '/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin'
@@ -84,51 +84,6 @@ def tcp_banner(ip, port, timeout=1.0):
             return sock.recv(64)
     except OSError:
         return b''
-
-
-def _used_networks():
-    """IPv4 networks already on this machine, from addresses and routes."""
-    networks = []
-    for line in _run(['ip', '-4', '-o', 'addr', 'show']).splitlines():
-        fields = line.split()
-        networks.append(ipaddress.ip_interface(
-            fields[fields.index('inet') + 1]).network)
-    for line in _run(['ip', '-4', 'route', 'show']).splitlines():
-        destination = line.split()[0]
-        if destination != 'default':
-            networks.append(ipaddress.ip_network(destination, strict=False))
-    return networks
-
-
-# The test clusters' Service network (Kubernetes' default): the driver
-# refuses a node network that overlaps it, so no testbed network is in it.
-KUBERNETES_SERVICE_NETWORK = ipaddress.ip_network('10.96.0.0/12')
-NETWORK_LOCK = os.path.join(tempfile.gettempdir(), 'testbed-networks.lock')
-
-
-@contextlib.contextmanager
-def _network_lock():
-    """Held from picking a subnet until its bridge has it: testbeds
-    starting side by side (xdist workers) never pick the same one."""
-    with open(NETWORK_LOCK, 'a') as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)  # closing the file releases it
-        yield
-
-
-def _free_subnet():
-    """Pick a random 10.x.y.0/24 that overlaps nothing on this machine nor
-    the test clusters' Service network.
-
-    secrets (not random) so that pytest plugins reseeding `random` cannot
-    make parallel workers pick the same subnet.
-    """
-    used = _used_networks() + [KUBERNETES_SERVICE_NETWORK]
-    for _ in range(100):
-        net = ipaddress.ip_network(
-            f'10.{1 + secrets.randbelow(254)}.{secrets.randbelow(256)}.0/24')
-        if not any(net.overlaps(u) for u in used):
-            return net
-    raise RuntimeError('no free 10.x.y.0/24 subnet found')
 
 
 def _mac_for(ip):
@@ -353,12 +308,13 @@ class Testbed:
                   f'{self.prefix}-client', '-f', self.client_key_file])
             self._build_base()
             self._build_role_images()
-            with _network_lock():
-                self._subnet = self._subnet or _free_subnet()
+            with subnets.network_lock():
+                self._subnet = self._subnet or subnets.free_subnet()
                 self.bridge_ip = str(self._subnet[1])
                 self._add_bridge(self.bridge, self._subnet)
                 if self.cluster_bridge:
-                    self.cluster_subnet = _free_subnet()  # after the first
+                    # After the first: it is taken by then.
+                    self.cluster_subnet = subnets.free_subnet()
                     self._add_bridge(self.cluster_bridge,
                                      self.cluster_subnet)
         except BaseException:
@@ -380,9 +336,10 @@ class Testbed:
         cleanup.raise_first()
 
     def add_host(self, name, role, volumes=0, volume_size_mb=256,
-                 hostname=None):
+                 hostname=None, hold_sshd=False):
         """Boot a VM with an sshd and `volumes` blank disks (/dev/vdb, ...);
-        `hostname`: its guest host name (default: `name`)."""
+        `hostname`: its guest host name (default: `name`); with `hold_sshd`
+        sshd starts once a line is written to host_scripts.SSHD_GO in it."""
         if role not in ROLES:
             raise ValueError(f'role must be one of {ROLES}, not {role!r}')
         if name in self.hosts:
@@ -390,7 +347,7 @@ class Testbed:
         disks = [self._new_volume(name, volume_size_mb)
                  for _ in range(volumes)]
         host = self._start_host(name, role, self._free_ip(), disks,
-                                hostname or name)
+                                hostname or name, hold_sshd)
         self._refresh_hosts_files()
         return host
 
@@ -404,7 +361,8 @@ class Testbed:
         address, network and disks stay until it is replaced or removed."""
         self._kill(self.hosts[name])
 
-    def replace_host(self, name, same_ip=True, keep_volumes=False):
+    def replace_host(self, name, same_ip=True, keep_volumes=False,
+                     hold_sshd=False):
         """Replace a VM by a fresh one, as a heal does.
 
         The new VM has a fresh root fs; with keep_volumes its disks are the
@@ -418,7 +376,8 @@ class Testbed:
             disks = old._disks
         else:
             disks = [self._new_volume(name, d.size_mb) for d in old._disks]
-        host = self._start_host(name, old.role, ip, disks, old.hostname)
+        host = self._start_host(name, old.role, ip, disks, old.hostname,
+                                hold_sshd)
         self._refresh_hosts_files()
         return host
 
@@ -542,7 +501,7 @@ class Testbed:
                             self._hosts_file(host.hostname, host.ip) +
                             (block.group() if block else ''))
 
-    def _start_host(self, name, role, ip, disks, hostname):
+    def _start_host(self, name, role, ip, disks, hostname, hold_sshd=False):
         """Boot a host; on any failure, undo what was done and re-raise."""
         self._seq += 1
         host = Host(name, role, ip, self.username, self.password, hostname)
@@ -568,18 +527,21 @@ class Testbed:
             self._plug(host)
             devices = [f'{os.path.basename(path)}={disk.devno}'
                        for path, disk in zip(host.volumes, disks)]
+            init = host_scripts.HELD_SSHD if hold_sshd else host_scripts.SSHD
             with open(os.path.join(host._dir, 'sshd.log'), 'w') as log:
                 host._proc = subprocess.Popen(
                     ['ip', 'netns', 'exec', host._netns, *self._unshare(
                         f'{host._dir}/root', upper, f'{host._dir}/work',
-                        hostname, *devices, '--', '/usr/sbin/sshd', '-D',
-                        '-e')],
+                        hostname, *devices, '--', *init)],
                     stdin=subprocess.DEVNULL, stdout=log,
                     stderr=subprocess.STDOUT)
             host.pid = polling.wait_until(lambda: self._init_pid(host),
                                           f'{name} to boot')
-            polling.wait_until(lambda: self._sshd_ready(host),
-                               f'sshd on {name}')
+            # Until PID 1 is chrooted (sshd answers, or waits on its FIFO),
+            # a host.run() would reach the runner's own root.
+            polling.wait_until(lambda: self._init_pid(host) and os.path.exists(
+                f'/proc/{host.pid}/root{host_scripts.SSHD_GO}') if hold_sshd
+                else self._sshd_ready(host), f'sshd on {name}')
         except BaseException:
             self._stop_host(host, free_volumes=True)
             raise

@@ -92,6 +92,8 @@ class FakeOpenStack(openstack_keystone.KeystoneMixin,
         self._lock = threading.RLock()
         self._stacks = {}
         self._consoles = {}  # Nova server id -> console log
+        # (Nova server id, whether it showed host keys) of each console read
+        self.console_reads = []
         self._console_failures = {}  # Nova server id -> HTTP status
         self._keypairs = {}  # Nova keypair name -> its public key
         self._tokens = set()

@@ -19,6 +19,8 @@ import re
 import struct
 import urllib.parse
 
+from testbed import cloud_init
+
 NOVA_PREFIX = '/compute/v2.1'
 # Nova's keypair names: 1 to 255 of these characters.
 KEYPAIR_NAME = re.compile(r'[A-Za-z0-9 _.@-]{1,255}')
@@ -61,6 +63,8 @@ class NovaMixin(object):
                                   % server_id)
             status = self._console_failures.get(server_id)
             output = self._consoles[server_id]
+            self.console_reads.append(
+                (server_id, cloud_init.KEYS_BEGIN in output))
         if status is not None:
             return nova_error(status, 'computeFault',
                               'Console output of %s is not available.'

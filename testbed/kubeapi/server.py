@@ -266,11 +266,16 @@ class KubeApiServer(store.Store, controllers.Controllers,
             new = patches.merge(old, {'status': status}, strategic=False)
             return copy.deepcopy(self._update(res, old, new, 'status'))
 
-    def lose_node(self, name: str) -> None:
+    def lose_node(self, name: str, uid: Optional[str] = None) -> None:
         """The Node's VM is off: the node lifecycle controller marks it
         unreachable (testbed.node_lifecycle) and its pods stay, an evicted
-        or deleted one Terminating, until the Node is deleted."""
+        or deleted one Terminating, until the Node is deleted. With ``uid``
+        only that Node: not one deleted, nor one registered anew."""
         with self._cond:
+            node = self._objects[kinds.NODE].get((None, name))
+            if uid is not None and uid != (node or {}).get(
+                    'metadata', {}).get('uid'):
+                return  # deleted, or registered anew, meanwhile
             self._commit(kinds.NODE, node_lifecycle.unreachable(
                 self._get(kinds.NODE, None, name)))
 

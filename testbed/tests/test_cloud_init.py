@@ -1,7 +1,9 @@
-"""The guest host names the testbed gives, as Nova and cloud-init would."""
+"""The guest host names and console logs the testbed gives, as Nova and
+cloud-init would."""
 
 import pytest
 
+from kubernetes_mgmt_pv.remote import host_keys
 from testbed import cloud_init
 
 
@@ -96,3 +98,18 @@ def test_first_boot_plan(image, key, user_data, data_format, expected):
 def test_user_data_the_lab_cannot_run_is_refused(user_data):
     with pytest.raises(cloud_init.UserDataError):
         cloud_init.plan_first_boot(cloud_init.STOCK, KEY, user_data, 'RAW')
+
+
+def test_a_booting_vms_console_shows_sshd_then_its_host_keys():
+    log = cloud_init.CONSOLE_LOG.format(
+        name='vm', rule='#' * 61,
+        fingerprint='256 SHA256:%s root@vm (ED25519)' % ('A' * 43),
+        public_key='ssh-ed25519 AAAAC3NzaC1lZDI1NTE5 root@vm')
+    booting = cloud_init.console_so_far(log, sshd_started=False)
+    sshd = cloud_init.console_so_far(log, sshd_started=True)
+    assert log.startswith(sshd) and sshd.startswith(booting)
+    assert 'Secure Shell' not in booting and 'Secure Shell' in sshd
+    # The driver finds no host keys on either, until the whole log.
+    assert host_keys.parse_console_fingerprints(booting) is None
+    assert host_keys.parse_console_fingerprints(sshd) is None
+    assert 'SHA256:' + 'A' * 43 in host_keys.parse_console_fingerprints(log)

@@ -17,11 +17,14 @@ import paramiko
 import pytest
 
 from testbed import faults
+from testbed import host_scripts
 from testbed import hosts
 from testbed.hosts import require_testbed
 from testbed.hosts import Testbed
 from testbed import nfs
+from testbed import polling
 from testbed import processes
+from testbed import subnets
 
 SKIP_REASON = require_testbed()
 needs_testbed = pytest.mark.skipif(SKIP_REASON is not None,
@@ -308,6 +311,22 @@ def test_replace_host_gives_a_fresh_root(make_testbed):
     with moved.ssh_client() as client:
         assert ssh(client, 'hostname') == (0, 'worker\n')
 
+    # A VM still booting (hold_sshd): no sshd yet, but its own root from
+    # the start (every host's /etc/hosts was just rewritten), until its
+    # sshd is let go.
+    held = testbed.replace_host('worker', hold_sshd=True)
+    marker = f'{testbed.prefix}-held'
+    held.write_file(f'/etc/{marker}', 'x\n')
+    assert not os.path.exists(f'/etc/{marker}')
+    assert os.path.exists(os.path.join(held.written_files_dir, 'etc',
+                                       marker))
+    assert 'worker' in held.read_file('/etc/hosts')
+    assert hosts.tcp_banner(held.ip, 22) == b''
+    held.run(f'echo > {host_scripts.SSHD_GO}')
+    polling.wait_until(lambda: hosts.tcp_banner(held.ip, 22), 'sshd')
+    with held.ssh_client() as client:
+        assert ssh(client, 'hostname') == (0, 'worker\n')
+
 
 @needs_testbed
 def test_a_host_that_is_not_running_takes_no_command(make_testbed):
@@ -548,7 +567,7 @@ def test_the_bridge_keeps_its_mac_when_vms_come_and_go(tb):
 def test_no_subnet_falls_in_the_clusters_service_network(monkeypatch):
     """The driver refuses a node network inside the Service network, so a
     test run whose random subnet landed there would fail."""
-    monkeypatch.setattr(hosts, '_used_networks', lambda: [])
-    picked = [hosts._free_subnet() for _ in range(500)]
+    monkeypatch.setattr(subnets, 'used_networks', lambda: [])
+    picked = [subnets.free_subnet() for _ in range(500)]
     assert not [net for net in picked
-                if net.overlaps(hosts.KUBERNETES_SERVICE_NETWORK)]
+                if net.overlaps(subnets.KUBERNETES_SERVICE_NETWORK)]

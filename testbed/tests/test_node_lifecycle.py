@@ -5,6 +5,7 @@ them, and deleting the Node lets the pod garbage collector take them."""
 import json
 import subprocess
 import time
+import types
 
 import pytest
 
@@ -95,3 +96,40 @@ def test_a_pending_pod_does_not_start_on_a_lost_node(server):
     assert server.wait_for(
         lambda: phases(server).get('elsewhere') == ('Running', False))
     assert phases(server)['late'] == ('Pending', False)
+
+
+def ready(server, name):
+    return {c['type']: c['status'] for c in server.get('node', name)[
+        'status']['conditions']}['Ready']
+
+
+def test_a_powered_off_node_stays_ready_for_the_grace_period(server):
+    server.create(node('worker-1', '10.10.0.6'))
+    server.create(node('worker-2', '10.10.0.7'))
+    powered_off = []
+    testbed = types.SimpleNamespace(
+        hosts={'vm1': types.SimpleNamespace(ip='10.10.0.6')},
+        power_off=powered_off.append)
+    started = time.monotonic()
+    node_lifecycle.power_off(testbed, server, 'vm1', grace_period=1.5)
+    assert powered_off == ['vm1']
+    # The controller has not noticed the silent kubelet yet.
+    assert ready(server, 'worker-1') == 'True'
+    assert not node_lifecycle.kubelet_gone(server.get('node', 'worker-1'))
+    assert server.wait_for(lambda: node_lifecycle.kubelet_gone(
+        server.get('node', 'worker-1')))
+    assert time.monotonic() - started >= 1.5
+    assert ready(server, 'worker-1') == 'Unknown'
+    assert ready(server, 'worker-2') == 'True'
+
+
+def test_the_grace_period_ends_for_the_lost_node_only(server):
+    """A Node deleted and registered anew before the grace period ends (a
+    heal) is not the one that was lost."""
+    old_uid = server.create(node('worker-1', '10.10.0.6'))['metadata']['uid']
+    server.delete('node', 'worker-1')
+    server.lose_node('worker-1', uid=old_uid)  # deleted meanwhile: no-op
+    server.create(node('worker-1', '10.10.0.6'))
+    server.lose_node('worker-1', uid=old_uid)
+    assert ready(server, 'worker-1') == 'True'
+    assert not node_lifecycle.kubelet_gone(server.get('node', 'worker-1'))

@@ -23,6 +23,7 @@ from kubernetes_mgmt_pv.remote import remote
 from testbed import heat_engine
 from testbed import hosts
 from testbed import openstack_api
+from testbed import polling
 
 BASEHOT = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(
     os.path.abspath(__file__)))), 'samples', 'kubernetes_pv_vnf', 'BaseHOT')
@@ -35,7 +36,8 @@ def cloud():
     reason = hosts.require_testbed()
     if reason:
         pytest.skip(reason)
-    engine = heat_engine.HeatEngine()
+    # Longer than the default, so the test sees each stage of a boot.
+    engine = heat_engine.HeatEngine(boot_delays=(4.0, 1.0))
     fake = openstack_api.FakeOpenStack(heat_engine=engine)
     engine.start()
     fake.start()
@@ -135,6 +137,27 @@ def idle(heat, stack_id, group):
                        for r in members(heat, stack_id, group))
 
 
+def sshd_answers(host):
+    return hosts.tcp_banner(host.ip, 22).startswith(b'SSH-')
+
+
+def check_boot_order(cloud, server_ids):
+    """As on Nova, the last server of those just made ACTIVE has not
+    booted yet: its sshd starts later, and its console shows its host keys
+    only after that."""
+    engine = cloud.engine
+    server_id = max(server_ids, key=list(engine.hosts).index)
+    host = engine.testbed.hosts[engine.hosts[server_id]]
+    full = host.console_output()
+    assert not sshd_answers(host)
+    assert cloud._consoles[server_id] != full
+    polling.wait_until(lambda: sshd_answers(host), 'sshd', 30,
+                       max_delay=0.05)
+    assert cloud._consoles[server_id] != full
+    polling.wait_until(lambda: cloud._consoles[server_id] == full,
+                       'the host keys on the console', 30, max_delay=0.05)
+
+
 def test_simple_flavour_lifecycle(cloud, heat):
     engine = cloud.engine
     testbed = engine.testbed
@@ -157,8 +180,7 @@ def test_simple_flavour_lifecycle(cloud, heat):
     volume = heat.resources.get(stack_id, 'storage_server_volume')
     assert volume.attributes['attachments'][0]['device'] == '/dev/vdb'
     assert storage.volumes == ['/dev/vdb']
-    assert cloud._consoles[storage_server.physical_resource_id] == \
-        storage.console_output()
+    check_boot_order(cloud, [s.physical_resource_id for s in servers])
     # A Kubernetes API server for the cluster of this stack.
     assert list(engine.kubes) == [stack_id]
     # Nested stacks by owner, as Tacker walks them.
@@ -209,7 +231,7 @@ def test_simple_flavour_lifecycle(cloud, heat):
          'UPDATE_IN_PROGRESS')
     replaced = member_server(heat, after[0])
     assert replaced.attributes['status'] == 'ACTIVE'
-    assert hosts.tcp_banner(host.ip, 22).startswith(b'SSH-')
+    check_boot_order(cloud, [replaced.physical_resource_id])
 
     # Heal the storage server alone: new VM, same address, same volume.
     storage.run('touch /volume-probe && mkdir -p /mnt/v && '

@@ -42,6 +42,7 @@ import pytest
 
 from testbed import cnf_package
 from testbed import cnf_sample
+from testbed import heat_engine
 from testbed import kubeapi
 from testbed import node_lifecycle
 from testbed import polling
@@ -113,8 +114,14 @@ def test_instantiate(lab, s):
     assert 'password' not in json.dumps(request['additionalParams'])
     assert storage['nfs_server_setup_params'] == as_sent(
         sample_storage['nfs_server_setup_params'], lab.engine.testbed.subnet)
-    occ = s.ops['instantiate'] = lab.lcm(s.instance_id, 'instantiate',
-                                         request)
+    # Boots longer than Tacker takes from ACTIVE to the driver's first
+    # look (the engine's default is shorter, to spare the suite's time).
+    lab.engine.boot_delays = (6.0, 3.0)
+    try:
+        occ = s.ops['instantiate'] = lab.lcm(s.instance_id, 'instantiate',
+                                             request)
+    finally:
+        lab.engine.boot_delays = heat_engine.BOOT_DELAYS
     _completed(occ, 'INSTANTIATE')
     instance = lab.instance(s.instance_id)
     assert instance['instantiationState'] == 'INSTANTIATED'
@@ -124,6 +131,13 @@ def test_instantiate(lab, s):
     # Both Workers booted with cloud-init's name for their Nova name.
     assert [h.hostname for h in lab.engine.testbed.hosts.values()
             if h.role == 'worker'] == ['workernode', 'workernode']
+    # Nova called the VMs ACTIVE before they booted (sshd, then the host
+    # keys on the console): the driver read a console without host keys
+    # and waited, in its own boot window (the lab leaves it the defaults).
+    servers = {v['computeResource']['resourceId']
+               for v in lab.vnfcs(s.instance_id)}
+    assert [server for server, keys in lab.cloud.console_reads
+            if server in servers and not keys]
     checks.check_storage_and_pvs(lab, s.instance_id)
     # The driver registered the cluster as a Kubernetes VIM.
     assert [v['name'] for v in checks.k8s_vims(lab)] == [
