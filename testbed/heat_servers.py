@@ -138,6 +138,7 @@ class ServersMixin(object):
                 self._set_port(port, host.ip, server_id)
                 if port.status != 'CREATE_COMPLETE':
                     self._complete(port)
+        self._refresh_filter()
 
     def _create_port(self, stack, name, resource_type, props, files,
                      definitions):

@@ -6,6 +6,7 @@ Needs root (it boots testbed hosts); skipped otherwise.
 
 import ipaddress
 import os
+import socket
 import time
 
 from novaclient import exceptions as novaclient_exceptions
@@ -15,6 +16,7 @@ import yaml
 from testbed import heat_engine
 from testbed import hosts
 from testbed import openstack_api
+from testbed import security_groups
 
 BASEHOT = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(
     os.path.abspath(__file__)))), 'samples', 'kubernetes_pv_vnf', 'BaseHOT')
@@ -71,9 +73,10 @@ def wait(predicate, timeout=300):
         delay = min(delay * 2, 0.5)
 
 
-def create(heat, flavour, name):
+def create(cloud, heat, flavour, name):
     """POST /stacks as Tacker does: the top template, the nested ones in
-    files and the nfv parameter KubernetesClusterUserData computes."""
+    files and the nfv parameter KubernetesClusterUserData computes (the
+    request's management CIDR: the runner, Tacker's host)."""
     directory = os.path.join(BASEHOT, flavour)
     top = next(f for f in os.listdir(directory) if f.endswith('.yaml'))
     with open(os.path.join(directory, top)) as handle:
@@ -85,7 +88,8 @@ def create(heat, flavour, name):
     nfv = {'VDU': {vdu: {'flavor': 'm1.medium', 'image': 'ubuntu'}
                    for vdu in ('masterNode', 'workerNode', 'storage_server')},
            'CP': {cp: {'network': NETWORK} for cp in (
-               'masterNode_CP1', 'workerNode_CP2', 'storage_server_CP')}}
+               'masterNode_CP1', 'workerNode_CP2', 'storage_server_CP')},
+           'management_cidr': cloud.engine.testbed.bridge_ip + '/32'}
     stack = heat.stacks.create(stack_name=name, template=template,
                                files=files, parameters={'nfv': nfv},
                                disable_rollback=True)
@@ -93,6 +97,21 @@ def create(heat, flavour, name):
     wait(lambda: heat.stacks.get(stack_id).stack_status
          != 'CREATE_IN_PROGRESS')
     return stack_id
+
+
+def listen(host, port):
+    """A TCP listener on a host (what NFS would serve there)."""
+    host.run('setsid -f python3 -m http.server %d >/dev/null 2>&1' % port)
+    wait(lambda: host.run('ss -Htln sport = :%d' % port).stdout.strip())
+
+
+def runner_connects(address, port):
+    """True when the runner (Tacker's host) opens address:port."""
+    try:
+        socket.create_connection((address, port), timeout=1).close()
+        return True
+    except OSError:
+        return False
 
 
 def members(heat, stack_id, group):
@@ -112,7 +131,7 @@ def idle(heat, stack_id, group):
 def test_simple_flavour_lifecycle(cloud, heat):
     engine = cloud.engine
     testbed = engine.testbed
-    stack_id = create(heat, 'simple', 'vnflcm_simple')
+    stack_id = create(cloud, heat, 'simple', 'vnflcm_simple')
     stack = heat.stacks.get(stack_id)
     assert stack.stack_status == 'CREATE_COMPLETE', stack.stack_status_reason
     listed = heat.resources.list(stack_id, nested_depth=2)
@@ -133,6 +152,22 @@ def test_simple_flavour_lifecycle(cloud, heat):
     assert storage.volumes == ['/dev/vdb']
     assert cloud._consoles[storage_server.physical_resource_id] == \
         storage.console_output()
+    # The sample's security groups, enforced on the bridge: SSH only from
+    # the management CIDR (the runner), NFS only from the nodes, and a
+    # port sends only from its own addresses.
+    worker, master = (next(h for h in testbed.hosts.values()
+                           if h.role == role) for role in ('worker',
+                                                           'master'))
+    listen(storage, 2049)
+    assert security_groups.connects(worker, storage.ip, 2049)
+    assert not runner_connects(storage.ip, 2049)
+    assert not security_groups.connects(worker, storage.ip, 22)
+    assert not security_groups.connects(master, worker.ip, 22)
+    spoofed = engine._free_address()
+    worker.run('ip addr add %s/32 dev eth0' % spoofed)
+    assert not security_groups.connects(worker, storage.ip, 2049,
+                                        source=spoofed)
+    worker.run('ip addr del %s/32 dev eth0' % spoofed)
     # A Kubernetes API server for the cluster of this stack.
     assert list(engine.kubes) == [stack_id]
     # Nested stacks by owner, as Tacker walks them.
@@ -245,7 +280,7 @@ def test_simple_flavour_lifecycle(cloud, heat):
 
 def test_ha_flavour_virtual_ip(cloud, heat):
     engine = cloud.engine
-    stack_id = create(heat, 'ha', 'vnflcm_ha')
+    stack_id = create(cloud, heat, 'ha', 'vnflcm_ha')
     stack = heat.stacks.get(stack_id)
     assert stack.stack_status == 'CREATE_COMPLETE', stack.stack_status_reason
     vip = heat.resources.get(stack_id, 'vip_CP').attributes
@@ -259,6 +294,17 @@ def test_ha_flavour_virtual_ip(cloud, heat):
         port = heat.resources.get(member.physical_resource_id,
                                   'masterNode_CP1').attributes
         assert port['allowed_address_pairs'] == [{'ip_address': address}]
+    # A Master may send from the virtual IP (its allowed address pair), a
+    # Worker may not.
+    testbed = engine.testbed
+    storage = next(h for h in testbed.hosts.values() if h.role == 'storage')
+    listen(storage, 2049)
+    for role, allowed in (('master', True), ('worker', False)):
+        host = next(h for h in testbed.hosts.values() if h.role == role)
+        host.run('ip addr add %s/32 dev eth0' % address)
+        assert security_groups.connects(host, storage.ip, 2049,
+                                        source=address) is allowed, role
+        host.run('ip addr del %s/32 dev eth0' % address)
     heat.stacks.delete(stack_id)
     wait(lambda: heat.stacks.get(stack_id).stack_status == 'DELETE_COMPLETE')
     assert engine.testbed.hosts == {}

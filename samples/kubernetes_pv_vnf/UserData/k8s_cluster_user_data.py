@@ -11,7 +11,11 @@ the keys the sample uses, and fails with a clear reason for anything else:
 * ``VDU.<vdu>.image``: the VDU's ``sw_image_data.name`` (a Glance image
   registered beforehand: the sample package carries no image file);
 * ``CP.<cp>.network``: the ``resourceId`` of the ``extVirtualLinks`` entry
-  whose ``extCps`` lists the CP.
+  whose ``extCps`` lists the CP;
+* any other key (``{get_param: [nfv, management_cidr]}``): the request's
+  ``additionalParams.nfv``, merged into ``nfv`` as a JSON merge patch, as
+  Tacker v2's default UserData does, so one request shape serves both
+  APIs.
 """
 
 from tacker.extensions import vnfm
@@ -26,7 +30,8 @@ class KubernetesClusterUserData(AbstractUserData):
         vdus = _vdu_properties(vnfd_dict or {})
         networks = _cp_networks(inst_req_info)
         nfv = {'VDU': {}, 'CP': {}}
-        for kind, name, key in sorted(_nfv_references(base_hot_dict or {})):
+        references = _nfv_references(base_hot_dict or {})
+        for kind, name, key in sorted(r for r in references if len(r) == 3):
             if kind == 'VDU' and key in ('flavor', 'image'):
                 value = vdus.get(name, {}).get(key)
                 source = 'VDU %s of the VNFD' % name
@@ -43,22 +48,28 @@ class KubernetesClusterUserData(AbstractUserData):
                            'nothing in %s provides it' % (kind, name, key,
                                                           source))
             nfv[kind].setdefault(name, {})[key] = value
+        nfv = _merge_patch(nfv, (getattr(inst_req_info, 'additional_params',
+                                         None) or {}).get('nfv') or {})
+        for key, in sorted(r for r in references if len(r) == 1):
+            if nfv.get(key) in (None, ''):
+                raise vnfm.LCMUserDataFailed(
+                    reason='BaseHOT parameter nfv.%s has no value: set '
+                           'additionalParams.nfv.%s in the request'
+                           % (key, key))
         return {'nfv': nfv}
 
 
-def _nfv_references(node):
-    """Every (kind, name, key) of a ``get_param: [nfv, ...]`` in the HOTs."""
-    found = set()
-    if isinstance(node, dict):
-        path = node.get('get_param')
-        if isinstance(path, list) and len(path) == 4 and path[0] == 'nfv':
-            found.add(tuple(path[1:]))
-        for value in node.values():
-            found |= _nfv_references(value)
-    elif isinstance(node, list):
-        for value in node:
-            found |= _nfv_references(value)
-    return found
+def _merge_patch(target, patch):
+    """``target`` with a JSON merge patch (RFC 7386) applied."""
+    if not isinstance(patch, dict):
+        return patch
+    merged = dict(target) if isinstance(target, dict) else {}
+    for key, value in patch.items():
+        if value is None:
+            merged.pop(key, None)
+        else:
+            merged[key] = _merge_patch(merged.get(key), value)
+    return merged
 
 
 def _vdu_properties(vnfd_dict):
