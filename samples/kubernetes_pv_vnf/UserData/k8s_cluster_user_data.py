@@ -72,6 +72,23 @@ def _merge_patch(target, patch):
     return merged
 
 
+def _nfv_references(node):
+    """The path below nfv of every ``get_param: [nfv, ...]`` in the HOTs:
+    (kind, name, key) or (key,)."""
+    found = set()
+    if isinstance(node, dict):
+        path = node.get('get_param')
+        if isinstance(path, list) and len(path) in (2, 4) and \
+                path[0] == 'nfv':
+            found.add(tuple(path[1:]))
+        for value in node.values():
+            found |= _nfv_references(value)
+    elif isinstance(node, list):
+        for value in node:
+            found |= _nfv_references(value)
+    return found
+
+
 def _vdu_properties(vnfd_dict):
     """Flavor and image name of each VDU (node with sw_image_data)."""
     vdus = {}
