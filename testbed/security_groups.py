@@ -98,9 +98,11 @@ def rule_of(spec, own_group):
     elif group is not None:
         raise RuleError('remote_group_id needs remote_mode '
                         'remote_group_id (%r)' % (spec,))
+    if low is None or high is None:  # one end given: a single port
+        low = high = low if high is None else high
     return Rule(protocol=protocol,
                 port_range_min=None if low is None else int(low),
-                port_range_max=None if high is None else int(high or low),
+                port_range_max=None if high is None else int(high),
                 remote_ip_prefix=prefix,
                 remote_group_id=group)
 

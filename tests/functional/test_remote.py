@@ -195,8 +195,8 @@ def test_unreachable_host_is_retried_then_reported(host, options):
     assert 'after 3 attempt(s)' in str(caught.value)
 
 
-def test_ssh_dropped_by_a_security_group_is_named_as_such(testbed, host,
-                                                         options):
+def test_ssh_dropped_by_a_security_group_is_named_as_such(
+        testbed, host, options):
     """A VM whose security group lacks the SSH rule for the conductor:
     the error names the host, the SSH login and why; with the rule the
     same login works."""
