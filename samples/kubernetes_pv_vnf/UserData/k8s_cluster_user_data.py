@@ -19,6 +19,7 @@ the keys the sample uses, and fails with a clear reason for anything else:
 """
 
 from tacker.extensions import vnfm
+from tacker.sol_refactored.common import vnf_instance_utils as inst_utils
 from tacker.vnfm.lcm_user_data.abstract_user_data import AbstractUserData
 
 
@@ -48,8 +49,8 @@ class KubernetesClusterUserData(AbstractUserData):
                            'nothing in %s provides it' % (kind, name, key,
                                                           source))
             nfv[kind].setdefault(name, {})[key] = value
-        nfv = _merge_patch(nfv, (getattr(inst_req_info, 'additional_params',
-                                         None) or {}).get('nfv') or {})
+        nfv = inst_utils.json_merge_patch(nfv, (getattr(
+            inst_req_info, 'additional_params', None) or {}).get('nfv') or {})
         for key, in sorted(r for r in references if len(r) == 1):
             if nfv.get(key) in (None, ''):
                 raise vnfm.LCMUserDataFailed(
@@ -57,19 +58,6 @@ class KubernetesClusterUserData(AbstractUserData):
                            'additionalParams.nfv.%s in the request'
                            % (key, key))
         return {'nfv': nfv}
-
-
-def _merge_patch(target, patch):
-    """``target`` with a JSON merge patch (RFC 7386) applied."""
-    if not isinstance(patch, dict):
-        return patch
-    merged = dict(target) if isinstance(target, dict) else {}
-    for key, value in patch.items():
-        if value is None:
-            merged.pop(key, None)
-        else:
-            merged[key] = _merge_patch(merged.get(key), value)
-    return merged
 
 
 def _nfv_references(node):
