@@ -312,6 +312,29 @@ def test_ha_flavour_virtual_ip(cloud, heat):
     assert engine.errors == []
 
 
+def test_a_port_without_security_groups_is_in_the_default_group(cloud,
+                                                                heat):
+    """What the sample templates were before they had groups: the
+    project's default group lets in only its own members, so the runner
+    (Tacker's host) gets no answer from the VM's SSH."""
+    port = {'type': 'OS::Neutron::Port', 'properties': {'network': NETWORK}}
+    server = {'type': 'OS::Nova::Server', 'properties': {
+        'name': 'workerNode', 'flavor': 'm1.medium', 'image': 'ubuntu',
+        'networks': [{'port': {'get_resource': 'vm_CP'}}]}}
+    stack_id = heat.stacks.create(stack_name='no-groups', template=yaml.dump({
+        'heat_template_version': '2016-10-14',
+        'resources': {'vm_CP': port, 'vm': server}}))['stack']['id']
+    wait(lambda: heat.stacks.get(stack_id).stack_status
+         != 'CREATE_IN_PROGRESS')
+    vm = heat.resources.get(stack_id, 'vm').physical_resource_id
+    host = cloud.engine.testbed.hosts[cloud.engine.hosts[vm]]
+    assert host.run('ss -Htln sport = :22').stdout.strip()  # sshd is up
+    assert not runner_connects(host.ip, 22)
+    heat.stacks.delete(stack_id)
+    wait(lambda: heat.stacks.get(stack_id).stack_status == 'DELETE_COMPLETE')
+    assert cloud.engine.errors == []
+
+
 def test_unsupported_resource_fails_the_stack(cloud, heat):
     template = yaml.safe_dump({
         'heat_template_version': '2016-10-14',
