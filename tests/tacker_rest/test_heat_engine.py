@@ -129,6 +129,134 @@ def idle(heat, stack_id, group):
                        for r in members(heat, stack_id, group))
 
 
+def check_security_groups(engine, storage):
+    """The sample's security groups, enforced on the bridge."""
+    # SSH only from the management CIDR (the runner), NFS only from the
+    # nodes, and a port sends only from its own addresses.
+    worker, master = (next(h for h in engine.testbed.hosts.values()
+                           if h.role == role) for role in ('worker',
+                                                           'master'))
+    listen(storage, 2049)
+    assert security_groups.connects(worker, storage.ip, 2049)
+    assert not runner_connects(storage.ip, 2049)
+    assert not security_groups.connects(worker, storage.ip, 22)
+    assert not security_groups.connects(master, worker.ip, 22)
+    spoofed = engine._free_address()
+    worker.run('ip addr add %s/32 dev eth0' % spoofed)
+    assert not security_groups.connects(worker, storage.ip, 2049,
+                                        source=spoofed)
+    worker.run('ip addr del %s/32 dev eth0' % spoofed)
+
+
+def scale_out_and_in(heat, stack_id):
+    """The Worker group scaled out, then in; its members after."""
+    # Scale out, then in: Heat removes the oldest member, by creation time
+    # in whole seconds and then by name (the new one, if all three were
+    # created within the same second and its name sorts first).
+    last = list(heat.events.list(stack_id, 'worker_instance_scale_out',
+                                 limit=1, sort_dir='desc'))[0].id
+    heat.resources.signal(stack_id, 'worker_instance_scale_out')
+    assert list(heat.events.list(stack_id, 'worker_instance_scale_out',
+                                 limit=1, sort_dir='desc'))[0].id != last
+    wait(idle(heat, stack_id, 'worker_instance'))
+    scaled_out = members(heat, stack_id, 'worker_instance')
+    assert len(scaled_out) == 3
+    oldest = min(scaled_out,
+                 key=lambda r: (r.creation_time, r.resource_name))
+    assert heat.resources.get(stack_id, 'worker_instance').attributes[
+        'current_size'] == 3
+    assert heat.resources.metadata(stack_id, 'worker_instance')[
+        'scaling_in_progress'] is False
+    heat.resources.signal(stack_id, 'worker_instance_scale_in')
+    wait(idle(heat, stack_id, 'worker_instance'))
+    after = members(heat, stack_id, 'worker_instance')
+    assert len(after) == 2
+    assert oldest.resource_name not in {r.resource_name for r in after}
+    return after
+
+
+def stop_and_heal_a_worker(cloud, heat, stack_id, member_resource):
+    """A Worker powered off, then replaced by a heal."""
+    # openstack server stop: the VM stops answering until a heal replaces
+    # it; a second stop is a conflict.
+    stopped = member_server(heat, member_resource)
+    host = cloud.engine.testbed.hosts[cloud.engine.hosts[
+        stopped.physical_resource_id]]
+    nova = nova_client(cloud)
+    nova.servers.stop(stopped.physical_resource_id)
+    wait(lambda: member_server(heat, member_resource).attributes['status'] ==
+         'SHUTOFF')
+    assert hosts.tcp_banner(host.ip, 22) == b''
+    with pytest.raises(novaclient_exceptions.Conflict):
+        nova.servers.stop(stopped.physical_resource_id)
+    member = member_resource.physical_resource_id
+    heat.resources.mark_unhealthy(member, 'workerNode', True, 'heal')
+    heat.stacks.update(stack_id, existing=True)
+    wait(lambda: heat.stacks.get(stack_id).stack_status !=
+         'UPDATE_IN_PROGRESS')
+    replaced = member_server(heat, member_resource)
+    assert replaced.attributes['status'] == 'ACTIVE'
+    assert hosts.tcp_banner(host.ip, 22).startswith(b'SSH-')
+
+
+def heal_the_storage_server(cloud, heat, stack_id, storage):
+    """The Storage server healed alone: its volume kept, its port's
+    address and security group on the new VM."""
+    engine = cloud.engine
+    storage_cp = heat.resources.get(stack_id, 'storage_server_CP').attributes
+    storage_server = heat.resources.get(stack_id, 'storage_server')
+    volume = heat.resources.get(stack_id, 'storage_server_volume')
+    # Heal the storage server alone: new VM, same address, same volume.
+    storage.run('touch /volume-probe && mkdir -p /mnt/v && '
+                'mkfs.ext4 -q /dev/vdb && mount /dev/vdb /mnt/v && '
+                'touch /mnt/v/kept && umount /mnt/v')
+    heat.resources.mark_unhealthy(stack_id, 'storage_server', True, 'heal')
+    heat.stacks.update(stack_id, existing=True)
+    wait(lambda: heat.stacks.get(stack_id).stack_status
+         != 'UPDATE_IN_PROGRESS')
+    assert heat.stacks.get(stack_id).stack_status == 'UPDATE_COMPLETE'
+    healed = heat.resources.get(stack_id, 'storage_server')
+    assert healed.physical_resource_id != \
+        storage_server.physical_resource_id
+    host = engine.testbed.hosts[engine.hosts[healed.physical_resource_id]]
+    assert host.ip == storage.ip
+    assert host.run('ls /volume-probe', check=False).returncode != 0
+    kept = heat.resources.get(stack_id, 'storage_server_volume')
+    assert kept.physical_resource_id == volume.physical_resource_id
+    # Volume and port stay, attached to the new server.
+    assert kept.attributes['attachments'][0]['server_id'] == \
+        healed.physical_resource_id
+    port = heat.resources.get(stack_id, 'storage_server_CP')
+    assert port.physical_resource_id == storage_cp['id']
+    assert port.attributes['device_id'] == healed.physical_resource_id
+    assert port.attributes['fixed_ips'][0]['ip_address'] == storage.ip
+    host.run('mkdir -p /mnt/v && mount /dev/vdb /mnt/v')
+    assert host.run('ls /mnt/v').stdout.split() == ['kept', 'lost+found']
+    host.run('umount /mnt/v')
+    worker = next(h for h in engine.testbed.hosts.values()
+                  if h.role == 'worker')
+    assert hosts.tcp_banner(host.ip, 22).startswith(b'SSH-')
+    assert not security_groups.connects(worker, host.ip, 22)
+
+
+def heal_the_storage_server_and_volume(cloud, heat, stack_id):
+    """Server and volume healed (Tacker's default): a blank new volume."""
+    engine = cloud.engine
+    volume = heat.resources.get(stack_id, 'storage_server_volume')
+    heat.resources.mark_unhealthy(stack_id, 'storage_server', True, 'heal')
+    heat.resources.mark_unhealthy(stack_id, 'storage_server_volume', True,
+                                  'heal')
+    heat.stacks.update(stack_id, existing=True)
+    wait(lambda: heat.stacks.get(stack_id).stack_status
+         != 'UPDATE_IN_PROGRESS')
+    assert heat.resources.get(stack_id, 'storage_server_volume'
+                              ).physical_resource_id != \
+        volume.physical_resource_id
+    healed = heat.resources.get(stack_id, 'storage_server')
+    host = engine.testbed.hosts[engine.hosts[healed.physical_resource_id]]
+    assert host.run('blkid /dev/vdb', check=False).stdout == ''
+
+
 def test_simple_flavour_lifecycle(cloud, heat):
     engine = cloud.engine
     testbed = engine.testbed
@@ -153,22 +281,7 @@ def test_simple_flavour_lifecycle(cloud, heat):
     assert storage.volumes == ['/dev/vdb']
     assert cloud._consoles[storage_server.physical_resource_id] == \
         storage.console_output()
-    # The sample's security groups, enforced on the bridge: SSH only from
-    # the management CIDR (the runner), NFS only from the nodes, and a
-    # port sends only from its own addresses.
-    worker, master = (next(h for h in testbed.hosts.values()
-                           if h.role == role) for role in ('worker',
-                                                           'master'))
-    listen(storage, 2049)
-    assert security_groups.connects(worker, storage.ip, 2049)
-    assert not runner_connects(storage.ip, 2049)
-    assert not security_groups.connects(worker, storage.ip, 22)
-    assert not security_groups.connects(master, worker.ip, 22)
-    spoofed = engine._free_address()
-    worker.run('ip addr add %s/32 dev eth0' % spoofed)
-    assert not security_groups.connects(worker, storage.ip, 2049,
-                                        source=spoofed)
-    worker.run('ip addr del %s/32 dev eth0' % spoofed)
+    check_security_groups(engine, storage)
     # A Kubernetes API server for the cluster of this stack.
     assert list(engine.kubes) == [stack_id]
     # Nested stacks by owner, as Tacker walks them.
@@ -178,90 +291,10 @@ def test_simple_flavour_lifecycle(cloud, heat):
     assert [s.id for s in heat.stacks.list(
         filters={'name': 'vnflcm_simple'})] == [stack_id]
 
-    # Scale out, then in: Heat removes the oldest member, by creation time
-    # in whole seconds and then by name (the new one, if all three were
-    # created within the same second and its name sorts first).
-    last = list(heat.events.list(stack_id, 'worker_instance_scale_out',
-                                 limit=1, sort_dir='desc'))[0].id
-    heat.resources.signal(stack_id, 'worker_instance_scale_out')
-    assert list(heat.events.list(stack_id, 'worker_instance_scale_out',
-                                 limit=1, sort_dir='desc'))[0].id != last
-    wait(idle(heat, stack_id, 'worker_instance'))
-    scaled_out = members(heat, stack_id, 'worker_instance')
-    assert len(scaled_out) == 3
-    oldest = min(scaled_out,
-                 key=lambda r: (r.creation_time, r.resource_name))
-    assert heat.resources.get(stack_id, 'worker_instance').attributes[
-        'current_size'] == 3
-    assert heat.resources.metadata(stack_id, 'worker_instance')[
-        'scaling_in_progress'] is False
-    heat.resources.signal(stack_id, 'worker_instance_scale_in')
-    wait(idle(heat, stack_id, 'worker_instance'))
-    after = members(heat, stack_id, 'worker_instance')
-    assert len(after) == 2
-    assert oldest.resource_name not in {r.resource_name for r in after}
-
-    # openstack server stop: the VM stops answering until a heal replaces
-    # it; a second stop is a conflict.
-    stopped = member_server(heat, after[0])
-    host = testbed.hosts[engine.hosts[stopped.physical_resource_id]]
-    nova = nova_client(cloud)
-    nova.servers.stop(stopped.physical_resource_id)
-    wait(lambda: member_server(heat, after[0]).attributes['status'] ==
-         'SHUTOFF')
-    assert hosts.tcp_banner(host.ip, 22) == b''
-    with pytest.raises(novaclient_exceptions.Conflict):
-        nova.servers.stop(stopped.physical_resource_id)
-    member = after[0].physical_resource_id
-    heat.resources.mark_unhealthy(member, 'workerNode', True, 'heal')
-    heat.stacks.update(stack_id, existing=True)
-    wait(lambda: heat.stacks.get(stack_id).stack_status !=
-         'UPDATE_IN_PROGRESS')
-    replaced = member_server(heat, after[0])
-    assert replaced.attributes['status'] == 'ACTIVE'
-    assert hosts.tcp_banner(host.ip, 22).startswith(b'SSH-')
-
-    # Heal the storage server alone: new VM, same address, same volume.
-    storage.run('touch /volume-probe && mkdir -p /mnt/v && '
-                'mkfs.ext4 -q /dev/vdb && mount /dev/vdb /mnt/v && '
-                'touch /mnt/v/kept && umount /mnt/v')
-    heat.resources.mark_unhealthy(stack_id, 'storage_server', True, 'heal')
-    heat.stacks.update(stack_id, existing=True)
-    wait(lambda: heat.stacks.get(stack_id).stack_status
-         != 'UPDATE_IN_PROGRESS')
-    assert heat.stacks.get(stack_id).stack_status == 'UPDATE_COMPLETE'
-    healed = heat.resources.get(stack_id, 'storage_server')
-    assert healed.physical_resource_id != \
-        storage_server.physical_resource_id
-    host = testbed.hosts[engine.hosts[healed.physical_resource_id]]
-    assert host.ip == storage.ip
-    assert host.run('ls /volume-probe', check=False).returncode != 0
-    kept = heat.resources.get(stack_id, 'storage_server_volume')
-    assert kept.physical_resource_id == volume.physical_resource_id
-    # Volume and port stay, attached to the new server.
-    assert kept.attributes['attachments'][0]['server_id'] == \
-        healed.physical_resource_id
-    port = heat.resources.get(stack_id, 'storage_server_CP')
-    assert port.physical_resource_id == storage_cp['id']
-    assert port.attributes['device_id'] == healed.physical_resource_id
-    assert port.attributes['fixed_ips'][0]['ip_address'] == storage.ip
-    host.run('mkdir -p /mnt/v && mount /dev/vdb /mnt/v')
-    assert host.run('ls /mnt/v').stdout.split() == ['kept', 'lost+found']
-    host.run('umount /mnt/v')
-
-    # Heal server and volume (Tacker's default): a blank new volume.
-    heat.resources.mark_unhealthy(stack_id, 'storage_server', True, 'heal')
-    heat.resources.mark_unhealthy(stack_id, 'storage_server_volume', True,
-                                  'heal')
-    heat.stacks.update(stack_id, existing=True)
-    wait(lambda: heat.stacks.get(stack_id).stack_status
-         != 'UPDATE_IN_PROGRESS')
-    assert heat.resources.get(stack_id, 'storage_server_volume'
-                              ).physical_resource_id != \
-        volume.physical_resource_id
-    healed = heat.resources.get(stack_id, 'storage_server')
-    host = testbed.hosts[engine.hosts[healed.physical_resource_id]]
-    assert host.run('blkid /dev/vdb', check=False).stdout == ''
+    after = scale_out_and_in(heat, stack_id)
+    stop_and_heal_a_worker(cloud, heat, stack_id, after[0])
+    heal_the_storage_server(cloud, heat, stack_id, storage)
+    heal_the_storage_server_and_volume(cloud, heat, stack_id)
 
     # Every address handed out is a testbed host address.
     for address in engine.ever_handed_out:
