@@ -22,6 +22,9 @@ Cinder:
   name it; a port no server uses (the HA virtual IP) gets a free address
   of the testbed subnet that no host uses. Nothing else is ever handed out:
   every address is checked to be on the testbed's own bridge subnet;
+* ``OS::Neutron::SecurityGroup`` and a port's ``security_groups`` (none:
+  the project's ``default`` group) are enforced with iptables on the
+  testbed bridge, ``allowed_address_pairs`` included (heat_security);
 * ``OS::Cinder::Volume`` in a server's ``block_device_mapping_v2`` is a
   loop device attached to that host as /dev/vdb, /dev/vdc, ... in order;
 * ``OS::Heat::AutoScalingGroup`` is a nested stack of member stacks (one
@@ -65,6 +68,7 @@ import traceback
 import uuid
 
 from testbed import heat_groups
+from testbed import heat_security
 from testbed import heat_servers
 from testbed import heat_template
 from testbed import hosts
@@ -78,7 +82,8 @@ LOG = logging.getLogger(__name__)
 BOOT_DELAYS = (2.0, 1.0)
 
 
-class HeatEngine(heat_servers.ServersMixin, heat_groups.GroupsMixin):
+class HeatEngine(heat_servers.ServersMixin, heat_groups.GroupsMixin,
+                 heat_security.SecurityMixin):
     """Heat's engine over a testbed; see the module docstring.
 
     ``testbed``: a started hosts.Testbed to boot VMs in (default: one of its
@@ -96,11 +101,14 @@ class HeatEngine(heat_servers.ServersMixin, heat_groups.GroupsMixin):
     ``node_grace_period``: seconds from a server's os-stop until its Node is
     unreachable (node_lifecycle.GRACE_PERIOD for a test that depends on
     the real one, e.g. an auto-heal; at once by default).
+    ``enforce_security_groups``: filter the bridge as the ports' security
+    groups say (heat_security); off, every VM takes any traffic.
     """
 
     def __init__(self, testbed=None, purge_packages=('nfs-kernel-server',),
                  volume_size_mb=256, prepare=None, prepared_images=(),
-                 boot_delays=BOOT_DELAYS, node_grace_period=0.0):
+                 boot_delays=BOOT_DELAYS, node_grace_period=0.0,
+                 enforce_security_groups=True):
         self.testbed = testbed
         self.prepared_images = frozenset(prepared_images)
         self.boot_delays = boot_delays
@@ -110,6 +118,8 @@ class HeatEngine(heat_servers.ServersMixin, heat_groups.GroupsMixin):
         self.volume_size_mb = volume_size_mb
         self._prepare = prepare
         self.boot_hooks = []
+        self.enforce_security_groups = enforce_security_groups
+        self.bridge_filter = None  # a security_groups.BridgeFilter
         self.fake = None
         self.kubes = {}  # top-level stack id -> KubeApiServer
         self.hosts = {}  # Nova server id -> testbed host name
@@ -134,6 +144,7 @@ class HeatEngine(heat_servers.ServersMixin, heat_groups.GroupsMixin):
                 role_purge_packages=virtual_vnf.NODE_IMAGE_PURGES)
         if self._own_testbed and self.testbed.bridge_ip is None:
             self.testbed.start()
+        self._start_filter()
         if self._worker is None:
             self._worker = threading.Thread(target=self._work,
                                             name='heat-engine', daemon=True)
@@ -149,6 +160,7 @@ class HeatEngine(heat_servers.ServersMixin, heat_groups.GroupsMixin):
         for kube in list(self.kubes.values()):
             kube.stop()
         self.kubes.clear()
+        self._stop_filter()
         if self._own_testbed and self.testbed is not None:
             self.testbed.stop()
 
@@ -325,7 +337,9 @@ class HeatEngine(heat_servers.ServersMixin, heat_groups.GroupsMixin):
         heat_template.SERVER: heat_servers.ServersMixin._create_server,
         heat_template.PORT: heat_servers.ServersMixin._create_port,
         heat_template.VOLUME: heat_servers.ServersMixin._create_volume,
-        heat_template.GROUP: heat_groups.GroupsMixin._create_group}
+        heat_template.GROUP: heat_groups.GroupsMixin._create_group,
+        heat_template.SECURITY_GROUP:
+            heat_security.SecurityMixin._create_security_group}
     _DELETERS = {
         heat_template.SERVER: heat_servers.ServersMixin._delete_server,
         heat_template.PORT: heat_servers.ServersMixin._release_port}
@@ -430,6 +444,7 @@ class HeatEngine(heat_servers.ServersMixin, heat_groups.GroupsMixin):
             stack.resources.clear()
             stack.deleted = True
         self._set_status(stack, 'DELETE', 'COMPLETE')
+        self._refresh_filter()
         if stack.parent_id is None:
             kube = self.kubes.pop(stack.id, None)
             if kube is not None:

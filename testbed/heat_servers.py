@@ -166,6 +166,7 @@ class ServersMixin(object):
                 self._set_port(port, host.ip, server_id)
                 if port.status != 'CREATE_COMPLETE':
                     self._complete(port)
+        self._refresh_filter()
         self._finish_boot(server, host, console)
 
     def _finish_boot(self, server, host, console):

@@ -11,7 +11,8 @@ VOLUME = 'OS::Cinder::Volume'
 GROUP = 'OS::Heat::AutoScalingGroup'
 POLICY = 'OS::Heat::ScalingPolicy'
 SERVER_GROUP = 'OS::Nova::ServerGroup'
-SUPPORTED = (SERVER, PORT, VOLUME, GROUP, POLICY)
+SECURITY_GROUP = 'OS::Neutron::SecurityGroup'
+SUPPORTED = (SERVER, PORT, VOLUME, GROUP, POLICY, SECURITY_GROUP)
 # Resources that only carry properties here (no VM, address or disk).
 PASSIVE = (SERVER_GROUP, 'OS::Heat::None')
 

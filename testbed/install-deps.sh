@@ -11,7 +11,7 @@ packages=(
     openssh-server openssh-client sudo procps
     nfs-kernel-server nfs-common nfs-ganesha nfs-ganesha-vfs libnfs-utils
     libnfs13 python3-fusepy fuse3
-    e2fsprogs iproute2 util-linux mount
+    e2fsprogs iproute2 util-linux mount iptables
     haproxy keepalived dpkg-dev shellcheck
     etcd-server etcd-client mariadb-server rabbitmq-server tinyproxy
 )

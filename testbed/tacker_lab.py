@@ -225,9 +225,10 @@ class TackerLab(object):
         """The sample request (samples/requests, or requests-v2 for
         Tacker's v2 API), adapted where it must be for this cloud: the
         network ids (the testbed network), the VIM id, the logins
-        (``sample_request``) and every export_to (the sample's
+        (``sample_request``), every export_to (the sample's
         10.10.0.0/24 is the user guide's network; the nodes here are on
-        the testbed's subnet)."""
+        the testbed's subnet) and the security groups' management CIDR
+        (Tacker's host here: the runner's address on the bridge)."""
         request = self.sample_request(sample, api, login)
         for link in request.get('extVirtualLinks', []):
             link['resourceId'] = TESTBED_NETWORK_ID
@@ -238,7 +239,16 @@ class TackerLab(object):
             'k8s_cluster_installation_param']['storage_server']
         for export in storage['nfs_server_setup_params']:
             export['export_to'] = self.engine.testbed.subnet
+        if 'nfv' in request['additionalParams']:
+            request['additionalParams']['nfv']['management_cidr'] = \
+                self.management_cidr
         return request
+
+    @property
+    def management_cidr(self):
+        """Where Tacker's requests come from: the runner's bridge
+        address."""
+        return self.engine.testbed.bridge_ip + '/32'
 
     @staticmethod
     def sample_path(*parts):

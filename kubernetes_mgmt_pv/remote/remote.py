@@ -116,6 +116,18 @@ class _Deadline(object):
         self._timer.cancel()
 
 
+def unanswered_hint(error, port):
+    """What an SSH connection that got no answer at all most often
+    means on a cloud, for the error of a connection ``error`` ended; ''
+    for any other error (a refusal, a failed handshake)."""
+    if not isinstance(error, TimeoutError):  # socket.timeout too
+        return ''
+    return (' (no answer from port %d: a security group or firewall '
+            'drops it, or the VM is down; the VM\'s security group must '
+            'let %d/tcp in from this host, the conductor: see the '
+            'templates\' management_cidr)' % (port, port))
+
+
 class RemoteCommandExecutor(object):
     """An SSH session to one VM: commands, sudo, and file transfers."""
 
@@ -171,8 +183,9 @@ class RemoteCommandExecutor(object):
                 time.sleep(delay)
                 delay = min(delay * 2 or 0.1, self._conf.ssh_retry_max_delay)
         raise exceptions.RemoteConnectError(
-            '%s: cannot connect over SSH after %d attempt(s): %s' % (
-                self.host, attempts, self._reason(last_error)))
+            '%s: cannot connect over SSH after %d attempt(s): %s%s' % (
+                self.host, attempts, self._reason(last_error),
+                unanswered_hint(last_error, self.port)))
 
     def _log_in(self):
         """One login attempt: None once logged in, or the error of an

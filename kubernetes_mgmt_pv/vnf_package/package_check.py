@@ -656,9 +656,15 @@ def _check_user_data(package_dir, flavour, request, api, found):
     hot = _load_base_hot(package_dir, flavour, _Findings())
     if hot is None:
         return
+    paths = _nfv_parameters([hot.resources] + list(hot.nested.values()))
     given = _mapping(additional.get('nfv'))
-    for kind, name, key in sorted(_nfv_parameters(
-            [hot.resources] + list(hot.nested.values()))):
+    for key, in sorted(path for path in paths if len(path) == 1):
+        if given.get(key) in (None, ''):
+            found.error('heat-nfv-unfilled', 'additionalParams.nfv.' + key,
+                        'the BaseHOT reads nfv.%s, which only the request '
+                        'gives (Tacker merges additionalParams.nfv into '
+                        'nfv): set it' % key)
+    for kind, name, key in sorted(p for p in paths if len(p) == 3):
         if key not in V2_DEFAULT_NFV_KEYS.get(kind, ()) and \
                 _mapping(_mapping(given.get(kind)).get(name)).get(
                     key) is None:
@@ -673,11 +679,13 @@ def _check_user_data(package_dir, flavour, request, api, found):
 
 
 def _nfv_parameters(node):
-    """(kind, name, key) of every get_param [nfv, kind, name, key]."""
+    """The path below nfv of every get_param [nfv, ...]: (kind, name, key)
+    or (key,)."""
     found = set()
     if isinstance(node, dict):
         path = node.get('get_param')
-        if isinstance(path, list) and len(path) == 4 and path[0] == 'nfv':
+        if isinstance(path, list) and len(path) in (2, 4) and \
+                path[0] == 'nfv':
             found.add(tuple(str(part) for part in path[1:]))
         for value in node.values():
             found |= _nfv_parameters(value)

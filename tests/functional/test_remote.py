@@ -20,6 +20,7 @@ from kubernetes_mgmt_pv import redaction
 from kubernetes_mgmt_pv.remote import parallel
 from kubernetes_mgmt_pv.remote import remote
 from testbed import polling
+from testbed import security_groups
 
 # The most of a command's output an error keeps.
 SHOWN_OUTPUT = redaction.OUTPUT_HEAD + redaction.OUTPUT_TAIL + 40
@@ -192,6 +193,38 @@ def test_unreachable_host_is_retried_then_reported(host, options):
     with pytest.raises(exceptions.RemoteConnectError) as caught:
         session.connect()
     assert 'after 3 attempt(s)' in str(caught.value)
+
+
+def test_ssh_dropped_by_a_security_group_is_named_as_such(
+        testbed, host, options):
+    """A VM whose security group lacks the SSH rule for the conductor:
+    the error names the host, the SSH login and why; with the rule the
+    same login works."""
+    if security_groups.BridgeFilter.unavailable():
+        pytest.skip(security_groups.BridgeFilter.unavailable())
+    config.CONF.set_override('ssh_connect_timeout', 1, config.GROUP_NAME)
+    nfs_only = security_groups.Rule('tcp', 2049, 2049)
+    ssh = security_groups.Rule('tcp', 22, 22, testbed.bridge_ip + '/32')
+    port = security_groups.Port((host.ip,), ('nodes',),
+                                device=host._veths[0])
+    bridge = security_groups.BridgeFilter(testbed.prefix, testbed.bridge)
+    bridge.start()
+    try:
+        bridge.apply(security_groups.render(testbed.prefix, [port], {
+            'nodes': [nfs_only]}))
+        with pytest.raises(exceptions.RemoteConnectError) as caught:
+            remote.RemoteCommandExecutor(host.ip, 'ubuntu', 'ubuntu'
+                                         ).connect()
+        message = str(caught.value)
+        assert message.startswith(host.ip + ': cannot connect over SSH')
+        assert 'no answer from port 22' in message
+        assert 'security group' in message
+        bridge.apply(security_groups.render(testbed.prefix, [port], {
+            'nodes': [nfs_only, ssh]}))
+        with remote.RemoteCommandExecutor(host.ip, 'ubuntu', 'ubuntu') as ok:
+            assert ok.run(['true']).ok
+    finally:
+        bridge.stop()
 
 
 def test_reject_policy_refuses_unknown_host_key(host, options, tmp_path):

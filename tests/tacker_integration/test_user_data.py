@@ -83,7 +83,19 @@ def test_every_basehot_parameter_gets_a_value(
                              'CP': {'masterNode_CP1': {'network': NETWORK},
                                     'workerNode_CP2': {'network': NETWORK},
                                     'storage_server_CP': {
-                                        'network': NETWORK}}}}
+                                        'network': NETWORK}},
+                             'management_cidr': '192.0.2.0/24'}}
+
+
+def test_a_request_without_the_management_cidr_is_reported(
+        tacker_conf, context, onboard, built_package, user_data_class):
+    def drop_cidr(body):
+        del body['additionalParams']['nfv']
+    request = instantiate_request('instantiate_ha.json', context, drop_cidr)
+    with pytest.raises(vnfm.LCMUserDataFailed,
+                       match='additionalParams.nfv.management_cidr'):
+        run_user_data(context, onboard, built_package, user_data_class,
+                      'ha', request)
 
 
 def drop_storage_link(body):

@@ -7,8 +7,9 @@ fake Keystone/Nova and the Heat engine that boots testbed hosts
 ``.tox/tacker`` virtualenv; this process never imports Tacker.
 
 Skipped unless this machine can run it: root (network namespaces), the
-testbed's tools, MariaDB and RabbitMQ installed (testbed/install-deps.sh)
-and Tacker's virtualenv (``tox -e tacker`` creates it).
+testbed's tools, iptables (the security groups' filter), MariaDB and
+RabbitMQ installed (testbed/install-deps.sh) and Tacker's virtualenv
+(``tox -e tacker`` creates it).
 
 When a test fails, its report names the work directory and shows the end
 of every service log; ``TACKER_REST_KEEP=1`` keeps the directory (logs,
@@ -22,6 +23,7 @@ import tempfile
 import pytest
 
 from testbed import hosts
+from testbed import security_groups
 from testbed import tacker_lab
 from testbed import tacker_service
 
@@ -29,7 +31,9 @@ LAB_KEY = pytest.StashKey()
 
 
 def _skip_reason():
-    return hosts.require_testbed() or tacker_service.TackerService.available()
+    return hosts.require_testbed() or \
+        security_groups.BridgeFilter.unavailable() or \
+        tacker_service.TackerService.available()
 
 
 @pytest.fixture(scope='session')

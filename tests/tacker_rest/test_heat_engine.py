@@ -10,6 +10,7 @@ Needs root (it boots testbed hosts); skipped otherwise.
 
 import ipaddress
 import os
+import socket
 import time
 
 from novaclient import exceptions as novaclient_exceptions
@@ -24,6 +25,7 @@ from testbed import heat_engine
 from testbed import hosts
 from testbed import openstack_api
 from testbed import polling
+from testbed import security_groups
 
 BASEHOT = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(
     os.path.abspath(__file__)))), 'samples', 'kubernetes_pv_vnf', 'BaseHOT')
@@ -33,7 +35,8 @@ KEYPAIR = 'nodes'
 
 @pytest.fixture(scope='module')
 def cloud():
-    reason = hosts.require_testbed()
+    reason = hosts.require_testbed() or \
+        security_groups.BridgeFilter.unavailable()
     if reason:
         pytest.skip(reason)
     # Longer than the default, so the test sees each stage of a boot.
@@ -87,9 +90,10 @@ def wait(predicate, timeout=300):
         delay = min(delay * 2, 0.5)
 
 
-def create(heat, flavour, name):
+def create(cloud, heat, flavour, name):
     """POST /stacks as Tacker does: the top template, the nested ones in
-    files and the nfv parameter KubernetesClusterUserData computes."""
+    files and the nfv parameter KubernetesClusterUserData computes (the
+    request's management CIDR: the runner, Tacker's host)."""
     directory = os.path.join(BASEHOT, flavour)
     top = next(f for f in os.listdir(directory) if f.endswith('.yaml'))
     with open(os.path.join(directory, top)) as handle:
@@ -102,7 +106,8 @@ def create(heat, flavour, name):
                          'key_name': KEYPAIR}
                    for vdu in ('masterNode', 'workerNode', 'storage_server')},
            'CP': {cp: {'network': NETWORK} for cp in (
-               'masterNode_CP1', 'workerNode_CP2', 'storage_server_CP')}}
+               'masterNode_CP1', 'workerNode_CP2', 'storage_server_CP')},
+           'management_cidr': cloud.engine.testbed.bridge_ip + '/32'}
     stack = heat.stacks.create(stack_name=name, template=template,
                                files=files, parameters={'nfv': nfv},
                                disable_rollback=True)
@@ -121,6 +126,21 @@ def driver_login(host, key_file=None, password=None):
         if key_file else None)
     with executor:
         return executor.run(['id', '-un'], sudo=True).stdout.strip()
+
+
+def listen(host, port):
+    """A TCP listener on a host (what NFS would serve there)."""
+    host.run('setsid -f python3 -m http.server %d >/dev/null 2>&1' % port)
+    wait(lambda: host.run('ss -Htln sport = :%d' % port).stdout.strip())
+
+
+def runner_connects(address, port):
+    """True when the runner (Tacker's host) opens address:port."""
+    try:
+        socket.create_connection((address, port), timeout=1).close()
+        return True
+    except OSError:
+        return False
 
 
 def members(heat, stack_id, group):
@@ -158,38 +178,30 @@ def check_boot_order(cloud, server_ids):
                        'the host keys on the console', 30, max_delay=0.05)
 
 
-def test_simple_flavour_lifecycle(cloud, heat):
-    engine = cloud.engine
-    testbed = engine.testbed
-    stack_id = create(heat, 'simple', 'vnflcm_simple')
-    stack = heat.stacks.get(stack_id)
-    assert stack.stack_status == 'CREATE_COMPLETE', stack.stack_status_reason
-    listed = heat.resources.list(stack_id, nested_depth=2)
-    servers = [r for r in listed if r.resource_type == 'OS::Nova::Server']
-    assert len(servers) == 4  # 1 master, 2 workers, the storage server
-    # Every port has the address of the host Heat booted for its server.
-    storage_cp = heat.resources.get(stack_id, 'storage_server_CP').attributes
-    storage_server = heat.resources.get(stack_id, 'storage_server')
-    storage = testbed.hosts[engine.hosts[storage_server.physical_resource_id]]
-    assert storage_cp['fixed_ips'][0]['ip_address'] == storage.ip
-    assert storage_cp['device_id'] == storage_server.physical_resource_id
-    # Tacker finds a scaled-out server's ports by the port's required_by.
-    assert heat.resources.get(stack_id, 'storage_server_CP').required_by == [
-        'storage_server']
-    assert storage_server.required_by == []
-    volume = heat.resources.get(stack_id, 'storage_server_volume')
-    assert volume.attributes['attachments'][0]['device'] == '/dev/vdb'
-    assert storage.volumes == ['/dev/vdb']
-    check_boot_order(cloud, [s.physical_resource_id for s in servers])
-    # A Kubernetes API server for the cluster of this stack.
-    assert list(engine.kubes) == [stack_id]
-    # Nested stacks by owner, as Tacker walks them.
-    nested = heat.stacks.list(filters={'owner_id': stack_id,
-                                       'show_nested': True})
-    assert len(list(nested)) == 2
-    assert [s.id for s in heat.stacks.list(
-        filters={'name': 'vnflcm_simple'})] == [stack_id]
+def check_security_groups(engine, storage):
+    """The sample's security groups, enforced on the bridge."""
+    # Every guest has booted: a refused connection is the filter's doing.
+    for host in engine.testbed.hosts.values():
+        polling.wait_until(lambda: sshd_answers(host), 'sshd', 30)
+    # SSH only from the management CIDR (the runner), NFS only from the
+    # nodes, and a port sends only from its own addresses.
+    worker, master = (next(h for h in engine.testbed.hosts.values()
+                           if h.role == role) for role in ('worker',
+                                                           'master'))
+    listen(storage, 2049)
+    assert security_groups.connects(worker, storage.ip, 2049)
+    assert not runner_connects(storage.ip, 2049)
+    assert not security_groups.connects(worker, storage.ip, 22)
+    assert not security_groups.connects(master, worker.ip, 22)
+    spoofed = engine._free_address()
+    worker.run('ip addr add %s/32 dev eth0' % spoofed)
+    assert not security_groups.connects(worker, storage.ip, 2049,
+                                        source=spoofed)
+    worker.run('ip addr del %s/32 dev eth0' % spoofed)
 
+
+def scale_out_and_in(heat, stack_id):
+    """The Worker group scaled out, then in; its members after."""
     # Scale out, then in: Heat removes the oldest member, by creation time
     # in whole seconds and then by name (the new one, if all three were
     # created within the same second and its name sorts first).
@@ -212,27 +224,40 @@ def test_simple_flavour_lifecycle(cloud, heat):
     after = members(heat, stack_id, 'worker_instance')
     assert len(after) == 2
     assert oldest.resource_name not in {r.resource_name for r in after}
+    return after
 
+
+def stop_and_heal_a_worker(cloud, heat, stack_id, member_resource):
+    """A Worker powered off, then replaced by a heal."""
     # openstack server stop: the VM stops answering until a heal replaces
     # it; a second stop is a conflict.
-    stopped = member_server(heat, after[0])
-    host = testbed.hosts[engine.hosts[stopped.physical_resource_id]]
+    stopped = member_server(heat, member_resource)
+    host = cloud.engine.testbed.hosts[cloud.engine.hosts[
+        stopped.physical_resource_id]]
     nova = nova_client(cloud)
     nova.servers.stop(stopped.physical_resource_id)
-    wait(lambda: member_server(heat, after[0]).attributes['status'] ==
+    wait(lambda: member_server(heat, member_resource).attributes['status'] ==
          'SHUTOFF')
     assert hosts.tcp_banner(host.ip, 22) == b''
     with pytest.raises(novaclient_exceptions.Conflict):
         nova.servers.stop(stopped.physical_resource_id)
-    member = after[0].physical_resource_id
+    member = member_resource.physical_resource_id
     heat.resources.mark_unhealthy(member, 'workerNode', True, 'heal')
     heat.stacks.update(stack_id, existing=True)
     wait(lambda: heat.stacks.get(stack_id).stack_status !=
          'UPDATE_IN_PROGRESS')
-    replaced = member_server(heat, after[0])
+    replaced = member_server(heat, member_resource)
     assert replaced.attributes['status'] == 'ACTIVE'
     check_boot_order(cloud, [replaced.physical_resource_id])
 
+
+def heal_the_storage_server(cloud, heat, stack_id, storage):
+    """The Storage server healed alone: its volume kept, its port's
+    address and security group on the new VM."""
+    engine = cloud.engine
+    storage_cp = heat.resources.get(stack_id, 'storage_server_CP').attributes
+    storage_server = heat.resources.get(stack_id, 'storage_server')
+    volume = heat.resources.get(stack_id, 'storage_server_volume')
     # Heal the storage server alone: new VM, same address, same volume.
     storage.run('touch /volume-probe && mkdir -p /mnt/v && '
                 'mkfs.ext4 -q /dev/vdb && mount /dev/vdb /mnt/v && '
@@ -245,7 +270,7 @@ def test_simple_flavour_lifecycle(cloud, heat):
     healed = heat.resources.get(stack_id, 'storage_server')
     assert healed.physical_resource_id != \
         storage_server.physical_resource_id
-    host = testbed.hosts[engine.hosts[healed.physical_resource_id]]
+    host = engine.testbed.hosts[engine.hosts[healed.physical_resource_id]]
     assert host.ip == storage.ip
     assert host.run('ls /volume-probe', check=False).returncode != 0
     kept = heat.resources.get(stack_id, 'storage_server_volume')
@@ -260,8 +285,16 @@ def test_simple_flavour_lifecycle(cloud, heat):
     host.run('mkdir -p /mnt/v && mount /dev/vdb /mnt/v')
     assert host.run('ls /mnt/v').stdout.split() == ['kept', 'lost+found']
     host.run('umount /mnt/v')
+    worker = next(h for h in engine.testbed.hosts.values()
+                  if h.role == 'worker')
+    polling.wait_until(lambda: sshd_answers(host), 'sshd', 30)
+    assert not security_groups.connects(worker, host.ip, 22)
 
-    # Heal server and volume (Tacker's default): a blank new volume.
+
+def heal_the_storage_server_and_volume(cloud, heat, stack_id):
+    """Server and volume healed (Tacker's default): a blank new volume."""
+    engine = cloud.engine
+    volume = heat.resources.get(stack_id, 'storage_server_volume')
     heat.resources.mark_unhealthy(stack_id, 'storage_server', True, 'heal')
     heat.resources.mark_unhealthy(stack_id, 'storage_server_volume', True,
                                   'heal')
@@ -272,8 +305,47 @@ def test_simple_flavour_lifecycle(cloud, heat):
                               ).physical_resource_id != \
         volume.physical_resource_id
     healed = heat.resources.get(stack_id, 'storage_server')
-    host = testbed.hosts[engine.hosts[healed.physical_resource_id]]
+    host = engine.testbed.hosts[engine.hosts[healed.physical_resource_id]]
     assert host.run('blkid /dev/vdb', check=False).stdout == ''
+
+
+def test_simple_flavour_lifecycle(cloud, heat):
+    engine = cloud.engine
+    testbed = engine.testbed
+    stack_id = create(cloud, heat, 'simple', 'vnflcm_simple')
+    stack = heat.stacks.get(stack_id)
+    assert stack.stack_status == 'CREATE_COMPLETE', stack.stack_status_reason
+    listed = heat.resources.list(stack_id, nested_depth=2)
+    servers = [r for r in listed if r.resource_type == 'OS::Nova::Server']
+    assert len(servers) == 4  # 1 master, 2 workers, the storage server
+    # Every port has the address of the host Heat booted for its server.
+    storage_cp = heat.resources.get(stack_id, 'storage_server_CP').attributes
+    storage_server = heat.resources.get(stack_id, 'storage_server')
+    storage = testbed.hosts[engine.hosts[storage_server.physical_resource_id]]
+    assert storage_cp['fixed_ips'][0]['ip_address'] == storage.ip
+    assert storage_cp['device_id'] == storage_server.physical_resource_id
+    # Tacker finds a scaled-out server's ports by the port's required_by.
+    assert heat.resources.get(stack_id, 'storage_server_CP').required_by == [
+        'storage_server']
+    assert storage_server.required_by == []
+    volume = heat.resources.get(stack_id, 'storage_server_volume')
+    assert volume.attributes['attachments'][0]['device'] == '/dev/vdb'
+    assert storage.volumes == ['/dev/vdb']
+    check_boot_order(cloud, [s.physical_resource_id for s in servers])
+    check_security_groups(engine, storage)
+    # A Kubernetes API server for the cluster of this stack.
+    assert list(engine.kubes) == [stack_id]
+    # Nested stacks by owner, as Tacker walks them.
+    nested = heat.stacks.list(filters={'owner_id': stack_id,
+                                       'show_nested': True})
+    assert len(list(nested)) == 2
+    assert [s.id for s in heat.stacks.list(
+        filters={'name': 'vnflcm_simple'})] == [stack_id]
+
+    after = scale_out_and_in(heat, stack_id)
+    stop_and_heal_a_worker(cloud, heat, stack_id, after[0])
+    heal_the_storage_server(cloud, heat, stack_id, storage)
+    heal_the_storage_server_and_volume(cloud, heat, stack_id)
 
     # Every address handed out is a testbed host address.
     for address in engine.ever_handed_out:
@@ -293,7 +365,7 @@ def test_simple_flavour_lifecycle(cloud, heat):
 
 def test_ha_flavour_virtual_ip(cloud, heat):
     engine = cloud.engine
-    stack_id = create(heat, 'ha', 'vnflcm_ha')
+    stack_id = create(cloud, heat, 'ha', 'vnflcm_ha')
     stack = heat.stacks.get(stack_id)
     assert stack.stack_status == 'CREATE_COMPLETE', stack.stack_status_reason
     vip = heat.resources.get(stack_id, 'vip_CP').attributes
@@ -314,10 +386,44 @@ def test_ha_flavour_virtual_ip(cloud, heat):
         if server.resource_type == 'OS::Nova::Server':
             host = testbed.hosts[engine.hosts[server.physical_resource_id]]
             assert driver_login(host, testbed.client_key_file) == 'root'
+    # A Master may send from the virtual IP (its allowed address pair), a
+    # Worker may not.
+    testbed = engine.testbed
+    storage = next(h for h in testbed.hosts.values() if h.role == 'storage')
+    listen(storage, 2049)
+    for role, allowed in (('master', True), ('worker', False)):
+        host = next(h for h in testbed.hosts.values() if h.role == role)
+        host.run('ip addr add %s/32 dev eth0' % address)
+        assert security_groups.connects(host, storage.ip, 2049,
+                                        source=address) is allowed, role
+        host.run('ip addr del %s/32 dev eth0' % address)
     heat.stacks.delete(stack_id)
     wait(lambda: heat.stacks.get(stack_id).stack_status == 'DELETE_COMPLETE')
     assert engine.testbed.hosts == {}
     assert engine.errors == []
+
+
+def test_a_port_without_security_groups_is_in_the_default_group(cloud,
+                                                                heat):
+    """What the sample templates were before they had groups: the
+    project's default group lets in only its own members, so the runner
+    (Tacker's host) gets no answer from the VM's SSH."""
+    port = {'type': 'OS::Neutron::Port', 'properties': {'network': NETWORK}}
+    server = {'type': 'OS::Nova::Server', 'properties': {
+        'name': 'workerNode', 'flavor': 'm1.medium', 'image': 'ubuntu',
+        'networks': [{'port': {'get_resource': 'vm_CP'}}]}}
+    stack_id = heat.stacks.create(stack_name='no-groups', template=yaml.dump({
+        'heat_template_version': '2016-10-14',
+        'resources': {'vm_CP': port, 'vm': server}}))['stack']['id']
+    wait(lambda: heat.stacks.get(stack_id).stack_status
+         != 'CREATE_IN_PROGRESS')
+    vm = heat.resources.get(stack_id, 'vm').physical_resource_id
+    host = cloud.engine.testbed.hosts[cloud.engine.hosts[vm]]
+    assert host.run('ss -Htln sport = :22').stdout.strip()  # sshd is up
+    assert not runner_connects(host.ip, 22)
+    heat.stacks.delete(stack_id)
+    wait(lambda: heat.stacks.get(stack_id).stack_status == 'DELETE_COMPLETE')
+    assert cloud.engine.errors == []
 
 
 def test_unsupported_resource_fails_the_stack(cloud, heat):

@@ -95,10 +95,12 @@ def test_instantiate(lab, s):
     s.instance_id = instance['id']
     assert instance['instantiationState'] == 'NOT_INSTANTIATED'
     request = lab.instantiate_request(s.vim_id, login='key')
-    # Only the network ids, the VIM id and the export_to (the testbed's
+    # Only the network ids, the VIM id, the export_to (the testbed's
     # subnet instead of the user guide's network, which the driver would
-    # refuse) differ from the sample; additionalParams are the sample's
-    # otherwise, its key file logins included.
+    # refuse) and the security groups' management CIDR (the runner, whose
+    # SSH and API calls its rules let in) differ from the sample;
+    # additionalParams are the sample's otherwise, its key file logins
+    # included.
     sample = lab.sample_request('instantiate_simple.json', login='key')
     assert request['flavourId'] == sample['flavourId']
     storage = request['additionalParams'][
@@ -112,6 +114,9 @@ def test_instantiate(lab, s):
     assert dict(storage, nfs_server_setup_params=None) == \
         dict(sample_storage, nfs_server_setup_params=None)
     assert 'password' not in json.dumps(request['additionalParams'])
+    assert request['additionalParams']['nfv'] == dict(
+        sample['additionalParams']['nfv'],
+        management_cidr=lab.engine.testbed.bridge_ip + '/32')
     assert storage['nfs_server_setup_params'] == as_sent(
         sample_storage['nfs_server_setup_params'], lab.engine.testbed.subnet)
     # Boots longer than Tacker takes from ACTIVE to the driver's first

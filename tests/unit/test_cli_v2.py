@@ -139,6 +139,17 @@ def test_a_v2_request_naming_no_keypair(v2_zip, validate):
         findings
 
 
+@pytest.mark.parametrize('cidr', [None, ''])
+def test_a_request_without_the_management_cidr(v2_zip, validate, cidr):
+    """The security groups' source is the request's: nothing fills it."""
+    body = v2_request()
+    body['additionalParams']['nfv']['management_cidr'] = cidr
+    code, findings = validate(v2_zip, body)
+    assert code == 1
+    assert ('heat-nfv-unfilled', 'additionalParams.nfv.management_cidr') \
+        in findings
+
+
 def test_a_missing_script(v2_package, validate):
     os.unlink(v2_package / csar.V2_SCRIPT_PATH)
     code, findings = validate(v2_package, v2_request())

@@ -1,10 +1,14 @@
 """How a command that lost its host is reported: silence or a closed
 connection (the whole path: tests/functional/test_remote.py)."""
 
+import socket
+
+import paramiko
 import pytest
 
 from kubernetes_mgmt_pv.remote import command_output
 from kubernetes_mgmt_pv.remote import facts
+from kubernetes_mgmt_pv.remote import remote
 
 
 @pytest.mark.parametrize('quiet, limit, interval, silent', [
@@ -34,6 +38,26 @@ def test_a_lost_connection_is_silence_only_after_unanswered_intervals(
 def test_no_answer_names_the_host_and_the_seconds_of_silence(seconds,
                                                              reason):
     assert command_output.no_answer_reason('10.0.0.5', seconds) == reason
+
+
+@pytest.mark.parametrize('error, hinted', [
+    # Dropped packets (a security group): no answer at all.
+    (socket.timeout('timed out'), True),
+    (TimeoutError(), True),
+    # An answer: refused, unreachable, a handshake that failed.
+    (ConnectionRefusedError(111, 'Connection refused'), False),
+    (paramiko.ssh_exception.NoValidConnectionsError(
+        {('10.0.0.5', 22): OSError(113, 'No route to host')}), False),
+    (paramiko.SSHException('Error reading SSH protocol banner'), False),
+    (EOFError(), False),
+])
+def test_an_unanswered_ssh_connection_points_at_the_security_group(
+        error, hinted):
+    hint = remote.unanswered_hint(error, 22)
+    assert bool(hint) is hinted
+    if hinted:
+        assert 'port 22' in hint and 'security group' in hint
+        assert 'management_cidr' in hint
 
 
 @pytest.mark.parametrize('chunks, value, overflowed', [

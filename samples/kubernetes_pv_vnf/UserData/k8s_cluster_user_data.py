@@ -14,10 +14,15 @@ the keys the sample uses, and fails with a clear reason for anything else:
   ``additionalParams.nfv.VDU.<vdu>.key_name``, as Tacker v2's default
   UserData takes it from there;
 * ``CP.<cp>.network``: the ``resourceId`` of the ``extVirtualLinks`` entry
-  whose ``extCps`` lists the CP.
+  whose ``extCps`` lists the CP;
+* any other key (``{get_param: [nfv, management_cidr]}``): the request's
+  ``additionalParams.nfv``, merged into ``nfv`` as a JSON merge patch, as
+  Tacker v2's default UserData does, so one request shape serves both
+  APIs.
 """
 
 from tacker.extensions import vnfm
+from tacker.sol_refactored.common import vnf_instance_utils as inst_utils
 from tacker.vnfm.lcm_user_data.abstract_user_data import AbstractUserData
 
 
@@ -30,7 +35,8 @@ class KubernetesClusterUserData(AbstractUserData):
         networks = _cp_networks(inst_req_info)
         keypairs = _requested_keypairs(inst_req_info)
         nfv = {'VDU': {}, 'CP': {}}
-        for kind, name, key in sorted(_nfv_references(base_hot_dict or {})):
+        references = _nfv_references(base_hot_dict or {})
+        for kind, name, key in sorted(r for r in references if len(r) == 3):
             if kind == 'VDU' and key in ('flavor', 'image'):
                 value = vdus.get(name, {}).get(key)
                 source = 'VDU %s of the VNFD' % name
@@ -50,15 +56,25 @@ class KubernetesClusterUserData(AbstractUserData):
                            'nothing in %s provides it' % (kind, name, key,
                                                           source))
             nfv[kind].setdefault(name, {})[key] = value
+        nfv = inst_utils.json_merge_patch(nfv, (getattr(
+            inst_req_info, 'additional_params', None) or {}).get('nfv') or {})
+        for key, in sorted(r for r in references if len(r) == 1):
+            if nfv.get(key) in (None, ''):
+                raise vnfm.LCMUserDataFailed(
+                    reason='BaseHOT parameter nfv.%s has no value: set '
+                           'additionalParams.nfv.%s in the request'
+                           % (key, key))
         return {'nfv': nfv}
 
 
 def _nfv_references(node):
-    """Every (kind, name, key) of a ``get_param: [nfv, ...]`` in the HOTs."""
+    """The path below nfv of every ``get_param: [nfv, ...]`` in the HOTs:
+    (kind, name, key) or (key,)."""
     found = set()
     if isinstance(node, dict):
         path = node.get('get_param')
-        if isinstance(path, list) and len(path) == 4 and path[0] == 'nfv':
+        if isinstance(path, list) and len(path) in (2, 4) and \
+                path[0] == 'nfv':
             found.add(tuple(path[1:]))
         for value in node.values():
             found |= _nfv_references(value)
