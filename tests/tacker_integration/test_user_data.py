@@ -90,7 +90,7 @@ def test_every_basehot_parameter_gets_a_value(
 def test_a_request_without_the_management_cidr_is_reported(
         tacker_conf, context, onboard, built_package, user_data_class):
     def drop_cidr(body):
-        del body['additionalParams']['nfv']
+        del body['additionalParams']['nfv']['management_cidr']
     request = instantiate_request('instantiate_ha.json', context, drop_cidr)
     with pytest.raises(vnfm.LCMUserDataFailed,
                        match='additionalParams.nfv.management_cidr'):
