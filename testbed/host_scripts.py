@@ -40,17 +40,14 @@ exec chroot "$R" "$@"
 '''
 
 # Runs chrooted in the base layer; $1 = packages to purge (may be empty),
-# $2 = directory of stand-in .debs to install (may be empty), $3 = the
-# public key of the testbed's client key, which the user accepts too.
+# $2 = directory of stand-in .debs to install (may be empty). The testbed's
+# client key goes in later: the layer is kept for other testbeds.
 BASE_SCRIPT = r'''set -e
 useradd -m -s /bin/bash -G sudo ubuntu
 # SHA-512 rather than the PAM default yescrypt, which is built to be
 # slow: 15 ms of CPU for each of the suite's thousands of password logins.
 echo ubuntu:ubuntu | chpasswd -c SHA512
 install -d -m 700 -o ubuntu -g ubuntu /home/ubuntu/.ssh
-printf '%s\n' "$3" > /home/ubuntu/.ssh/authorized_keys
-chown ubuntu:ubuntu /home/ubuntu/.ssh/authorized_keys
-chmod 600 /home/ubuntu/.ssh/authorized_keys
 echo "ubuntu ALL=(ALL) NOPASSWD:ALL" > /etc/sudoers.d/90-ubuntu
 chmod 440 /etc/sudoers.d/90-ubuntu
 printf 'PasswordAuthentication yes\nUseDNS no\n' \

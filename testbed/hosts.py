@@ -26,6 +26,7 @@ import paramiko
 
 from testbed import cloud_init
 from testbed import host_scripts
+from testbed import image_cache
 from testbed import polling
 from testbed import processes
 from testbed import standins
@@ -318,6 +319,7 @@ class Testbed:
             role: tuple(packages) for role, packages in
             (role_purge_packages or {}).items() if packages}
         self._role_images = {}  # role -> image layer dir, if not 'base'
+        self._base_key = None  # the base layer's in testbed.image_cache
         self.install_standins = install_standins
         self.hosts = {}
         self.bridge = f'{self.prefix}br'
@@ -431,46 +433,64 @@ class Testbed:
                 *args]
 
     def _build_base(self):
-        """Build the "image" layer once: user, sudo, sshd and apt settings,
-        and the Kubernetes stand-ins.
-
-        It is copied into every host's upper dir rather than stacked as a
-        second lower layer, because layers overlapping `/` fail with ELOOP.
-        The stand-in .debs are staged in the upper dir before it is mounted
-        (the image's /tmp is a fresh tmpfs) and dpkg-installed chrooted, so
-        the runner's own dpkg database is never touched.
-        """
+        """The "image" layer every host starts from (user, sudo, sshd and
+        apt settings, the Kubernetes stand-ins), kept for other testbeds
+        (testbed.image_cache). It is copied into every host's upper dir,
+        not stacked as a second lower layer: layers overlapping `/` fail
+        with ELOOP. The stand-in .debs are staged in the upper dir before
+        it is mounted (the image's /tmp is a fresh tmpfs) and installed
+        chrooted: the runner's own dpkg database is never touched."""
         base = os.path.join(self.workdir, 'base')
-        for sub in ('upper', 'work', 'root'):
+        for sub in ('work', 'root'):
             os.makedirs(os.path.join(base, sub))
+        self._base_key = image_cache.key(
+            host_scripts.BASE_SCRIPT, self.purge_packages,
+            self.install_standins and (
+                image_cache.directory_digest(standins.HERE),
+                standins.k8s_package_version()),
+            image_cache.runner_packages())
+        image_cache.upper_dir(self._base_key, self._build_base_layer,
+                              f'{base}/upper')
+
+    def _build_base_layer(self, upper):
+        os.makedirs(upper)
         staged = ''
         if self.install_standins:
-            standins.stage_packages(f'{base}/upper')
+            standins.stage_packages(upper)
             staged = standins.STAGING_DIR
+        base = os.path.dirname(upper)
         _run(self._unshare(
-            f'{base}/root', f'{base}/upper', f'{base}/work',
-            f'{self.prefix}-base', '--',
-            '/bin/sh', '-c', host_scripts.BASE_SCRIPT, 'base',
-            ' '.join(self.purge_packages), staged,
-            self.client_public_key()), timeout=600)
+            f'{base}/root', upper, f'{base}/work', f'{self.prefix}-base',
+            '--', '/bin/sh', '-c', host_scripts.BASE_SCRIPT, 'base',
+            ' '.join(self.purge_packages), staged), timeout=600)
 
     def _build_role_images(self):
-        """The base image less each role's ``role_purge_packages``."""
+        """The base image less each role's ``role_purge_packages``; then
+        the client key in every layer."""
         images = {}  # packages -> layer dir
         for role, packages in sorted(self.role_purge_packages.items()):
             if packages not in images:
                 layer = os.path.join(self.workdir, f'image{len(images) + 1}')
                 os.makedirs(os.path.join(layer, 'work'))
                 os.makedirs(os.path.join(layer, 'root'))
-                _run(['cp', '-a', os.path.join(self.workdir, 'base', 'upper'),
-                      f'{layer}/upper'])
-                _run(self._unshare(
-                    f'{layer}/root', f'{layer}/upper', f'{layer}/work',
-                    f'{self.prefix}-image', '--',
-                    'env', 'DEBIAN_FRONTEND=noninteractive',
-                    'apt-get', 'purge', '-y', '-q', *packages), timeout=600)
+                image_cache.upper_dir(
+                    image_cache.key(self._base_key, packages),
+                    lambda upper: self._purge_layer(upper, packages),
+                    f'{layer}/upper')
                 images[packages] = layer
             self._role_images[role] = images[packages]
+        for layer in [os.path.join(self.workdir, 'base'), *images.values()]:
+            image_cache.authorize_key(os.path.join(layer, 'upper'), 'ubuntu',
+                                      self.client_public_key())
+
+    def _purge_layer(self, upper, packages):
+        layer = os.path.dirname(upper)
+        _run(['cp', '-a', os.path.join(self.workdir, 'base', 'upper'),
+              upper])
+        _run(self._unshare(
+            f'{layer}/root', upper, f'{layer}/work', f'{self.prefix}-image',
+            '--', 'env', 'DEBIAN_FRONTEND=noninteractive',
+            'apt-get', 'purge', '-y', '-q', *packages), timeout=600)
 
     def _image_dir(self, role):
         return self._role_images.get(role) or os.path.join(
