@@ -46,6 +46,7 @@ import warnings
 from testbed import hosts
 from testbed.kubeapi import kubectl
 from testbed import standins
+from testbed import subnets
 
 # Debian's packages the install script installs besides the stand-ins.
 DEBIAN_PACKAGES = ('containerd', 'runc')
@@ -327,7 +328,7 @@ class AptRepository(object):
                 os.makedirs(packages)
                 populate(packages, self.image, version)
                 write_index(packages, self.key)
-            self.subnet = hosts._free_subnet()
+            self.subnet = subnets.free_subnet()
             self.address = str(self.subnet[1])
             self._add_bridge()
             self._serve()

@@ -10,7 +10,6 @@ and mounts vanish, which is how a VM lost to a heal is simulated.
 """
 
 import contextlib
-import fcntl
 import ipaddress
 import os
 import re
@@ -30,6 +29,7 @@ from testbed import image_cache
 from testbed import polling
 from testbed import processes
 from testbed import standins
+from testbed import subnets
 
 ROLES = ('storage', 'master', 'worker')
 HOST_PATH = '/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin'
@@ -85,51 +85,6 @@ def tcp_banner(ip, port, timeout=1.0):
             return sock.recv(64)
     except OSError:
         return b''
-
-
-def _used_networks():
-    """IPv4 networks already on this machine, from addresses and routes."""
-    networks = []
-    for line in _run(['ip', '-4', '-o', 'addr', 'show']).splitlines():
-        fields = line.split()
-        networks.append(ipaddress.ip_interface(
-            fields[fields.index('inet') + 1]).network)
-    for line in _run(['ip', '-4', 'route', 'show']).splitlines():
-        destination = line.split()[0]
-        if destination != 'default':
-            networks.append(ipaddress.ip_network(destination, strict=False))
-    return networks
-
-
-# The test clusters' Service network (Kubernetes' default): the driver
-# refuses a node network that overlaps it, so no testbed network is in it.
-KUBERNETES_SERVICE_NETWORK = ipaddress.ip_network('10.96.0.0/12')
-NETWORK_LOCK = os.path.join(tempfile.gettempdir(), 'testbed-networks.lock')
-
-
-@contextlib.contextmanager
-def _network_lock():
-    """Held from picking a subnet until its bridge has it: testbeds
-    starting side by side (xdist workers) never pick the same one."""
-    with open(NETWORK_LOCK, 'a') as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)  # closing the file releases it
-        yield
-
-
-def _free_subnet():
-    """Pick a random 10.x.y.0/24 that overlaps nothing on this machine nor
-    the test clusters' Service network.
-
-    secrets (not random) so that pytest plugins reseeding `random` cannot
-    make parallel workers pick the same subnet.
-    """
-    used = _used_networks() + [KUBERNETES_SERVICE_NETWORK]
-    for _ in range(100):
-        net = ipaddress.ip_network(
-            f'10.{1 + secrets.randbelow(254)}.{secrets.randbelow(256)}.0/24')
-        if not any(net.overlaps(u) for u in used):
-            return net
-    raise RuntimeError('no free 10.x.y.0/24 subnet found')
 
 
 def _mac_for(ip):
@@ -355,12 +310,13 @@ class Testbed:
                   f'{self.prefix}-client', '-f', self.client_key_file])
             self._build_base()
             self._build_role_images()
-            with _network_lock():
-                self._subnet = self._subnet or _free_subnet()
+            with subnets.network_lock():
+                self._subnet = self._subnet or subnets.free_subnet()
                 self.bridge_ip = str(self._subnet[1])
                 self._add_bridge(self.bridge, self._subnet)
                 if self.cluster_bridge:
-                    self.cluster_subnet = _free_subnet()  # after the first
+                    # After the first: it is taken by then.
+                    self.cluster_subnet = subnets.free_subnet()
                     self._add_bridge(self.cluster_bridge,
                                      self.cluster_subnet)
         except BaseException:

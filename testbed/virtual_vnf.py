@@ -34,6 +34,7 @@ from testbed import node_lifecycle
 from testbed import openstack_api
 from testbed import pv_manifest
 from testbed import standins
+from testbed import subnets
 
 STORAGE_CP = 'storage_server_CP'
 MASTER_ASPECT, MASTER_CP = 'master_instance', 'masterNode_CP1'
@@ -48,7 +49,7 @@ INSTALL_SCRIPT = os.path.join(
     'kubernetes_pv_vnf', 'Scripts', 'install_k8s_cluster.sh')
 SCRIPT_PATH = 'Scripts/install_k8s_cluster.sh'
 POD_CIDR = '192.168.0.0/16'
-SERVICE_CIDR = str(hosts.KUBERNETES_SERVICE_NETWORK)
+SERVICE_CIDR = str(subnets.KUBERNETES_SERVICE_NETWORK)
 
 # The user guide's guests: Ubuntu 22.04, login ubuntu/ubuntu, and a storage
 # password that occurs in the export paths (/volumeN/nfs/pvN), so a driver

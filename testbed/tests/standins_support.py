@@ -19,10 +19,11 @@ from testbed import kubeapi
 from testbed import polling
 from testbed import processes
 from testbed import standins
+from testbed import subnets
 
 
 POD_CIDR = '192.168.0.0/16'
-SERVICE_CIDR = str(hosts.KUBERNETES_SERVICE_NETWORK)
+SERVICE_CIDR = str(subnets.KUBERNETES_SERVICE_NETWORK)
 
 
 # The driver's route to etcd on a Master, word for word (with sudo).

@@ -22,6 +22,7 @@ from testbed.hosts import require_testbed
 from testbed.hosts import Testbed
 from testbed import nfs
 from testbed import processes
+from testbed import subnets
 
 SKIP_REASON = require_testbed()
 needs_testbed = pytest.mark.skipif(SKIP_REASON is not None,
@@ -548,7 +549,7 @@ def test_the_bridge_keeps_its_mac_when_vms_come_and_go(tb):
 def test_no_subnet_falls_in_the_clusters_service_network(monkeypatch):
     """The driver refuses a node network inside the Service network, so a
     test run whose random subnet landed there would fail."""
-    monkeypatch.setattr(hosts, '_used_networks', lambda: [])
-    picked = [hosts._free_subnet() for _ in range(500)]
+    monkeypatch.setattr(subnets, 'used_networks', lambda: [])
+    picked = [subnets.free_subnet() for _ in range(500)]
     assert not [net for net in picked
-                if net.overlaps(hosts.KUBERNETES_SERVICE_NETWORK)]
+                if net.overlaps(subnets.KUBERNETES_SERVICE_NETWORK)]
