@@ -12,9 +12,9 @@ from dataclasses import dataclass
 import re
 import secrets
 import shlex
-import socket
 
 from testbed import polling
+from testbed import processes
 
 CONFIG = '/etc/ganesha/testbed.conf'
 PIDFILE = '/run/ganesha/testbed.pid'
@@ -144,19 +144,12 @@ def start_ganesha(storage_host, exports=None):
         'mkdir -p /run/ganesha /var/lib/nfs/ganesha && '
         f'ganesha.nfsd -f {CONFIG} -L {LOGFILE} -N NIV_EVENT -p {PIDFILE}')
     try:
-        polling.wait_until(lambda: _port_open(storage_host.ip, NFS_PORT),
-                           f'ganesha on {storage_host.name}')
+        polling.wait_until(
+            lambda: processes.port_open(storage_host.ip, NFS_PORT),
+            f'ganesha on {storage_host.name}')
     except TimeoutError as exc:
         log = storage_host.run(f'tail -n 30 {LOGFILE}', check=False).stdout
         raise RuntimeError(f'{exc}; ganesha log:\n{log}') from None
-
-
-def _port_open(ip, port):
-    try:
-        socket.create_connection((ip, port), timeout=1).close()
-        return True
-    except OSError:
-        return False
 
 
 def nfs_url(server_ip, export_path, filename):
