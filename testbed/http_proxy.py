@@ -9,7 +9,6 @@ what tests read to see that the nodes' requests went through it.
 
 import os
 import shutil
-import socket
 import subprocess
 import tempfile
 
@@ -69,11 +68,7 @@ class TinyProxy(object):
     def _listening(self):
         if self._process.poll() is not None:
             raise RuntimeError(f'tinyproxy exited: {self.log()}')
-        try:
-            socket.create_connection((self.address, self.port), 1).close()
-        except OSError:
-            return False
-        return True
+        return processes.port_open(self.address, self.port)
 
     def log(self):
         try:

@@ -51,6 +51,15 @@ def free_port(host='127.0.0.1'):
                                                         host))
 
 
+def port_open(host, port, timeout=1.0):
+    """Whether a TCP server accepts connections at ``host``:``port``."""
+    try:
+        socket.create_connection((host, port), timeout=timeout).close()
+    except OSError:
+        return False
+    return True
+
+
 def alive(pid):
     if not pid:
         return False

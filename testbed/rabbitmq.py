@@ -14,6 +14,9 @@ from testbed import processes
 CTL = '/usr/lib/rabbitmq/bin/rabbitmqctl'
 SERVER = '/usr/lib/rabbitmq/bin/rabbitmq-server'
 START_ATTEMPTS = 3
+# Bounds a broken node only: with every test env running on two cores,
+# a boot has taken over 40 s.
+BOOT_TIMEOUT = 180
 
 
 class NodeExited(processes.ServiceError):
@@ -118,10 +121,21 @@ class RabbitMQ(object):
                                  'while starting; %s:\n%s' % (
                                      server.returncode, log,
                                      processes.tail(log, 20)))
-            return self.ctl('await_startup', '--timeout', '10',
-                            timeout=30).returncode == 0
-        polling.wait_until(up, 'RabbitMQ', 90, first_delay=0.05,
+            # The AMQP listener opens at the end of the boot: a cheap
+            # probe until then, where each rabbitmqctl boots an Erlang VM.
+            return (processes.port_open('127.0.0.1', self.amqp_port)
+                    and self._booted())
+        polling.wait_until(up, 'RabbitMQ', BOOT_TIMEOUT, first_delay=0.05,
                            max_delay=1.0, log=log)
+
+    def _booted(self):
+        """``await_startup``; a CLI that a loaded machine keeps from
+        answering in time means "not yet", not a failed start."""
+        try:
+            return self.ctl('await_startup', '--timeout', '30',
+                            timeout=60).returncode == 0
+        except subprocess.TimeoutExpired:
+            return False
 
     def stop(self):
         if not self._started:

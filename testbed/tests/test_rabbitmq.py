@@ -3,6 +3,7 @@ ports the testbed's services are given (processes.free_port)."""
 
 import os
 import socket
+import subprocess
 
 import pytest
 
@@ -49,3 +50,27 @@ def test_a_node_whose_port_was_taken_starts_again_on_other_ports(
     assert node.ctl('status').returncode == 0
     with socket.create_connection(('127.0.0.1', node.amqp_port), 5):
         pass
+
+
+def test_a_cli_too_slow_to_answer_means_not_yet_booted(node, monkeypatch):
+    """On a loaded machine rabbitmqctl may outlive its own timeout (seen
+    in CI): the start keeps waiting instead of failing the lab."""
+    real_ctl = node.ctl
+    calls = []
+
+    def slow_first(*args, timeout=60):
+        calls.append(args)
+        if len(calls) == 1:
+            raise subprocess.TimeoutExpired(['rabbitmqctl', *args], timeout)
+        return real_ctl(*args, timeout=timeout)
+    monkeypatch.setattr(node, 'ctl', slow_first)
+    node.start()
+    assert calls[0][0] == calls[1][0] == 'await_startup'
+    assert processes.port_open('127.0.0.1', node.amqp_port)
+
+
+def test_a_port_is_open_only_while_a_server_listens():
+    with socket.create_server(('127.0.0.1', 0)) as server:
+        port = server.getsockname()[1]
+        assert processes.port_open('127.0.0.1', port)
+    assert not processes.port_open('127.0.0.1', port)
