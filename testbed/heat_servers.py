@@ -15,7 +15,6 @@ import uuid
 from testbed import cloud_init
 from testbed import heat_template
 from testbed import host_scripts
-from testbed import hosts
 from testbed import kubeapi
 from testbed import node_lifecycle
 from testbed import openstack_model
@@ -189,8 +188,8 @@ class ServersMixin(object):
                            server.attributes.get('status') == 'ACTIVE')
             if booting:
                 host.run('echo > %s' % host_scripts.SSHD_GO)
-                polling.wait_until(lambda: hosts.tcp_banner(
-                    host.ip, 22).startswith(b'SSH-'), 'sshd of %s' % host.name)
+                polling.wait_until(lambda: host.listens(22),
+                                   'sshd of %s' % host.name)
                 show(cloud_init.console_so_far(console, sshd_started=True))
                 _later(keys_delay, show, console)
                 self._note('sshd of %s started' % host.name)

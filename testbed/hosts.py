@@ -225,6 +225,12 @@ class Host:
             name=self.hostname, rule='#' * 61, fingerprint=fingerprint,
             public_key=public_key).replace('\n', '\r\n')
 
+    def listens(self, port):
+        """Whether a TCP server listens on ``port`` in this host, seen from
+        inside (its security group may keep the runner out)."""
+        return bool(self.run('ss -Htln sport = :%d' % port,
+                             check=False).stdout.strip())
+
     def sshd_log(self):
         """What this host's sshd logged (-e: connections, auth attempts)."""
         return _read_log(self)

@@ -143,18 +143,11 @@ def start_ganesha(storage_host, exports=None):
         'mkdir -p /run/ganesha /var/lib/nfs/ganesha && '
         f'ganesha.nfsd -f {CONFIG} -L {LOGFILE} -N NIV_EVENT -p {PIDFILE}')
     try:
-        polling.wait_until(lambda: _listening(storage_host, NFS_PORT),
+        polling.wait_until(lambda: storage_host.listens(NFS_PORT),
                            f'ganesha on {storage_host.name}')
     except TimeoutError as exc:
         log = storage_host.run(f'tail -n 30 {LOGFILE}', check=False).stdout
         raise RuntimeError(f'{exc}; ganesha log:\n{log}') from None
-
-
-def _listening(host, port):
-    """True once the host listens on ``port``, asked inside the host: its
-    security group keeps the runner out of NFS (only the nodes may)."""
-    return bool(host.run(f'ss -Htln sport = :{port}', check=False
-                         ).stdout.strip())
 
 
 def nfs_url(server_ip, export_path, filename):

@@ -5,8 +5,10 @@ import importlib
 import json
 import os
 import sys
+import types
 
 import pytest
+import yaml
 
 pytest.importorskip('tacker.objects')
 
@@ -84,6 +86,9 @@ def test_every_basehot_parameter_gets_a_value(
                                     'workerNode_CP2': {'network': NETWORK},
                                     'storage_server_CP': {
                                         'network': NETWORK}},
+                             'keypairs': {'masterNode': 'cluster-nodes',
+                                          'workerNode': 'cluster-nodes',
+                                          'storage_server': 'storage-server'},
                              'management_cidr': '192.0.2.0/24'}}
 
 
@@ -110,7 +115,8 @@ def drop_worker_keypair(body):
 @pytest.mark.parametrize('change, parameter', [
     (drop_storage_link, 'nfv.CP.storage_server_CP.network'),
     # The BaseHOT boots every VM with the keypair the request names.
-    (drop_worker_keypair, 'nfv.VDU.workerNode.key_name')])
+    (drop_worker_keypair, 'nfv.keypairs.workerNode has no value: set '
+                          'additionalParams.nfv.VDU.workerNode.key_name')])
 def test_a_parameter_without_a_value_is_reported(
         tacker_conf, context, onboard, built_package, user_data_class,
         change, parameter):
@@ -119,3 +125,27 @@ def test_a_parameter_without_a_value_is_reported(
     with pytest.raises(vnfm.LCMUserDataFailed, match=parameter):
         run_user_data(context, onboard, built_package, user_data_class,
                       'simple', request)
+
+
+def test_a_v1_heal_keeps_every_vms_keypair(
+        tacker_conf, context, onboard, built_package, user_data_class):
+    """Tacker v1 heals with the stack parameters of the instantiate, the
+    healed VDU's nfv.VDU entry rebuilt from the VNFD (flavor and image
+    only): the keypairs, outside it, reach the healed Worker too."""
+    request = instantiate_request('instantiate_simple.json', context)
+    params = run_user_data(context, onboard, built_package, user_data_class,
+                           'simple', request)
+    vnf_instance = onboard(built_package)
+    vnfd = vnflcm_utils.get_vnfd_dict(context, vnf_instance.vnfd_id,
+                                      'simple')
+    vnf_dict = {'vnfd_id': vnf_instance.vnfd_id,
+                'attributes': {'stack_param': str(params)},
+                'vnfd': {'attributes': {'vnfd_simple': yaml.safe_dump(vnfd)}}}
+    worker = types.SimpleNamespace(id='vnfc-worker', vdu_id='workerNode')
+    healed = vnflcm_utils.get_stack_param(
+        context, vnf_dict,
+        objects.HealVnfRequest(vnfc_instance_id=['vnfc-worker']),
+        types.SimpleNamespace(flavour_id='simple',
+                              vnfc_resource_info=[worker]))
+    assert 'key_name' not in healed['nfv']['VDU']['workerNode']
+    assert healed['nfv']['keypairs'] == params['nfv']['keypairs']

@@ -102,9 +102,10 @@ def create(cloud, heat, flavour, name):
     for nested in os.listdir(os.path.join(directory, 'nested')):
         with open(os.path.join(directory, 'nested', nested)) as handle:
             files[nested] = handle.read()
-    nfv = {'VDU': {vdu: {'flavor': 'm1.medium', 'image': 'ubuntu',
-                         'key_name': KEYPAIR}
-                   for vdu in ('masterNode', 'workerNode', 'storage_server')},
+    vdus = ('masterNode', 'workerNode', 'storage_server')
+    nfv = {'VDU': {vdu: {'flavor': 'm1.medium', 'image': 'ubuntu'}
+                   for vdu in vdus},
+           'keypairs': {vdu: KEYPAIR for vdu in vdus},
            'CP': {cp: {'network': NETWORK} for cp in (
                'masterNode_CP1', 'workerNode_CP2', 'storage_server_CP')},
            'management_cidr': cloud.engine.testbed.bridge_ip + '/32'}
@@ -159,6 +160,15 @@ def idle(heat, stack_id, group):
 
 def sshd_answers(host):
     return hosts.tcp_banner(host.ip, 22).startswith(b'SSH-')
+
+
+def wait_for_sshd(*guests):
+    """A server is ACTIVE before its guest has booted, as on Nova: wait
+    for its sshd, seen from inside (a security group may keep the runner
+    out)."""
+    for host in guests:
+        polling.wait_until(lambda: host.listens(22),
+                           'sshd on %s' % host.name, 30, max_delay=0.05)
 
 
 def check_boot_order(cloud, server_ids):
@@ -385,6 +395,7 @@ def test_ha_flavour_virtual_ip(cloud, heat):
     for server in heat.resources.list(stack_id, nested_depth=2):
         if server.resource_type == 'OS::Nova::Server':
             host = testbed.hosts[engine.hosts[server.physical_resource_id]]
+            wait_for_sshd(host)
             assert driver_login(host, testbed.client_key_file) == 'root'
     # A Master may send from the virtual IP (its allowed address pair), a
     # Worker may not.
@@ -419,7 +430,7 @@ def test_a_port_without_security_groups_is_in_the_default_group(cloud,
          != 'CREATE_IN_PROGRESS')
     vm = heat.resources.get(stack_id, 'vm').physical_resource_id
     host = cloud.engine.testbed.hosts[cloud.engine.hosts[vm]]
-    assert host.run('ss -Htln sport = :22').stdout.strip()  # sshd is up
+    wait_for_sshd(host)
     assert not runner_connects(host.ip, 22)
     heat.stacks.delete(stack_id)
     wait(lambda: heat.stacks.get(stack_id).stack_status == 'DELETE_COMPLETE')
@@ -471,6 +482,7 @@ def test_a_guest_without_keypair_or_user_data_has_no_login(cloud, heat):
     bare, by_password = (testbed.hosts[engine.hosts[
         heat.resources.get(stack_id, name).physical_resource_id]]
         for name in ('bare', 'by_password'))
+    wait_for_sshd(bare, by_password)
     for login in ({'key_file': testbed.client_key_file},
                   {'password': testbed.password}):
         with pytest.raises(exceptions.RemoteConnectError) as caught:

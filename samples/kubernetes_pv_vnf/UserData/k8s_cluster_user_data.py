@@ -10,9 +10,10 @@ the keys the sample uses, and fails with a clear reason for anything else:
   (a Nova flavor name);
 * ``VDU.<vdu>.image``: the VDU's ``sw_image_data.name`` (a Glance image
   registered beforehand: the sample package carries no image file);
-* ``VDU.<vdu>.key_name``: the Nova keypair the request names in
-  ``additionalParams.nfv.VDU.<vdu>.key_name``, as Tacker v2's default
-  UserData takes it from there;
+* ``keypairs.<vdu>``: the Nova keypair the request names in
+  ``additionalParams.nfv.VDU.<vdu>.key_name`` (where Tacker v2's default
+  UserData takes it from). It lives outside ``VDU.<vdu>`` because a v1
+  heal rebuilds that entry from the VNFD, keeping only flavor and image;
 * ``CP.<cp>.network``: the ``resourceId`` of the ``extVirtualLinks`` entry
   whose ``extCps`` lists the CP;
 * any other key (``{get_param: [nfv, management_cidr]}``): the request's
@@ -31,31 +32,14 @@ class KubernetesClusterUserData(AbstractUserData):
     @staticmethod
     def instantiate(base_hot_dict=None, vnfd_dict=None, inst_req_info=None,
                     grant_info=None):
-        vdus = _vdu_properties(vnfd_dict or {})
-        networks = _cp_networks(inst_req_info)
-        keypairs = _requested_keypairs(inst_req_info)
-        nfv = {'VDU': {}, 'CP': {}}
         references = _nfv_references(base_hot_dict or {})
-        for kind, name, key in sorted(r for r in references if len(r) == 3):
-            if kind == 'VDU' and key in ('flavor', 'image'):
-                value = vdus.get(name, {}).get(key)
-                source = 'VDU %s of the VNFD' % name
-            elif kind == 'VDU' and key == 'key_name':
-                value = keypairs.get(name)
-                source = 'additionalParams.nfv.VDU of the request'
-            elif kind == 'CP' and key == 'network':
-                value = networks.get(name)
-                source = 'extVirtualLinks[].extCps[] of the request'
-            else:
-                raise vnfm.LCMUserDataFailed(
-                    reason='BaseHOT parameter nfv.%s.%s.%s is not supported '
-                           'by KubernetesClusterUserData' % (kind, name, key))
-            if not value:
-                raise vnfm.LCMUserDataFailed(
-                    reason='BaseHOT parameter nfv.%s.%s.%s has no value: '
-                           'nothing in %s provides it' % (kind, name, key,
-                                                          source))
-            nfv[kind].setdefault(name, {})[key] = value
+        nfv = _vdu_and_cp_values(
+            references, _vdu_properties(vnfd_dict or {}),
+            _cp_networks(inst_req_info))
+        keypairs = _keypair_values(references,
+                                   _requested_keypairs(inst_req_info))
+        if keypairs:
+            nfv['keypairs'] = keypairs
         nfv = inst_utils.json_merge_patch(nfv, (getattr(
             inst_req_info, 'additional_params', None) or {}).get('nfv') or {})
         for key, in sorted(r for r in references if len(r) == 1):
@@ -67,13 +51,53 @@ class KubernetesClusterUserData(AbstractUserData):
         return {'nfv': nfv}
 
 
+def _keypair_values(references, keypairs):
+    """nfv.keypairs.<vdu> for each such reference, from the request."""
+    values = {}
+    for path in sorted(r for r in references if len(r) == 2):
+        if path[0] != 'keypairs':
+            raise vnfm.LCMUserDataFailed(
+                reason='BaseHOT parameter nfv.%s.%s is not supported by '
+                       'KubernetesClusterUserData' % path)
+        if not keypairs.get(path[1]):
+            raise vnfm.LCMUserDataFailed(
+                reason='BaseHOT parameter nfv.keypairs.%s has no value: set '
+                       'additionalParams.nfv.VDU.%s.key_name in the request'
+                       % (path[1], path[1]))
+        values[path[1]] = keypairs[path[1]]
+    return values
+
+
+def _vdu_and_cp_values(references, vdus, networks):
+    """nfv.VDU.<vdu>.flavor|image and nfv.CP.<cp>.network."""
+    nfv = {'VDU': {}, 'CP': {}}
+    for kind, name, key in sorted(r for r in references if len(r) == 3):
+        if kind == 'VDU' and key in ('flavor', 'image'):
+            value = vdus.get(name, {}).get(key)
+            source = 'VDU %s of the VNFD' % name
+        elif kind == 'CP' and key == 'network':
+            value = networks.get(name)
+            source = 'extVirtualLinks[].extCps[] of the request'
+        else:
+            raise vnfm.LCMUserDataFailed(
+                reason='BaseHOT parameter nfv.%s.%s.%s is not supported '
+                       'by KubernetesClusterUserData' % (kind, name, key))
+        if not value:
+            raise vnfm.LCMUserDataFailed(
+                reason='BaseHOT parameter nfv.%s.%s.%s has no value: '
+                       'nothing in %s provides it' % (kind, name, key,
+                                                      source))
+        nfv[kind].setdefault(name, {})[key] = value
+    return nfv
+
+
 def _nfv_references(node):
     """The path below nfv of every ``get_param: [nfv, ...]`` in the HOTs:
-    (kind, name, key) or (key,)."""
+    (kind, name, key), (keypairs, vdu) or (key,)."""
     found = set()
     if isinstance(node, dict):
         path = node.get('get_param')
-        if isinstance(path, list) and len(path) in (2, 4) and \
+        if isinstance(path, list) and len(path) in (2, 3, 4) and \
                 path[0] == 'nfv':
             found.add(tuple(path[1:]))
         for value in node.values():
