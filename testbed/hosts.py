@@ -667,9 +667,14 @@ class Testbed:
             os.kill(pid or host._proc.pid, signal.SIGKILL)
         host._proc.wait(timeout=30)
         if namespace:
-            polling.wait_until(
-                lambda: not processes.pids_in_namespace(namespace),
-                f'the processes of {host.name} to exit', timeout=30)
+            try:
+                polling.wait_until(
+                    lambda: not processes.pids_in_namespace(namespace),
+                    f'the processes of {host.name} to exit', timeout=120)
+            except polling.WaitTimeout as timeout:
+                left = processes.describe(
+                    processes.pids_in_namespace(namespace))
+                raise polling.WaitTimeout(f'{timeout}: {left}') from None
 
     def _remove_workdir(self):
         """Delete the temp dir, unless something is still mounted below it."""
