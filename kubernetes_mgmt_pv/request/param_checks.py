@@ -245,8 +245,12 @@ class Checker(object):
         return None
 
     def package_path(self, parent, key, path, required=True):
-        value = self.text(parent, key, path, required)
-        where = '%s.%s' % (path, key)
+        return self.package_path_value(parent.get(key), '%s.%s' % (path, key),
+                                       required)
+
+    def package_path_value(self, value, where, required=True):
+        """``package_path`` of a value found at JSON path ``where``."""
+        value = self.text_value(value, where, required)
         if value is None:
             return None
         if value.startswith('/') or '\\' in value:

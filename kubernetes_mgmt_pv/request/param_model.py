@@ -20,6 +20,7 @@ import dataclasses
 from kubernetes_mgmt_pv import exceptions
 from kubernetes_mgmt_pv.request import offline_params
 from kubernetes_mgmt_pv.request import param_checks
+from kubernetes_mgmt_pv.request import storage_class_params
 
 ROOT = 'k8s_cluster_installation_param'
 # JSON paths of the mappings that occur once; validate names findings by
@@ -76,6 +77,10 @@ class StorageServer(object):
     volumes: tuple = ()
     exports: tuple = ()
     ssh_key: str = None
+    # storage_class_params.StorageClassSpec, and csi-driver-nfs's
+    # manifests in the package (dynamic provisioning).
+    storage_classes: tuple = ()
+    csi_manifests: tuple = ()
 
 
 @dataclasses.dataclass(frozen=True)
@@ -319,7 +324,8 @@ def _reject_overlap(check, path, networks, other_key, others):
 
 _STORAGE_KEYS = ('ssh_cp_name', 'nic_cp_name', 'username', 'password',
                  'ssh_key', 'cinder_volume_setup_params',
-                 'nfs_server_setup_params')
+                 'nfs_server_setup_params', 'storage_classes',
+                 'csi_driver_manifest_file_paths')
 
 
 def _parse_storage(check, value, path):
@@ -343,12 +349,15 @@ def _parse_storage(check, value, path):
                            'export a directory of the root disk, not of a '
                            'Cinder volume' % (export.export_dir,
                                               ', '.join(mounts)))
+    classes, csi_manifests = storage_class_params.parse(
+        check, storage, path, [export for _, export in exports])
     return StorageServer(
         ssh_cp_name=ssh_cp_name,
         nic_cp_name=nic_cp_name or ssh_cp_name,
         username=check.text(storage, 'username', path),
         volumes=tuple(v for _, v in volumes),
         exports=tuple(e for _, e in exports),
+        storage_classes=classes, csi_manifests=csi_manifests,
         **_login(check, storage, path))
 
 
