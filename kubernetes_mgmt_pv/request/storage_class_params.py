@@ -39,8 +39,16 @@ class StorageClassSpec(object):
     json_path: str = dataclasses.field(default=None, compare=False)
 
 
+@dataclasses.dataclass(frozen=True)
+class ManifestFile(object):
+    """A csi-driver-nfs manifest: its path in the package and the JSON
+    path of the request item naming it."""
+    path: str
+    json_path: str = dataclasses.field(default=None, compare=False)
+
+
 def parse(check, storage, path, exports):
-    """(StorageClassSpecs, csi-driver-nfs manifest paths) of the
+    """(StorageClassSpecs, csi-driver-nfs ManifestFiles) of the
     ``storage`` mapping at ``path``; ``exports``: its NfsExports."""
     classes = []
     for item_path, item in check.items(storage, 'storage_classes', path,
@@ -49,7 +57,8 @@ def parse(check, storage, path, exports):
         if item is not None:
             check.no_unknown_keys(item, item_path, _CLASS_KEYS)
             classes.append(_parse_class(check, item, item_path, exports))
-    manifests = [check.package_path_value(value, item_path)
+    manifests = [ManifestFile(check.package_path_value(value, item_path),
+                              item_path)
                  for item_path, value in check.items(
                      storage, 'csi_driver_manifest_file_paths', path,
                      minimum=1 if classes else 0)]
@@ -58,7 +67,7 @@ def parse(check, storage, path, exports):
                    'no storage_classes use csi-driver-nfs: its manifests '
                    'are not applied')
     _reject_repeats(check, classes)
-    return tuple(classes), tuple(m for m in manifests if m)
+    return tuple(classes), tuple(m for m in manifests if m.path)
 
 
 def _parse_class(check, item, item_path, exports):

@@ -37,18 +37,18 @@ class CsiManifests(object):
     node_daemonsets: tuple = ()  # DaemonSets
 
 
-def load(package_dir, paths, json_path):
-    """The CsiManifests of ``paths`` (in the package); ``json_path``:
-    where the request names them. ParameterErrors name each bad file by
-    its item's JSON path."""
+def load(package_dir, files, json_path):
+    """The CsiManifests of ``files`` (ManifestFiles of the package);
+    ``json_path``: where the request names them. ParameterErrors name a
+    bad file by its item's JSON path, what is missing by ``json_path``."""
     root = os.path.realpath(package_dir)
     documents, errors = [], []
-    for index, relative in enumerate(paths):
-        where = '%s[%d]' % (json_path, index)
+    for manifest in files:
         try:
-            documents += _load_file(root, relative)
+            documents += _load_file(root, manifest.path)
         except ValueError as error:
-            errors.append(exceptions.ParameterError(where, str(error)))
+            errors.append(exceptions.ParameterError(manifest.json_path,
+                                                    str(error)))
     if errors:
         raise exceptions.ParameterErrors(errors)
     manifests = _classify(documents)

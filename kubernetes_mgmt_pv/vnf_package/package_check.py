@@ -25,6 +25,7 @@ from kubernetes_mgmt_pv.vnf_package import csar
 from kubernetes_mgmt_pv.vnf_package import driver_artifact
 from kubernetes_mgmt_pv.vnf_package import lcm_bodies
 from kubernetes_mgmt_pv.vnf_package import request_checks
+from kubernetes_mgmt_pv.vnf_package import storage_class_check
 from kubernetes_mgmt_pv.vnf_package import vnfd
 
 ERROR, WARNING, NOTE = 'error', 'warning', 'note'
@@ -122,6 +123,7 @@ def _check_instantiate(package_dir, request, found, key_dir):
     _check_script(package_dir, parsed.params, invalid_paths, found)
     _check_offline_files(package_dir, parsed.params, found)
     _check_manifests(package_dir, parsed.params, found)
+    storage_class_check.check(package_dir, parsed.params, found)
     _check_heat(package_dir, flavour, parsed.params, invalid_paths, found)
     api = _check_vnfd(package_dir, flavour, parsed.params, found)
     if api is not None:
@@ -262,11 +264,14 @@ def _check_manifests(package_dir, model, found):
                if export.export_dir]
     # An export outside every mount_to is a parameter error
     # (param_model.parse).
+    classes = model.storage.storage_classes if model.storage else ()
     for where, directory in exports:
-        if not any(csar.within(pv.nfs_path, directory) for pv in loaded):
+        if not any(csar.within(pv.nfs_path, directory) for pv in loaded) \
+                and directory not in {c.export_dir for c in classes}:
             found.warning('export-unused', where,
                           '%s is exported but no PersistentVolume of '
-                          'pv_registration_params uses it' % directory)
+                          'pv_registration_params or storage class uses it'
+                          % directory)
     for registration, pv in zip(registrations, loaded):
         if not any(csar.within(pv.nfs_path, d) for _, d in exports):
             found.warning('pv-not-exported',

@@ -35,7 +35,12 @@ NODE = workload('DaemonSet', 'csi-nfs-node',
 def package(tmp_path, files):
     for name, documents in files.items():
         (tmp_path / name).write_text(yaml.safe_dump_all(documents))
-    return str(tmp_path), sorted(files)
+    return str(tmp_path), named(*sorted(files))
+
+
+def named(*paths):
+    return [scp.ManifestFile(path, '%s[%d]' % (WHERE, index))
+            for index, path in enumerate(paths)]
 
 
 def test_a_release_loads_with_its_workloads(tmp_path):
@@ -76,7 +81,8 @@ def test_what_is_not_csi_driver_nfs_is_named(tmp_path, files, path, reason):
 def test_a_missing_file_or_one_outside_the_package_is_named(tmp_path):
     root, _ = package(tmp_path, {'all.yaml': [DRIVER, CONTROLLER, NODE]})
     with pytest.raises(exceptions.ParameterErrors) as raised:
-        csi_driver.load(root, ['all.yaml', 'gone.yaml', '../x.yaml'], WHERE)
+        csi_driver.load(root, named('all.yaml', 'gone.yaml', '../x.yaml'),
+                        WHERE)
     assert [error.path for error in raised.value.errors] == [
         WHERE + '[1]', WHERE + '[2]']
 

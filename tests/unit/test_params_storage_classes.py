@@ -36,7 +36,9 @@ def test_a_class_takes_the_defaults():
     assert storage.storage_classes == (scp.StorageClassSpec(
         'nfs-dynamic', '/volume/nfs/pv1', 'retain', ('nfsvers=4.1',),
         False),)
-    assert storage.csi_manifests == tuple(CSI)
+    assert storage.csi_manifests == tuple(scp.ManifestFile(path)
+                                          for path in CSI)
+    assert storage.csi_manifests[3].json_path == MANIFESTS + '[3]'
 
 
 def test_every_key_given():
