@@ -9,6 +9,7 @@ import secrets
 import time
 from typing import Optional
 
+from testbed.kubeapi import daemonsets
 from testbed.kubeapi import kinds
 from testbed.kubeapi import model
 from testbed.kubeapi import patches
@@ -396,6 +397,7 @@ CONTROLLERS = (
     replication.Replication._reconcile_deployments,  # Deployments
     replication.Replication._reconcile_replicas,  # their ReplicaSets' pods
     replication.Replication._schedule,  # the scheduler, for those pods
+    daemonsets.DaemonSets._reconcile_daemon_sets,  # DaemonSets' pods
     Controllers._reconcile_pods,  # kubelets, pod garbage collector
     Controllers._reconcile_volumes,  # PV binder, protection finalizers
     Controllers._reconcile_tokens,  # legacy service-account tokens

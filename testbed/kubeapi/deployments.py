@@ -143,7 +143,7 @@ def deployment_status(deployment: dict, replica_sets: list) -> dict:
     return status
 
 
-def _tolerated(taint: dict, pod: dict) -> bool:
+def tolerated(taint: dict, pod: dict) -> bool:
     return any(
         toleration.get('operator') == 'Exists' and not toleration.get('key')
         or (toleration.get('key') == taint.get('key')
@@ -163,7 +163,7 @@ def fits(pod: dict, node: dict) -> bool:
     selector = pod['spec'].get('nodeSelector') or {}
     return (ready and not spec.get('unschedulable')
             and not node_lifecycle.kubelet_gone(node)
-            and all(_tolerated(taint, pod) for taint in spec.get('taints')
+            and all(tolerated(taint, pod) for taint in spec.get('taints')
                     or [] if taint.get('effect') in ('NoSchedule',
                                                      'NoExecute'))
             and patches.selects({'matchLabels': selector},

@@ -16,6 +16,7 @@ from typing import Callable, Optional
 from testbed.kubeapi import auth
 from testbed.kubeapi import certificates
 from testbed.kubeapi import controllers
+from testbed.kubeapi import daemonsets
 from testbed.kubeapi import handler
 from testbed.kubeapi import kinds
 from testbed.kubeapi import model
@@ -38,7 +39,7 @@ class InjectedFailure:
 
 
 class KubeApiServer(store.Store, controllers.Controllers,
-                    replication.Replication):
+                    replication.Replication, daemonsets.DaemonSets):
     """In-memory Kubernetes API server over HTTPS, with a controller.
 
     Use it as a context manager, or call start() and stop(). Each instance

@@ -261,8 +261,10 @@ def replica_set_status(replica_set: dict, pods: list) -> dict:
 
 
 def daemon_set_status(daemon_set: dict, pods: list) -> dict:
-    """As the DaemonSet controller would report its pods; with no
-    controller creating them, the desired pods are the ones there."""
+    """As the DaemonSet controller would report its pods: the desired
+    ones are those there (testbed/kubeapi/daemonsets.py places one on
+    every Node it may run on in the same pass, or the test placed
+    them)."""
     ready = sum(map(pod_ready, pods))
     return {'currentNumberScheduled': len(pods),
             'desiredNumberScheduled': len(pods), 'numberMisscheduled': 0,

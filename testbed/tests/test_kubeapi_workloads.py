@@ -9,6 +9,7 @@ import ssl
 import time
 
 from testbed import kubeapi
+from testbed.kubeapi import daemonsets
 from testbed.tests import kubectl_support
 from testbed.tests.kubectl_support import eviction
 from testbed.tests.kubectl_support import node
@@ -38,9 +39,11 @@ def replica_set(name='web', replicas=2, labels=None):
 
 
 def daemon_set(name='proxy', namespace='kube-system'):
+    """A DaemonSet whose pods the test places (daemonsets.CLIENT_PODS)."""
     manifest = replica_set(name)
     manifest['kind'] = 'DaemonSet'
     manifest['metadata']['namespace'] = namespace
+    manifest['metadata']['annotations'] = {daemonsets.CLIENT_PODS: 'true'}
     del manifest['spec']['replicas']
     return manifest
 

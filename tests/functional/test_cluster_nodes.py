@@ -9,6 +9,7 @@ import pytest
 from kubernetes_mgmt_pv.cluster import etcd
 from kubernetes_mgmt_pv import exceptions
 from testbed import faults
+from testbed.kubeapi import daemonsets
 from testbed import standins
 from testbed import virtual_vnf
 from tests.functional.conftest import skip_without_testbed
@@ -36,8 +37,10 @@ def owner(kind, name):
                          'spec': {'containers': [
                              {'name': 'main',
                               'image': 'registry.example/app:1'}]}}}
+    # The test places the pods of either kind itself.
     return {'apiVersion': 'apps/v1', 'kind': api_kind,
-            'metadata': {'name': name + '-owner', 'namespace': 'default'},
+            'metadata': {'name': name + '-owner', 'namespace': 'default',
+                         'annotations': {daemonsets.CLIENT_PODS: 'true'}},
             'spec': spec}
 
 
