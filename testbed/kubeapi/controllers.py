@@ -146,7 +146,7 @@ class Controllers:
 
     def _reconcile_owners(self, now: float) -> None:
         """The ReplicaSet and DaemonSet controllers' status of the active
-        pods each controls (they create no pods)."""
+        pods each controls."""
         owned = {}
         for pod in self._active_pods():
             owned.setdefault(workloads.controller_uid(pod), []).append(pod)
