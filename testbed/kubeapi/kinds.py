@@ -6,6 +6,7 @@ discovery documents."""
 from testbed.kubeapi import deployments
 from testbed.kubeapi import model
 from testbed.kubeapi import printing
+from testbed.kubeapi import storage_kinds
 from testbed.kubeapi import validation
 from testbed.kubeapi import workloads
 
@@ -110,9 +111,13 @@ CLUSTER_ROLE_BINDING = model.Resource(
     wide_columns=('Users', 'Groups', 'ServiceAccounts'),
     cells=printing.binding_cells)
 
+STORAGE_CLASS = storage_kinds.STORAGE_CLASS
+CSI_DRIVER = storage_kinds.CSI_DRIVER
+
 RESOURCES = (PV, PVC, NODE, NAMESPACE, SERVICE_ACCOUNT, SECRET, CONFIG_MAP,
              POD, DAEMON_SET, REPLICA_SET, DEPLOYMENT, POD_DISRUPTION_BUDGET,
-             CLUSTER_ROLE, CLUSTER_ROLE_BINDING)
+             CLUSTER_ROLE, CLUSTER_ROLE_BINDING, storage_kinds.ROLE,
+             storage_kinds.ROLE_BINDING, STORAGE_CLASS, CSI_DRIVER)
 # (group, version, plural) -> resource, to route resource requests.
 ROUTES = {(res.group, res.version, res.plural): res for res in RESOURCES}
 

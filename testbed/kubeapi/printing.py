@@ -7,7 +7,7 @@ from testbed.kubeapi import model
 from testbed.kubeapi import validation
 
 
-def _age(obj: dict) -> str:
+def age(obj: dict) -> str:
     created = datetime.datetime.strptime(
         obj['metadata']['creationTimestamp'], '%Y-%m-%dT%H:%M:%SZ'
     ).replace(tzinfo=datetime.timezone.utc)
@@ -43,7 +43,7 @@ def pv_cells(pv: dict) -> list:
             spec.get('storageClassName', ''),
             spec.get('volumeAttributesClassName') or '<unset>',
             (pv.get('status') or {}).get('reason', ''),
-            _age(pv),
+            age(pv),
             spec.get('volumeMode', '')]
 
 
@@ -56,7 +56,7 @@ def pvc_cells(pvc: dict) -> list:
             _modes(status.get('accessModes')),
             spec.get('storageClassName', ''),
             spec.get('volumeAttributesClassName') or '<unset>',
-            _age(pvc),
+            age(pvc),
             spec.get('volumeMode', '')]
 
 
@@ -84,7 +84,7 @@ def node_cells(node: dict) -> list:
                      if entry.get('type') == kind), '<none>')
 
     return [node['metadata']['name'], ','.join(state),
-            ','.join(sorted(roles)) or '<none>', _age(node),
+            ','.join(sorted(roles)) or '<none>', age(node),
             info.get('kubeletVersion', ''),
             address('InternalIP'), address('ExternalIP'),
             info.get('osImage') or '<unknown>',
@@ -94,24 +94,24 @@ def node_cells(node: dict) -> list:
 
 def namespace_cells(namespace: dict) -> list:
     return [namespace['metadata']['name'], _status_column(namespace),
-            _age(namespace)]
+            age(namespace)]
 
 
 def service_account_cells(account: dict) -> list:
     return [account['metadata']['name'],
-            str(len(account.get('secrets') or [])), _age(account)]
+            str(len(account.get('secrets') or [])), age(account)]
 
 
 def secret_cells(secret: dict) -> list:
     return [secret['metadata']['name'], secret.get('type', ''),
-            str(len(secret.get('data') or {})), _age(secret)]
+            str(len(secret.get('data') or {})), age(secret)]
 
 
 def config_map_cells(config_map: dict) -> list:
     return [config_map['metadata']['name'],
             str(len(config_map.get('data') or {})
                 + len(config_map.get('binaryData') or {})),
-            _age(config_map)]
+            age(config_map)]
 
 
 def cluster_role_cells(role: dict) -> list:
@@ -128,7 +128,7 @@ def binding_cells(binding: dict) -> list:
             for subject in subjects if subject.get('kind') == kind)
 
     return [binding['metadata']['name'],
-            f'{ref.get("kind", "")}/{ref.get("name", "")}', _age(binding),
+            f'{ref.get("kind", "")}/{ref.get("name", "")}', age(binding),
             names('User'), names('Group'), names('ServiceAccount')]
 
 
@@ -144,7 +144,7 @@ def pod_cells(pod: dict) -> list:
             f'{sum(bool(c.get("ready")) for c in containers)}/'
             f'{len(spec.get("containers") or [])}',
             state, str(sum(c.get('restartCount', 0) for c in containers)),
-            _age(pod), status.get('podIP') or '<none>',
+            age(pod), status.get('podIP') or '<none>',
             spec.get('nodeName') or '<none>',
             status.get('nominatedNodeName') or '<none>', '<none>']
 
@@ -178,7 +178,7 @@ def replica_set_cells(replica_set: dict) -> list:
         replica_set.get('status') or {}
     return [replica_set['metadata']['name'], str(spec.get('replicas', 0)),
             str(status.get('replicas', 0)),
-            str(status.get('readyReplicas', 0)), _age(replica_set),
+            str(status.get('readyReplicas', 0)), age(replica_set),
             *_template_cells(replica_set)]
 
 
@@ -188,7 +188,7 @@ def deployment_cells(deployment: dict) -> list:
     return [deployment['metadata']['name'],
             f'{status.get("readyReplicas", 0)}/{spec.get("replicas", 0)}',
             str(status.get('updatedReplicas', 0)),
-            str(status.get('availableReplicas', 0)), _age(deployment),
+            str(status.get('availableReplicas', 0)), age(deployment),
             *_template_cells(deployment)]
 
 
@@ -202,7 +202,7 @@ def daemon_set_cells(daemon_set: dict) -> list:
                 'numberReady', 'updatedNumberScheduled', 'numberAvailable')),
             ','.join(f'{key}={value}' for key, value
                      in sorted(node_selector.items())) or '<none>',
-            _age(daemon_set), *_template_cells(daemon_set)]
+            age(daemon_set), *_template_cells(daemon_set)]
 
 
 def budget_cells(budget: dict) -> list:
@@ -211,14 +211,14 @@ def budget_cells(budget: dict) -> list:
             *(str(spec[key]) if spec.get(key) is not None else 'N/A'
               for key in ('minAvailable', 'maxUnavailable')),
             str((budget.get('status') or {}).get('disruptionsAllowed', 0)),
-            _age(budget)]
+            age(budget)]
 
 
 def table(res: model.Resource, objects: list, metadata: dict) -> dict:
     """Render objects as the meta.k8s.io Table that "kubectl get" prints."""
     columns = ([(name, 0) for name in res.columns]
                + [(name, 1) for name in res.wide_columns])  # 1: -o wide
-    cells = res.cells or (lambda obj: [obj['metadata']['name'], _age(obj)])
+    cells = res.cells or (lambda obj: [obj['metadata']['name'], age(obj)])
     return {
         'kind': 'Table', 'apiVersion': 'meta.k8s.io/v1',
         'metadata': metadata,

@@ -263,13 +263,17 @@ def cluster_role_errors(obj: dict, old: Optional[dict]) -> list:
             if not rule.get('verbs')]
 
 
-def binding_errors(obj: dict, old: Optional[dict]) -> list:
+def binding_errors(obj: dict, old: Optional[dict],
+                   role_kinds: tuple = ('ClusterRole',)) -> list:
+    """A ClusterRoleBinding's (a RoleBinding's: ``role_kinds`` Role and
+    ClusterRole) roleRef and subjects."""
     ref = obj.get('roleRef') or {}
     errors = []
-    if ref.get('kind') != 'ClusterRole':
+    if ref.get('kind') not in role_kinds:
         errors.append(('roleRef.kind', 'FieldValueNotSupported',
                        f'Unsupported value: "{ref.get("kind", "")}": '
-                       'supported values: "ClusterRole"'))
+                       'supported values: ' + ', '.join(
+                           f'"{kind}"' for kind in role_kinds)))
     if ref.get('apiGroup') != model.RBAC_GROUP:
         errors.append(('roleRef.apiGroup', 'FieldValueNotSupported',
                        f'Unsupported value: "{ref.get("apiGroup", "")}": '

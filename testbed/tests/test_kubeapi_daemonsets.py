@@ -4,6 +4,7 @@ go, are cordoned or tainted, and ``kubectl rollout status`` waits for
 them (fixtures in conftest.py)."""
 
 import copy
+import pathlib
 
 from testbed.kubeapi import daemonsets
 from testbed.tests import kubectl_support
@@ -11,6 +12,8 @@ from testbed.tests.kubectl_support import node
 
 pytestmark = kubectl_support.NEEDS_KUBECTL
 
+CSI_DRIVER_NFS = pathlib.Path(__file__).parents[2] / 'samples' / \
+    'kubernetes_pv_vnf' / 'Files' / 'csi-driver-nfs' / 'v4.13.4'
 CONTROL_PLANE = {'key': 'node-role.kubernetes.io/control-plane',
                  'effect': 'NoSchedule'}
 
@@ -99,3 +102,22 @@ def test_a_daemon_set_whose_pods_a_test_places_gets_none(server):
     server.create(manifest)
     server.create(linux_node('worker-2', '10.10.0.7'))
     assert not server.wait_for(lambda: placed(server), timeout=1)
+
+
+def test_csi_driver_nfs_of_the_sample_package_rolls_out(server, kubectl):
+    """The sample's csi-driver-nfs manifests (kubectl apply, as the driver
+    applies them): the controller runs on a Node, the node plugin on every
+    Node (it tolerates every taint), and both roll out."""
+    server.create(linux_node('master-1', '10.10.0.5', [CONTROL_PLANE]))
+    server.create(linux_node('worker-1', '10.10.0.6'))
+    for path in sorted(CSI_DRIVER_NFS.glob('*.yaml')):
+        result = kubectl('apply', '-f', str(path))
+        assert result.returncode == 0, result.stderr
+    for workload in ('deployment/csi-nfs-controller',
+                     'daemonset/csi-nfs-node'):
+        result = kubectl('rollout', 'status', workload, '-n', 'kube-system',
+                         '--timeout=60s')
+        assert result.returncode == 0, result.stderr
+    settled_on(server, ['master-1', 'worker-1'])
+    assert [driver['metadata']['name'] for driver
+            in server.objects('csidrivers')] == ['nfs.csi.k8s.io']
