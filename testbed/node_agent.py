@@ -27,6 +27,8 @@ from testbed import polling
 
 LOG = logging.getLogger(__name__)
 FUSE_SCRIPT = '/usr/lib/testbed/nfs_fuse.py'
+CSI_NFS_DRIVER = 'nfs.csi.k8s.io'
+NFS, CSI = 'nfs', 'csi'  # the kubelet's volume plugins for NFS PVs
 PODS_DIR = '/var/lib/kubelet/pods'
 _SOURCE = os.path.join(os.path.dirname(os.path.abspath(__file__)),
                        'nfs_fuse.py')
@@ -41,8 +43,13 @@ class NfsMount:
     options: tuple
 
 
-def volume_path(pod_uid: str, pv_name: str) -> str:
-    return f'{PODS_DIR}/{pod_uid}/volumes/kubernetes.io~nfs/{pv_name}'
+def volume_path(pod_uid: str, pv_name: str, plugin: str = NFS) -> str:
+    """Where the kubelet mounts a pod's volume: the nfs plugin's path, or
+    a CSI volume's ``mount`` directory."""
+    volumes = f'{PODS_DIR}/{pod_uid}/volumes'
+    if plugin == CSI:
+        return f'{volumes}/kubernetes.io~csi/{pv_name}/mount'
+    return f'{volumes}/kubernetes.io~nfs/{pv_name}'
 
 
 def pod_mounts(pod: dict, claims: dict, volumes: dict):
@@ -62,16 +69,35 @@ def pod_mounts(pod: dict, claims: dict, volumes: dict):
         pv = volumes.get(claim['spec'].get('volumeName'))
         if pv is None:
             return None
-        nfs = pv['spec'].get('nfs')
-        if nfs:
+        source = nfs_source(pv)
+        if source:
+            server, export, read_only, plugin = source
             options = tuple(pv['spec'].get('mountOptions') or ())
-            if nfs.get('readOnly') or (volume['persistentVolumeClaim'].get(
-                    'readOnly')):
+            if read_only or volume['persistentVolumeClaim'].get('readOnly'):
                 options += ('ro',)
             mounts.append(NfsMount(
-                volume_path(pod['metadata']['uid'], pv['metadata']['name']),
-                nfs['server'], nfs['path'], options))
+                volume_path(pod['metadata']['uid'], pv['metadata']['name'],
+                            plugin), server, export, options))
     return mounts
+
+
+def nfs_source(pv: dict):
+    """(server, export, read only, kubelet plugin) of an NFS PV, static
+    or provisioned by csi-driver-nfs (its node plugin mounts
+    server:share/subdir); None for another kind of volume."""
+    spec = pv['spec']
+    if spec.get('nfs'):
+        nfs = spec['nfs']
+        return nfs['server'], nfs['path'], bool(nfs.get('readOnly')), NFS
+    csi = spec.get('csi') or {}
+    if csi.get('driver') == CSI_NFS_DRIVER:
+        attributes = csi.get('volumeAttributes') or {}
+        share = attributes.get('share', '').rstrip('/')
+        subdir = attributes.get('subdir', '').strip('/')
+        return (attributes.get('server'),
+                f'{share}/{subdir}' if subdir else share or '/',
+                bool(csi.get('readOnly')), CSI)
+    return None
 
 
 class NodeAgent:
@@ -95,12 +121,7 @@ class NodeAgent:
         self.stop()
 
     def start(self):
-        with open(_SOURCE) as handle:
-            script = handle.read()
-        self.host.run(f'mkdir -p {os.path.dirname(FUSE_SCRIPT)} && '
-                      '{ [ -e /dev/fuse ] || mknod -m 666 /dev/fuse c 10 229;'
-                      ' }')
-        self.host.write_file(FUSE_SCRIPT, script)
+        install_fuse(self.host)
         if self.kube.get('node', self.node_name) is None:
             self.kube.create(self._node())
         self.kube.attach_node_agent(self.node_name)
@@ -154,7 +175,7 @@ class NodeAgent:
             pod = pods.get(uid)
             if pod is None or pod['metadata'].get('deletionTimestamp'):
                 for mount in self._mounted.pop(uid):
-                    self._unmount(mount)
+                    fuse_unmount(self.host, mount.path)
                 self.host.run(f'rm -rf {PODS_DIR}/{uid}')
                 self.kube.volumes_unmounted(uid)
         for uid, pod in pods.items():
@@ -168,7 +189,7 @@ class NodeAgent:
             done = []
             try:
                 for mount in mounts:
-                    self._mount(mount)
+                    fuse_mount(self.host, mount)
                     done.append(mount)
             except (hosts.CommandError, polling.WaitTimeout) as error:
                 self.failures[uid] = str(error)
@@ -176,36 +197,44 @@ class NodeAgent:
                           self.node_name, pod['metadata']['namespace'],
                           pod['metadata']['name'], error)
                 for mount in done:
-                    self._unmount(mount)
+                    fuse_unmount(self.host, mount.path)
                 continue
             self._mounted[uid] = mounts
             self.kube.volumes_mounted(uid)
 
-    def _mount(self, mount: NfsMount) -> None:
-        """Start nfs_fuse.py in the host and wait for its mount; the
-        error names the export and shows its output if it ends first."""
-        path = shlex.quote(mount.path)
-        log, pid = shlex.quote(mount.path + '.log'), \
-            shlex.quote(mount.path + '.pid')
-        args = ' '.join(shlex.quote(arg) for arg in (
-            mount.server, mount.export, mount.path,
-            ','.join(mount.options)))
-        self.host.run(f'mkdir -p {path} && {{ setsid /usr/bin/python3 '
-                      f'{FUSE_SCRIPT} {args} > {log} 2>&1 < /dev/null & '
-                      f'echo $! > {pid}; }}')
 
-        def mounted():
-            if self.host.run(f'findmnt -n {path}', check=False).returncode \
-                    == 0:
-                return True
-            if self.host.run(f'kill -0 $(cat {pid})', check=False).returncode:
-                raise hosts.CommandError(
-                    1, f'nfs_fuse {mount.server}:{mount.export}',
-                    self.host.run(f'cat {log}', check=False).stdout, '')
-            return False
-        polling.wait_until(mounted, f'{mount.path} on {self.host.name}',
-                           timeout=30)
+def install_fuse(host) -> None:
+    """nfs_fuse.py and /dev/fuse in the host."""
+    with open(_SOURCE) as handle:
+        script = handle.read()
+    host.run(f'mkdir -p {os.path.dirname(FUSE_SCRIPT)} && '
+             '{ [ -e /dev/fuse ] || mknod -m 666 /dev/fuse c 10 229; }')
+    host.write_file(FUSE_SCRIPT, script)
 
-    def _unmount(self, mount: NfsMount) -> None:
-        path = shlex.quote(mount.path)
-        self.host.run(f'umount {path} || umount -l {path}', check=False)
+
+def fuse_mount(host, mount: NfsMount) -> None:
+    """Start nfs_fuse.py in the host and wait for its mount; the error
+    names the export and shows its output if it ends first."""
+    path = shlex.quote(mount.path)
+    log, pid = shlex.quote(mount.path + '.log'), \
+        shlex.quote(mount.path + '.pid')
+    args = ' '.join(shlex.quote(arg) for arg in (
+        mount.server, mount.export, mount.path, ','.join(mount.options)))
+    host.run(f'mkdir -p {path} && {{ setsid /usr/bin/python3 '
+             f'{FUSE_SCRIPT} {args} > {log} 2>&1 < /dev/null & '
+             f'echo $! > {pid}; }}')
+
+    def mounted():
+        if host.run(f'findmnt -n {path}', check=False).returncode == 0:
+            return True
+        if host.run(f'kill -0 $(cat {pid})', check=False).returncode:
+            raise hosts.CommandError(
+                1, f'nfs_fuse {mount.server}:{mount.export}',
+                host.run(f'cat {log}', check=False).stdout, '')
+        return False
+    polling.wait_until(mounted, f'{mount.path} on {host.name}', timeout=30)
+
+
+def fuse_unmount(host, path: str) -> None:
+    path = shlex.quote(path)
+    host.run(f'umount {path} || umount -l {path}', check=False)

@@ -279,6 +279,8 @@ class Controllers:
             del recycled['spec']['claimRef']
             recycled['status']['phase'] = 'Available'
             self._commit(kinds.PV, recycled)
+        elif pv['spec'].get('csi'):  # its CSI provisioner deletes it
+            self._set_status(kinds.PV, pv, phase='Released')
         else:  # Delete: a static NFS volume has no deleter plugin
             self._set_status(kinds.PV, pv, phase='Failed', message=(
                 'error getting deleter volume plugin for volume '

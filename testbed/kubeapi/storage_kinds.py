@@ -11,6 +11,7 @@ from testbed.kubeapi import printing
 from testbed.kubeapi import validation
 
 STORAGE_GROUP = 'storage.k8s.io'
+DEFAULT_CLASS = 'storageclass.kubernetes.io/is-default-class'
 _RECLAIM_POLICIES = ('Delete', 'Retain')
 _BINDING_MODES = ('Immediate', 'WaitForFirstConsumer')
 
@@ -41,10 +42,26 @@ def storage_class_errors(obj: dict, old: Optional[dict]) -> list:
     return errors
 
 
+def is_default(storage_class: dict) -> bool:
+    return (storage_class['metadata'].get('annotations') or {}).get(
+        DEFAULT_CLASS) == 'true'
+
+
+def admit_claim(claim: dict, classes: list) -> None:
+    """The DefaultStorageClass admission plugin: a new claim that names no
+    class (no storageClassName at all; "" asks for none) gets the default
+    one, the newest if there are several."""
+    spec = claim.setdefault('spec', {})
+    defaults = sorted((c for c in classes if is_default(c)
+                       and not c['metadata'].get('deletionTimestamp')),
+                      key=lambda c: c['metadata']['creationTimestamp'])
+    if 'storageClassName' not in spec and defaults:
+        spec['storageClassName'] = defaults[-1]['metadata']['name']
+
+
 def storage_class_cells(obj: dict) -> list:
-    default = (obj['metadata'].get('annotations') or {}).get(
-        'storageclass.kubernetes.io/is-default-class') == 'true'
-    return [obj['metadata']['name'] + (' (default)' if default else ''),
+    return [obj['metadata']['name'] + (' (default)' if is_default(obj)
+                                       else ''),
             obj.get('provisioner', ''), obj.get('reclaimPolicy', ''),
             obj.get('volumeBindingMode', ''),
             str(bool(obj.get('allowVolumeExpansion'))).lower(),

@@ -15,6 +15,7 @@ import uuid
 from testbed.kubeapi import kinds
 from testbed.kubeapi import model
 from testbed.kubeapi import patches
+from testbed.kubeapi import storage_kinds
 from testbed.kubeapi import validation
 from testbed.kubeapi import workloads
 
@@ -92,6 +93,10 @@ class Store:
                 [*(meta.get('finalizers') or []), res.finalizer]))
         if res.prepare:
             res.prepare(obj, None)
+        if res is kinds.PVC:  # the DefaultStorageClass admission plugin
+            with self._cond:
+                storage_kinds.admit_claim(obj, list(
+                    self._objects[kinds.STORAGE_CLASS].values()))
         if res.new_status:
             obj['status'] = res.new_status(obj)
         else:

@@ -170,6 +170,10 @@ def pv_errors(obj: dict, old: Optional[dict]) -> list:
             errors.append(('spec.nfs.path', 'FieldValueInvalid',
                            f'Invalid value: "{nfs["path"]}": '
                            'must be an absolute path'))
+    csi = spec.get('csi')
+    if isinstance(csi, dict):
+        errors += [required(f'spec.csi.{key}')
+                   for key in ('driver', 'volumeHandle') if not csi.get(key)]
     policy = spec.get('persistentVolumeReclaimPolicy')
     if policy not in _RECLAIM_POLICIES:
         errors.append(('spec.persistentVolumeReclaimPolicy',
