@@ -164,6 +164,12 @@ step_opts = [
         help='Seconds to wait for a registered PersistentVolume to become '
              'Available before it is rolled back.'),
     cfg.FloatOpt(
+        'csi_driver_ready_timeout', default=600.0, min=1.0,
+        help='Seconds to wait, after applying csi-driver-nfs for the '
+             'storage classes, for its controller to be available and its '
+             'node plugin to run on every node (on a new or healed node '
+             'too).'),
+    cfg.FloatOpt(
         'pv_delete_timeout', default=300.0, min=1.0,
         help='Seconds to wait for the PersistentVolumes to disappear when '
              'they are deleted before the storage server is healed.'),

@@ -29,6 +29,7 @@ MASTER_PATH = ROOT + '.master_node'
 WORKER_PATH = ROOT + '.worker_node'
 PROXY_PATH = ROOT + '.proxy'
 STORAGE_PATH = ROOT + '.storage_server'
+CSI_MANIFESTS_PATH = STORAGE_PATH + '.csi_driver_manifest_file_paths'
 # One fix round needs the first problems, not a hundred thousand of them.
 MAX_REPORTED = 100
 

@@ -19,6 +19,7 @@ from kubernetes_mgmt_pv import exceptions
 from kubernetes_mgmt_pv.storage import csi_driver
 
 DRIVER_STEP = 'csi-driver-nfs installation'
+NODE_PLUGIN_STEP = 'csi-driver-nfs node plugin check'
 CLASSES_STEP = 'StorageClass registration'
 # What a StorageClass holds that the driver sets; the API server adds
 # defaults (allowVolumeExpansion, ...) that do not count.

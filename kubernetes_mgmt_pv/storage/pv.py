@@ -28,15 +28,16 @@ def _nfs_source(volume):
     return nfs.get('server'), nfs.get('path')
 
 
-def live_volumes(kubectl, names):
-    """The PersistentVolumes among ``names`` that exist, by name."""
+def live_volumes(kubectl, names, classes=()):
+    """The PersistentVolumes among ``names``, and those of the
+    StorageClasses ``classes``, that exist, by name."""
     result = kubectl.run(['get', 'persistentvolumes', '-o', 'json'])
-    return parse_volume_list(result.stdout, names)
+    return parse_volume_list(result.stdout, names, classes)
 
 
-def parse_volume_list(output, names):
-    """The PVs among ``names`` in ``kubectl get persistentvolumes -o json``
-    output, by name."""
+def parse_volume_list(output, names, classes=()):
+    """The PVs among ``names``, or of a StorageClass among ``classes``, in
+    ``kubectl get persistentvolumes -o json`` output, by name."""
     try:
         listing = safe_yaml.loads_json(output)
     except ValueError:
@@ -48,9 +49,11 @@ def parse_volume_list(output, names):
         raise exceptions.PersistentVolumeError(
             'kubectl get persistentvolumes -o json did not return a list of '
             'PersistentVolumes')
-    wanted = set(names)
+    wanted, of_classes = set(names), set(classes)
     return {item['metadata'].get('name'): item for item in items
-            if item['metadata'].get('name') in wanted}
+            if item['metadata'].get('name') in wanted or
+            isinstance(item.get('spec'), dict) and
+            item['spec'].get('storageClassName') in of_classes}
 
 
 def refuse_if_bound(live, host=None):

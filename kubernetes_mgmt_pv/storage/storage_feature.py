@@ -18,6 +18,7 @@ from kubernetes_mgmt_pv.openstack import heat
 from kubernetes_mgmt_pv.openstack import vnf_topology
 from kubernetes_mgmt_pv.request import lcm_requests
 from kubernetes_mgmt_pv.request import param_model
+from kubernetes_mgmt_pv.storage import csi_driver
 from kubernetes_mgmt_pv.storage import manifests
 from kubernetes_mgmt_pv.storage import storage_workflow
 
@@ -112,14 +113,17 @@ class StorageFeature(object):
             return None
         overrides = vnf_topology.credential_overrides(
             getattr(lcm_request, 'additional_params', None))
-        loaded = manifests.load(
-            self._driver.vnf_package_dir(context, vnf_instance),
-            params.pv_registrations)
+        package_dir = self._driver.vnf_package_dir(context, vnf_instance)
+        loaded = manifests.load(package_dir, params.pv_registrations)
+        csi = csi_driver.load(
+            package_dir, params.storage.csi_manifests,
+            param_model.CSI_MANIFESTS_PATH) \
+            if params.storage.storage_classes else None
         stack_id = vnf_instance.instantiated_vnf_info.instance_id
         client = heat.build_heat_client(
             self._driver.vim_access_info(context, vnf_instance))
         return storage_workflow.PvWorkflow(
-            params, loaded, heat.HeatStack(client, stack_id),
+            params, loaded, heat.HeatStack(client, stack_id), csi=csi,
             credential_overrides=overrides,
             sessions=self._driver.hook_sessions(),
             key_project=functools.partial(self._driver.key_project, context,

@@ -15,6 +15,7 @@ from kubernetes_mgmt_pv import flow
 from kubernetes_mgmt_pv.remote import dpkg
 from kubernetes_mgmt_pv.request import lcm_requests
 from kubernetes_mgmt_pv import step_report
+from kubernetes_mgmt_pv.storage import dynamic
 from kubernetes_mgmt_pv.storage import export_access
 from kubernetes_mgmt_pv.storage import nfs_client
 from kubernetes_mgmt_pv.storage import pv
@@ -42,11 +43,14 @@ class PvWorkflow(flow.Flow):
     """
 
     def __init__(self, params, manifests, heat, conf=None,
-                 credential_overrides=None, sessions=None, key_project=None):
+                 credential_overrides=None, sessions=None, key_project=None,
+                 csi=None):
         super().__init__(params, heat, conf=conf,
                          credential_overrides=credential_overrides,
                          sessions=sessions, key_project=key_project)
         self.manifests = manifests
+        # csi_driver.CsiManifests of the storage classes; None: no class.
+        self.csi = csi
 
     # -- lookups (no host touched) -----------------------------------------
 
@@ -164,16 +168,30 @@ class PvWorkflow(flow.Flow):
     def _registrar(self, sessions):
         """kubectl for the registration, its Master checked before the
         flow changes anything; None when there is nothing to register."""
-        if not self.manifests:
+        if not self.manifests and self.csi is None:
             return None
         return self.kubectl_session(sessions, self.topology.masters,
                                     REGISTRATION)
 
     def _register(self, kubectl, servers, report):
-        if kubectl is not None:
+        if kubectl is not None and self.manifests:
             with step_report.step(kubectl.host, REGISTRATION):
                 pv.register_volumes(kubectl, self.manifests, servers,
                                     self.conf.pv_available_timeout, report)
+
+    def _provision(self, kubectl, report):
+        """csi-driver-nfs, then the StorageClasses on the Storage
+        server's fixed IP (which the nodes mount from)."""
+        if kubectl is None or self.csi is None:
+            return
+        with step_report.step(kubectl.host, dynamic.DRIVER_STEP):
+            dynamic.install_driver(
+                kubectl, self.csi, self.params.offline.registry_mirror_url,
+                self.conf.csi_driver_ready_timeout, report)
+        with step_report.step(kubectl.host, dynamic.CLASSES_STEP):
+            dynamic.register_classes(kubectl,
+                                     self.params.storage.storage_classes,
+                                     self.topology.storage.fixed_ip, report)
 
     def deploy(self):
         """instantiate_end and entire-cluster heal: storage, clients, PVs."""
@@ -195,6 +213,7 @@ class PvWorkflow(flow.Flow):
                 self._setup_storage, sessions, storage, attachments, report)
             self.on_hosts('storage server and NFS client setup', tasks)
             self._register(kubectl, servers, report)
+            self._provision(kubectl, report)
         return self.finish('deploy', report)
 
     def check_deploy(self, sessions, report):
@@ -223,7 +242,8 @@ class PvWorkflow(flow.Flow):
     def release_storage(self, skip_if_unreachable=False):
         """heal_start of the storage server or of the entire cluster (both
         re-create the storage VM and its volume): refuse if a PV is Bound,
-        else delete the package's PVs and wait until they are gone.
+        one of the package or of a storage class, else delete the
+        package's PVs and wait until they are gone.
 
         When the PVs cannot be read (no Master answers, or kubectl fails on
         it), ``skip_if_unreachable`` (the request's SKIP_PV_CHECK) lets the
@@ -231,7 +251,9 @@ class PvWorkflow(flow.Flow):
         """
         report = step_report.Report()
         names = [manifest.name for manifest in self.manifests]
-        if not names:
+        classes = [] if self.csi is None else [
+            spec.name for spec in self.params.storage.storage_classes]
+        if not names and not classes:
             return self.finish('release_storage', report)
         masters = self.topology.masters
         with self.sessions() as sessions:
@@ -239,20 +261,24 @@ class PvWorkflow(flow.Flow):
             try:
                 kubectl = self.kubectl_session(sessions, masters, step)
                 with step_report.step(kubectl.host, step):
-                    live = pv.live_volumes(kubectl, names)
+                    live = pv.live_volumes(kubectl, names, classes)
             except (exceptions.RemoteConnectError,
                     exceptions.StepError) as error:
                 reason = pv.unchecked_release(
                     error, skip_if_unreachable,
                     'additionalParams.' + lcm_requests.SKIP_PV_CHECK)
                 LOG.warning('The PersistentVolumes %s are neither checked '
-                            'nor deleted, as %s asks: %s', ', '.join(names),
+                            'nor deleted, as %s asks: %s', ', '.join(
+                                names + ['of StorageClass %s' % name
+                                         for name in classes]),
                             lcm_requests.SKIP_PV_CHECK, reason)
                 return self.finish('release_storage', report)
             pv.refuse_if_bound(live, kubectl.host)
-            with step_report.step(kubectl.host, 'PersistentVolume deletion'):
-                pv.delete_volumes(kubectl, names,
-                                  self.conf.pv_delete_timeout, report)
+            if names:
+                with step_report.step(kubectl.host,
+                                      'PersistentVolume deletion'):
+                    pv.delete_volumes(kubectl, names,
+                                      self.conf.pv_delete_timeout, report)
         return self.finish('release_storage', report)
 
     def rebuild_storage(self, volumes_kept=False):
@@ -261,21 +287,23 @@ class PvWorkflow(flow.Flow):
         ``volumes_kept``: the heal kept the volumes (their data) and the
         port: their filesystems are mounted and exported again, never
         formatted, and the PVs, still there and maybe Bound, are left
-        untouched.
+        untouched. The storage classes are checked either way.
         """
         report = step_report.Report()
         storage, nodes = self.topology.storage, self.topology.cluster_nodes
         attachments, servers = self._volume_attachments(), self._nfs_servers()
         addresses = self._server_addresses(servers)
         with self.sessions() as sessions:
-            kubectl = None if volumes_kept else self._registrar(sessions)
+            kubectl = self._registrar(sessions)
             facts = self._client_preflight(sessions, nodes, addresses,
                                            storage=storage,
                                            reachable_only=True)
             self._check_exports(sessions, nodes, facts, addresses)
             self._setup_storage(sessions, storage, attachments, report,
                                 volumes_kept)
-            self._register(kubectl, servers, report)
+            if not volumes_kept:
+                self._register(kubectl, servers, report)
+            self._provision(kubectl, report)
         return self.finish('rebuild_storage', report)
 
     def install_clients(self, nodes):
@@ -289,4 +317,17 @@ class PvWorkflow(flow.Flow):
                 node.address: functools.partial(self._install_client,
                                                 sessions, node, facts, report)
                 for node in nodes})
+            if self.csi is not None:
+                self._wait_node_plugin(sessions)
         return self.finish('install_clients', report)
+
+    def _wait_node_plugin(self, sessions):
+        """Until csi-driver-nfs's node plugin runs on every node, the
+        new ones too (they joined before this flow)."""
+        kubectl = self.kubectl_session(sessions, self.topology.masters,
+                                       dynamic.NODE_PLUGIN_STEP)
+        with step_report.step(kubectl.host, dynamic.NODE_PLUGIN_STEP):
+            for namespace, name in self.csi.node_daemonsets:
+                dynamic.wait_rolled_out(kubectl, 'daemonset', namespace,
+                                        name,
+                                        self.conf.csi_driver_ready_timeout)

@@ -6,8 +6,6 @@ from kubernetes_mgmt_pv import exceptions
 from kubernetes_mgmt_pv.request import param_model
 from kubernetes_mgmt_pv.storage import csi_driver
 
-MANIFESTS_PATH = param_model.STORAGE_PATH + '.csi_driver_manifest_file_paths'
-
 
 def check(package_dir, params, found):
     """Add the findings of ``params``' storage classes (a parsed, maybe
@@ -17,7 +15,8 @@ def check(package_dir, params, found):
             not storage.csi_manifests:
         return
     try:
-        csi_driver.load(package_dir, storage.csi_manifests, MANIFESTS_PATH)
+        csi_driver.load(package_dir, storage.csi_manifests,
+                        param_model.CSI_MANIFESTS_PATH)
     except exceptions.ParameterErrors as errors:
         for error in errors.errors:
             found.error('csi-manifest-invalid', error.path, error.reason)

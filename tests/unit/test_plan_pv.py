@@ -105,3 +105,22 @@ def test_live_volume_listing(output, found):
             pv.parse_volume_list(output, ['nfs-pv1'])
     else:
         assert sorted(pv.parse_volume_list(output, ['nfs-pv1'])) == found
+
+
+def of_class(name, storage_class):
+    volume = live(name, 'Bound')
+    volume['spec']['storageClassName'] = storage_class
+    return volume
+
+
+def test_live_volumes_of_storage_classes():
+    """A heal that re-creates the volume also checks the PVs csi-driver-nfs
+    provisioned for the storage classes."""
+    output = json.dumps({'items': [
+        live('nfs-pv1'), of_class('pvc-1', 'nfs-dynamic'),
+        of_class('pvc-2', 'other'), live('spare')]})
+    assert sorted(pv.parse_volume_list(output, ['nfs-pv1'],
+                                       ['nfs-dynamic'])) == [
+        'nfs-pv1', 'pvc-1']
+    assert sorted(pv.parse_volume_list(output, [], ['nfs-dynamic'])) == [
+        'pvc-1']
