@@ -184,7 +184,7 @@ class NodeAgent:
                     or pod['status'].get('phase') != 'Pending'):
                 continue
             mounts = pod_mounts(pod, claims, volumes)
-            if not mounts:
+            if mounts is None:  # a claim not Bound yet
                 continue
             done = []
             try:

@@ -45,10 +45,14 @@ FIP_NAME = 'vip_FIP'
 # nic_cp_name), while ssh_cp_name stays on the first network.
 CLUSTER_CPS = {'master': 'masterNode_cluster_CP',
                'worker': 'workerNode_cluster_CP'}
-INSTALL_SCRIPT = os.path.join(
+SAMPLE_PACKAGE = os.path.join(
     os.path.dirname(os.path.dirname(os.path.abspath(__file__))), 'samples',
-    'kubernetes_pv_vnf', 'Scripts', 'install_k8s_cluster.sh')
+    'kubernetes_pv_vnf')
+INSTALL_SCRIPT = os.path.join(SAMPLE_PACKAGE, 'Scripts',
+                              'install_k8s_cluster.sh')
 SCRIPT_PATH = 'Scripts/install_k8s_cluster.sh'
+# The sample package's csi-driver-nfs release (dynamic provisioning).
+CSI_DRIVER_DIR = 'Files/csi-driver-nfs/v4.13.4'
 POD_CIDR = '192.168.0.0/16'
 SERVICE_CIDR = str(subnets.KUBERNETES_SERVICE_NETWORK)
 
@@ -231,6 +235,7 @@ class VirtualCluster(object):
         self.guest_image = guest_image
         self.offline = None
         self.proxy = None  # the request's proxy object, None: none
+        self.storage_classes = []  # see use_storage_classes()
         self.cluster_network = cluster_network
         self.nova_host_names = nova_host_names
         self.master_count = masters
@@ -349,14 +354,37 @@ class VirtualCluster(object):
         with open(path, 'w') as stream:
             stream.write(content)
 
+    def use_storage_classes(self, classes):
+        """The request's storage_server.storage_classes from now on, each
+        class's export_dir exported too, with the sample's csi-driver-nfs
+        manifests in the package."""
+        source = os.path.join(SAMPLE_PACKAGE, CSI_DRIVER_DIR)
+        for name in sorted(os.listdir(source)):
+            if name.endswith('.yaml'):
+                with open(os.path.join(source, name)) as stream:
+                    self.add_package_file(f'{CSI_DRIVER_DIR}/{name}',
+                                          stream.read())
+        self.storage_classes = list(classes)
+
+    def _dynamic_keys(self):
+        """storage_classes and csi_driver_manifest_file_paths, if any."""
+        if not self.storage_classes:
+            return {}
+        return {'storage_classes': self.storage_classes,
+                'csi_driver_manifest_file_paths': sorted(
+                    f'{CSI_DRIVER_DIR}/{name}' for name in os.listdir(
+                        os.path.join(self.package_dir, CSI_DRIVER_DIR)))}
+
     def mount_points(self):
         return ['/volume%d' % n for n in range(1, self.volume_count + 1)]
 
     def export_dirs(self):
-        """Three exports spread over the volumes."""
+        """Three exports spread over the volumes, then the storage
+        classes' ones."""
         mounts = self.mount_points()
         return ['%s/nfs/pv%d' % (mounts[(n - 1) % len(mounts)], n)
-                for n in (1, 2, 3)]
+                for n in (1, 2, 3)] + [
+            spec['export_dir'] for spec in self.storage_classes]
 
     def additional_params(self):
         login = {'username': self.testbed.username,
@@ -393,7 +421,8 @@ class VirtualCluster(object):
                 nfs_server_setup_params=[
                     {'export_dir': path, 'export_to': client}
                     for path in self.export_dirs()
-                    for client in self.export_to or [self.testbed.subnet]]),
+                    for client in self.export_to or [self.testbed.subnet]],
+                **self._dynamic_keys()),
             'pv_registration_params': [
                 {'pv_manifest_file_path':
                     'Files/kubernetes/nfs-pv%d.yaml' % n,
