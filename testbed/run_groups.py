@@ -42,6 +42,7 @@ PER_TEST_DIR = 'tests/functional/'
 SHARED_FIXTURE_MODULES = frozenset((
     'tests/functional/test_cert_renewal.py',
     'tests/functional/test_concurrency.py',
+    'tests/functional/test_dynamic_provisioning.py',
     'tests/functional/test_faults.py',
     'tests/functional/test_ha.py',
     'tests/functional/test_host_keys.py',

@@ -115,10 +115,15 @@ def test_discovery_serves_the_core_kinds_and_the_api_groups(kubectl):
     assert found['replicasets'] == ['apps/v1', 'true', 'ReplicaSet']
     assert found['poddisruptionbudgets'] == [
         'policy/v1', 'true', 'PodDisruptionBudget']
+    assert found['storageclasses'] == [
+        'storage.k8s.io/v1', 'false', 'StorageClass']
+    assert found['csidrivers'] == ['storage.k8s.io/v1', 'false', 'CSIDriver']
+    assert found['rolebindings'] == [
+        'rbac.authorization.k8s.io/v1', 'true', 'RoleBinding']
 
     groups = json.loads(kubectl.ok('get', '--raw', '/apis'))
     assert [group['name'] for group in groups['groups']] == [
-        'apps', 'policy', 'rbac.authorization.k8s.io']
+        'apps', 'policy', 'rbac.authorization.k8s.io', 'storage.k8s.io']
     # drain looks here for the Eviction API and the version to send.
     core = json.loads(kubectl.ok('get', '--raw', '/api/v1'))
     [eviction] = [entry for entry in core['resources']
