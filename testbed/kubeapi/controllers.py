@@ -398,6 +398,7 @@ CONTROLLERS = (
     replication.Replication._collect_garbage,  # the garbage collector
     replication.Replication._reconcile_deployments,  # Deployments
     replication.Replication._reconcile_replicas,  # their ReplicaSets' pods
+    replication.Replication._reconcile_stateful_sets,  # StatefulSets
     replication.Replication._schedule,  # the scheduler, for those pods
     daemonsets.DaemonSets._reconcile_daemon_sets,  # DaemonSets' pods
     Controllers._reconcile_pods,  # kubelets, pod garbage collector

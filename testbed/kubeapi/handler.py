@@ -25,6 +25,7 @@ from testbed.kubeapi import kinds
 from testbed.kubeapi import model
 from testbed.kubeapi import patches
 from testbed.kubeapi import printing
+from testbed.kubeapi import statefulsets
 
 
 class HttpServer(ThreadingHTTPServer):
@@ -225,7 +226,8 @@ def _route(request: model.Request) -> tuple:
         namespace = None
     if res is None or request.extra or request.subresource not in (
             None, 'status' if res.new_status else None,
-            'eviction' if res.evictable else None):
+            'eviction' if res.evictable else None,
+            'scale' if res.scalable else None):
         raise model.no_such_path()
     return res, namespace
 
@@ -290,6 +292,8 @@ def _evict_pod(handler: _Handler, call: _Call) -> Optional[tuple]:
 
 def _read_object(handler: _Handler, call: _Call) -> tuple:
     obj = handler.server.api._read(call.res, call.namespace, call.name)
+    if call.subresource == 'scale':
+        return 200, statefulsets.scale_of(obj)
     if call.table and not call.subresource:
         return 200, printing.table(call.res, [obj], {
             'resourceVersion': obj['metadata']['resourceVersion']})
@@ -297,12 +301,21 @@ def _read_object(handler: _Handler, call: _Call) -> tuple:
 
 
 def _replace_object(handler: _Handler, call: _Call) -> tuple:
+    if call.subresource == 'scale':
+        return 200, handler.server.api._scale(
+            call.res, call.namespace, call.name,
+            lambda scale: call.decoded())
     return 200, handler.server.api._replace(
         call.res, call.namespace, call.name, call.decoded(),
         call.subresource)
 
 
 def _patch_object(handler: _Handler, call: _Call) -> tuple:
+    if call.subresource == 'scale':
+        return 200, handler.server.api._scale(
+            call.res, call.namespace, call.name,
+            lambda scale: patches.apply_patch(scale, call.content_type,
+                                              call.body))
     return 200, handler.server.api._patch(
         call.res, call.namespace, call.name, call.content_type, call.body,
         call.subresource)

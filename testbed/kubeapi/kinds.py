@@ -6,6 +6,7 @@ discovery documents."""
 from testbed.kubeapi import deployments
 from testbed.kubeapi import model
 from testbed.kubeapi import printing
+from testbed.kubeapi import statefulsets
 from testbed.kubeapi import storage_kinds
 from testbed.kubeapi import validation
 from testbed.kubeapi import workloads
@@ -82,16 +83,25 @@ DAEMON_SET = model.Resource(
 REPLICA_SET = model.Resource(
     model.APPS_GROUP, 'replicasets', 'ReplicaSet', True, ('rs',),
     prepare=workloads.prepare_replica_set, check=workloads.workload_errors,
-    new_status=workloads.zero_status, generation=True,
+    new_status=workloads.zero_status, generation=True, scalable=True,
     owned_status=workloads.replica_set_status,
     columns=('Name', 'Desired', 'Current', 'Ready', 'Age'),
     wide_columns=_WORKLOAD_WIDE_COLUMNS, cells=printing.replica_set_cells)
 DEPLOYMENT = model.Resource(
     model.APPS_GROUP, 'deployments', 'Deployment', True, ('deploy',),
     prepare=deployments.prepare_deployment, check=workloads.workload_errors,
-    new_status=workloads.zero_status, generation=True,
+    new_status=workloads.zero_status, generation=True, scalable=True,
     columns=('Name', 'Ready', 'Up-to-date', 'Available', 'Age'),
     wide_columns=_WORKLOAD_WIDE_COLUMNS, cells=printing.deployment_cells)
+STATEFUL_SET = model.Resource(
+    model.APPS_GROUP, 'statefulsets', 'StatefulSet', True, ('sts',),
+    prepare=statefulsets.prepare_stateful_set,
+    check=workloads.workload_errors, new_status=statefulsets.new_status,
+    generation=True, scalable=True,
+    owned_status=statefulsets.stateful_set_status,
+    columns=('Name', 'Ready', 'Age'),
+    wide_columns=('Containers', 'Images'),
+    cells=printing.stateful_set_cells)
 POD_DISRUPTION_BUDGET = model.Resource(
     model.POLICY_GROUP, 'poddisruptionbudgets', 'PodDisruptionBudget', True,
     ('pdb',), check=workloads.budget_errors,
@@ -115,7 +125,8 @@ STORAGE_CLASS = storage_kinds.STORAGE_CLASS
 CSI_DRIVER = storage_kinds.CSI_DRIVER
 
 RESOURCES = (PV, PVC, NODE, NAMESPACE, SERVICE_ACCOUNT, SECRET, CONFIG_MAP,
-             POD, DAEMON_SET, REPLICA_SET, DEPLOYMENT, POD_DISRUPTION_BUDGET,
+             POD, DAEMON_SET, REPLICA_SET, DEPLOYMENT, STATEFUL_SET,
+             POD_DISRUPTION_BUDGET,
              CLUSTER_ROLE, CLUSTER_ROLE_BINDING, storage_kinds.ROLE,
              storage_kinds.ROLE_BINDING, STORAGE_CLASS, CSI_DRIVER)
 # (group, version, plural) -> resource, to route resource requests.
@@ -153,6 +164,11 @@ def discovery_entries(res: model.Resource) -> list:
                         'singularName': '', 'namespaced': res.namespaced,
                         'group': model.POLICY_GROUP, 'version': 'v1',
                         'kind': 'Eviction', 'verbs': ['create']})
+    if res.scalable:
+        entries.append({'name': f'{res.plural}/scale', 'singularName': '',
+                        'namespaced': res.namespaced,
+                        'group': 'autoscaling', 'version': 'v1',
+                        'kind': 'Scale', 'verbs': ['get', 'patch', 'update']})
     if res.new_status is not None:
         entries.append({'name': f'{res.plural}/status', 'singularName': '',
                         'namespaced': res.namespaced, 'kind': res.kind,

@@ -78,6 +78,8 @@ class Resource:
     # owned_status(obj, pods): the status its controller gives a workload
     # from the active Pods it controls (by their controller ownerReference).
     owned_status: Optional[Callable[[dict, list], dict]] = None
+    # Serves the autoscaling/v1 Scale subresource (<object>/scale).
+    scalable: bool = False
 
     @property
     def singular(self) -> str:

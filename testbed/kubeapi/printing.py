@@ -192,6 +192,17 @@ def deployment_cells(deployment: dict) -> list:
             *_template_cells(deployment)]
 
 
+def stateful_set_cells(stateful_set: dict) -> list:
+    spec, status = stateful_set.get('spec') or {}, \
+        stateful_set.get('status') or {}
+    containers = ((spec.get('template') or {}).get('spec') or {}).get(
+        'containers') or []
+    return [stateful_set['metadata']['name'],
+            f'{status.get("readyReplicas", 0)}/{spec.get("replicas", 0)}',
+            age(stateful_set), ','.join(c.get('name', '') for c in containers),
+            ','.join(c.get('image', '') for c in containers)]
+
+
 def daemon_set_cells(daemon_set: dict) -> list:
     status = daemon_set.get('status') or {}
     node_selector = (((daemon_set.get('spec') or {}).get('template') or {})

@@ -14,6 +14,7 @@ from typing import Optional
 from testbed.kubeapi import deployments
 from testbed.kubeapi import kinds
 from testbed.kubeapi import model
+from testbed.kubeapi import statefulsets
 from testbed.kubeapi import workloads
 
 FOREGROUND = 'foregroundDeletion'
@@ -91,14 +92,52 @@ class Replication:
             for pod in first_to_go[:max(0, len(pods) - wanted)]:
                 self._mark_deleted(kinds.POD, pod)
 
+    def _reconcile_stateful_sets(self, now: float) -> None:
+        """The StatefulSet controller (testbed/kubeapi/statefulsets.py):
+        the lowest missing ordinal started once every lower one is ready,
+        the highest extra ordinal's pod deleted."""
+        for stateful_set in list(self._objects[kinds.STATEFUL_SET].values()):
+            if not _alive(stateful_set):
+                continue
+            pods = {statefulsets.ordinal_of(pod, stateful_set): pod
+                    for pod in self._owned_by(kinds.POD, stateful_set)
+                    if _alive(pod)}
+            wanted = stateful_set['spec'].get('replicas', 1)
+            missing = next((ordinal for ordinal in range(wanted)
+                            if ordinal not in pods), None)
+            if missing is not None and all(
+                    workloads.pod_ready(pods[ordinal])
+                    for ordinal in range(missing)):
+                self._start_ordinal(stateful_set, missing)
+            extra = sorted((ordinal for ordinal in pods
+                            if ordinal is not None and ordinal >= wanted),
+                           reverse=True)
+            if extra:
+                self._mark_deleted(kinds.POD, pods[extra[0]])
+
+    def _start_ordinal(self, stateful_set: dict, ordinal: int) -> None:
+        """The claims of one ordinal (those missing), then its pod."""
+        namespace = stateful_set['metadata']['namespace']
+        for template in stateful_set['spec'].get(
+                'volumeClaimTemplates') or []:
+            claim = statefulsets.claim_for(stateful_set, template, ordinal)
+            if (namespace, claim['metadata']['name']) not in \
+                    self._objects[kinds.PVC]:
+                self._create(kinds.PVC, namespace, claim)
+        self._create(kinds.POD, namespace,
+                     statefulsets.pod_for(stateful_set, ordinal))
+
     def _schedule(self, now: float) -> None:
-        """The scheduler, for the pods of Deployments' ReplicaSets: bind
-        each unbound one to the Node deployments.pick_node() picks."""
+        """The scheduler, for the pods of Deployments' ReplicaSets and of
+        StatefulSets: bind each unbound one to the Node
+        deployments.pick_node() picks."""
         managed = {rs['metadata']['uid']
                    for rs in self._objects[kinds.REPLICA_SET].values()
                    if workloads.controller_uid(rs) in {
                        deployment['metadata']['uid'] for deployment
-                       in self._objects[kinds.DEPLOYMENT].values()}}
+                       in self._objects[kinds.DEPLOYMENT].values()}} | {
+            stateful_set['metadata']['uid'] for stateful_set
+            in self._objects[kinds.STATEFUL_SET].values()}
         nodes = list(self._objects[kinds.NODE].values())
         for pod in list(self._objects[kinds.POD].values()):
             if (pod['spec'].get('nodeName') or not _alive(pod)

@@ -15,6 +15,7 @@ import uuid
 from testbed.kubeapi import kinds
 from testbed.kubeapi import model
 from testbed.kubeapi import patches
+from testbed.kubeapi import statefulsets
 from testbed.kubeapi import storage_kinds
 from testbed.kubeapi import validation
 from testbed.kubeapi import workloads
@@ -160,6 +161,16 @@ class Store:
             patched = patches.apply_patch(old, content_type, body)
             return self._update(res, old, model.as_object(res, patched),
                                 subresource)
+
+    def _scale(self, res: model.Resource, namespace: Optional[str], name: str,
+               change: Callable[[dict], dict]) -> dict:
+        """A workload's Scale changed by ``change`` (a client's PATCH or
+        PUT of it): its replicas set on the workload; the new Scale."""
+        with self._cond:
+            old = self._get(res, namespace, name)
+            new = statefulsets.scaled(old, change(
+                statefulsets.scale_of(old)))
+            return statefulsets.scale_of(self._update(res, old, new))
 
     def _delete(self, res: model.Resource, namespace: Optional[str], name: str,
                 options: dict) -> dict:

@@ -180,7 +180,7 @@ def controller_uid(obj: dict) -> Optional[str]:
 
 # Workloads (ReplicaSets and DaemonSets): a selector and a pod template.
 
-def _prepare_template(obj: dict) -> dict:
+def prepare_template(obj: dict) -> dict:
     spec = obj.setdefault('spec', {})
     template = spec.get('template')
     if isinstance(template, dict):
@@ -189,11 +189,11 @@ def _prepare_template(obj: dict) -> dict:
 
 
 def prepare_replica_set(obj: dict, old: Optional[dict]) -> None:
-    _prepare_template(obj).setdefault('replicas', 1)
+    prepare_template(obj).setdefault('replicas', 1)
 
 
 def prepare_daemon_set(obj: dict, old: Optional[dict]) -> None:
-    spec = _prepare_template(obj)
+    spec = prepare_template(obj)
     spec.setdefault('updateStrategy', {
         'type': 'RollingUpdate',
         'rollingUpdate': {'maxUnavailable': 1, 'maxSurge': 0}})
