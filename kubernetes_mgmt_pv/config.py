@@ -192,6 +192,15 @@ cluster_opts = [
              'controller are deleted and PodDisruptionBudgets are ignored '
              '(pods are deleted instead of evicted). Only for clusters '
              'whose workloads tolerate losing pods without warning.'),
+    cfg.StrOpt(
+        'upgrade_max_unavailable', default='10%',
+        regex=r'^([1-9][0-9]{0,5}|([1-9][0-9]?|100)%)$',
+        help='How many Workers the Kubernetes upgrade drains and upgrades '
+             'at once, unless the change_vnfpkg request\'s '
+             'additionalParams.upgrade_max_unavailable says: a number '
+             '("3") or a percentage of the Workers ("25%", rounded down, '
+             'at least one Worker). The Masters are upgraded one at a '
+             'time.'),
     cfg.IntOpt(
         'cert_renewal_days', default=60, min=0,
         help='Every cluster hook reads "kubeadm certs check-expiration" on '

@@ -302,16 +302,42 @@ class NodeUpgrade(object):
     keep_cordon: bool = False
 
 
+def wave_size(max_unavailable, workers):
+    """How many of ``workers`` Workers are upgraded at once:
+    ``max_unavailable`` is a count (int) or a percentage of the Workers
+    ('25%', rounded down, as Cluster API's maxUnavailable); at least 1."""
+    if isinstance(max_unavailable, str) and max_unavailable.endswith('%'):
+        size = workers * int(max_unavailable[:-1]) // 100
+    else:
+        size = int(max_unavailable)
+    return max(1, min(size, workers))
+
+
 @dataclasses.dataclass(frozen=True)
 class UpgradePlan(object):
     target: tuple
     package_version: str
     cluster_version: tuple
     steps: tuple  # NodeUpgrade, in the order they run
+    wave_size: int = 1  # Workers upgraded at once
 
     @property
     def pending(self):
         return tuple(step for step in self.steps if not step.done)
+
+    @property
+    def waves(self):
+        """The pending steps as they run: each Master alone, in order,
+        then the Workers in groups of ``wave_size``, in order."""
+        waves, workers = [], []
+        for step in self.pending:
+            if step.action in ('worker', 'uncordon'):
+                workers.append(step)
+            else:
+                waves.append((step,))
+        waves += [tuple(workers[start:start + self.wave_size])
+                  for start in range(0, len(workers), self.wave_size)]
+        return tuple(waves)
 
 
 def node_done(facts, api_node, target, package_version, master,
@@ -338,8 +364,10 @@ def node_done(facts, api_node, target, package_version, master,
 
 
 def plan_upgrade(masters, workers, cluster_version, target,
-                 package_version, api_nodes, host_facts, cordons=()):
-    """The UpgradePlan: Masters in their order, then Workers.
+                 package_version, api_nodes, host_facts, cordons=(),
+                 max_unavailable=1):
+    """The UpgradePlan: Masters in their order, then Workers, in waves
+    of ``max_unavailable`` (wave_size) of all the Workers.
     ``api_nodes`` {InternalIP: ApiNode}; ``host_facts`` {address:
     HostFacts}; ``cordons`` the names of the Nodes the upgrade cordoned
     (driver_cordons). The first Master applies the upgrade unless the
@@ -366,4 +394,5 @@ def plan_upgrade(masters, workers, cluster_version, target,
             keep_cordon=not master and api_node.unschedulable and
             not cordoned))
     return UpgradePlan(target, package_version, cluster_version,
-                       tuple(steps))
+                       tuple(steps), wave_size(max_unavailable,
+                                               len(workers)))
