@@ -144,9 +144,9 @@ def calls(monkeypatch, tmp_path):
     found = []
 
     def upgrade_cluster(workflow, script, drain_force=None,
-                        check_only=False):
+                        check_only=False, max_unavailable=None):
         found.append((upgrade_plan.script_package_version(script),
-                      drain_force, check_only))
+                      drain_force, check_only, max_unavailable))
         return upgrade_plan.UpgradePlan(
             upgrade_plan.parse_version(NEW), NEW,
             upgrade_plan.parse_version(OLD), ()), None
@@ -195,7 +195,7 @@ def test_start_checks_the_new_packages_version_without_change(
         calls, tmp_path):
     _, progress = run(v2_upgrade.START, change_request(drain_force=True),
                       package(tmp_path / 'new', NEW))
-    assert calls == [(NEW, True, True)]
+    assert calls == [(NEW, True, True, None)]
     assert FakeDriver.last.registered_access is None
     assert progress['done'] == [v2_upgrade.START]
     assert progress[v2_upgrade.UPGRADE_KEY]['from'] == 'v1.35.4'
@@ -226,10 +226,30 @@ def test_drain_force_must_be_a_boolean(calls, tmp_path):
     assert calls == []
 
 
+@pytest.mark.parametrize('operation, check_only', [
+    (v2_upgrade.START, True), (v2_upgrade.END, False)])
+def test_upgrade_max_unavailable_reaches_the_upgrade(calls, tmp_path,
+                                                     operation, check_only):
+    run(operation, change_request(upgrade_max_unavailable='25%'),
+        package(tmp_path / 'new', NEW))
+    assert calls == [(NEW, None, check_only, '25%')]
+
+
+@pytest.mark.parametrize('value', [0, '0%', 'half', True])
+def test_upgrade_max_unavailable_is_refused_before_the_upgrade(
+        calls, tmp_path, value):
+    with pytest.raises(exceptions.ParameterErrors) as raised:
+        run(v2_upgrade.START, change_request(upgrade_max_unavailable=value),
+            package(tmp_path / 'new', NEW))
+    assert [error.path for error in raised.value.errors] == [
+        'additionalParams.upgrade_max_unavailable']
+    assert calls == []
+
+
 def test_end_upgrades_then_refreshes_the_vim(calls, tmp_path):
     result, progress = run(v2_upgrade.END, change_request(),
                            package(tmp_path / 'new', NEW))
-    assert calls == [(NEW, None, False)]
+    assert calls == [(NEW, None, False, None)]
     assert FakeDriver.last.registered_access is ACCESS
     state = result['vnf_instance']['metadata'][v2_mapping.STATE_KEY]
     assert state['vim']['id'] == 'k8s-vim-id'
