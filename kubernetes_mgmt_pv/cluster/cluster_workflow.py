@@ -623,21 +623,9 @@ class ClusterWorkflow(flow.Flow):
                 check=False, timeout=timeout + 60)
             if not result.ok:
                 outcome = drain.classify(result.stderr)
-                raise drain.failure(name, outcome, timeout, self._budgets(
-                    leader, outcome.budget_refused))
+                raise drain.failure(name, outcome, timeout, drain.budgets_of(
+                    self.kubectl(leader), outcome.budget_refused))
         report.record(leader.host, 'drain of %s' % name, True)
-
-    def _budgets(self, leader, pods):
-        """The PodDisruptionBudgets that block ``pods``, for the error."""
-        if not pods:
-            return []
-        listings = [self._kubectl(leader, ['get', kind, '-A', '-o', 'json'],
-                                  check=False)
-                    for kind in ('pods', 'poddisruptionbudgets')]
-        if not all(result.ok for result in listings):
-            return []
-        return cluster.blocking_budgets(listings[0].stdout,
-                                        listings[1].stdout, pods)
 
     def _remove_master(self, sessions, leader, removal, staying_masters,
                        facts, vip, report):

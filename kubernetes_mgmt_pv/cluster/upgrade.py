@@ -3,7 +3,8 @@ v2 door runs for ChangeCurrentVnfPackage when the new VNF package's
 install script installs the next minor.
 
 Every decision is taken by ``upgrade_plan`` from facts read first; this
-module only sequences the steps, one node at a time, so that a re-run
+module only sequences the steps, one Master at a time, then the Workers
+in waves (``upgrade_plan.UpgradePlan.waves``), so that a re-run
 after a failure anywhere converges. The package commands are the new
 install script's (``-U kubeadm``, ``-U kubelet``); kubeadm, the drain and
 the waits are the driver's. haproxy and keepalived are left alone: with
@@ -23,16 +24,20 @@ from kubernetes_mgmt_pv.cluster import etcd
 from kubernetes_mgmt_pv.cluster import upgrade_plan
 from kubernetes_mgmt_pv import exceptions
 from kubernetes_mgmt_pv.remote import host_lock
+from kubernetes_mgmt_pv.remote import parallel
+from kubernetes_mgmt_pv.request import lcm_requests
 from kubernetes_mgmt_pv.request import param_model
 from kubernetes_mgmt_pv import step_report
 
 LOG = logging.getLogger(__name__)
 
 SCRIPT_PATH_PARAM = param_model.ROOT + '.script_path'
+# The step of a wave of Workers in which some failed (NodeStepError).
+WAVE_STEP = 'upgrade of a wave of Workers'
 
 
 def upgrade_cluster(workflow, new_script, drain_force=None,
-                    check_only=False):
+                    check_only=False, max_unavailable=None):
     """Upgrade the cluster of ``workflow`` in place to the Kubernetes
     version the new package's install script installs.
 
@@ -46,14 +51,19 @@ def upgrade_cluster(workflow, new_script, drain_force=None,
     None takes the driver's ``drain_force`` option; True lets a Worker's
     drain delete pods that a PodDisruptionBudget protects.
     ``check_only``: gather the facts and refuse or plan, changing nothing
-    (for a ``change_current_package_start`` hook).
+    (for a ``change_current_package_start`` hook). ``max_unavailable``:
+    how many Workers are upgraded at once, a count or a percentage of
+    the Workers ('25%'), as ``lcm_requests.max_unavailable`` reads it;
+    None takes the driver's ``upgrade_max_unavailable`` option.
 
     Order: the first Master ``kubeadm upgrade apply``, the other Masters
-    ``kubeadm upgrade node``, then each Worker cordoned (marked so),
-    drained, upgraded and uncordoned (an operator's cordon stays); each
-    node Ready at the target before the next starts. A node at the
-    target is skipped, or only uncordoned. Afterwards the certificates
-    are checked (kubeadm renewed them), admin.conf copied again.
+    ``kubeadm upgrade node``, then the Workers in waves
+    (``UpgradePlan.waves``): the Workers of a wave each cordoned (marked
+    so), drained, upgraded and uncordoned (an operator's cordon stays) at
+    once; each node Ready at the target before the next Master or wave
+    starts. A node at the target is skipped, or only uncordoned.
+    Afterwards the certificates are checked (kubeadm renewed them),
+    admin.conf copied again.
 
     Returns ``(upgrade_plan.UpgradePlan, step_report.Report)``.
 
@@ -70,6 +80,10 @@ def upgrade_cluster(workflow, new_script, drain_force=None,
       ``exceptions.StepError`` (``step``, ``host``, ``reason``), e.g.
       step ``'kubeadm upgrade node'`` on the second Master; the nodes
       before it are upgraded, a re-run continues from that node.
+      ``exceptions.NodeStepError`` (step WAVE_STEP, ``failures`` {Worker
+      address: StepError naming the step and the Node}) when Workers of a
+      wave of several failed: the whole wave ran, every failed Worker is
+      named; a re-run continues from them.
       ``exceptions.RemoteConnectError`` when a node cannot be logged in.
     """
     package_version = upgrade_plan.script_package_version(new_script)
@@ -79,20 +93,27 @@ def upgrade_cluster(workflow, new_script, drain_force=None,
             'no "readonly K8S_PACKAGE_VERSION=\'X.Y.Z-R\'" line')])
     force = workflow.conf.drain_force if drain_force is None \
         else bool(drain_force)
-    upgrade = _Upgrade(workflow, new_script, package_version, force)
+    if max_unavailable is None:
+        max_unavailable = lcm_requests.max_unavailable(
+            workflow.conf.upgrade_max_unavailable,
+            'upgrade_max_unavailable option')
+    upgrade = _Upgrade(workflow, new_script, package_version, force,
+                       max_unavailable)
     return upgrade.run(check_only)
 
 
 class _Upgrade(object):
     """One run of ``upgrade_cluster``."""
 
-    def __init__(self, workflow, script, package_version, drain_force):
+    def __init__(self, workflow, script, package_version, drain_force,
+                 max_unavailable=1):
         self.flow = workflow
         self.conf = workflow.conf
         self.script = script
         self.package_version = package_version
         self.target = upgrade_plan.parse_version(package_version)
         self.drain_force = drain_force
+        self.max_unavailable = max_unavailable
         self.report = step_report.Report()
         self.endpoint = None
 
@@ -108,13 +129,7 @@ class _Upgrade(object):
             leader = self.flow.session(
                 sessions, topology.at_address(kubectl.host))
             plan = self._plan(sessions, kubectl, leader, masters, workers)
-            LOG.info('Kubernetes upgrade %s -> %s: %s',
-                     upgrade_plan.shown(plan.cluster_version),
-                     upgrade_plan.shown(plan.target), '; '.join(
-                         '%s %s (%s)' % (step.name, 'done' if step.done
-                                         else step.action,
-                                         step.reason or 'at the target')
-                         for step in plan.steps))
+            self._log_plan(plan)
             if check_only:
                 return plan, self.report
             for step in plan.steps:
@@ -122,8 +137,8 @@ class _Upgrade(object):
                     self.report.record(step.node.address, 'upgrade to %s'
                                        % upgrade_plan.shown(self.target),
                                        False, 'already at the target')
-                else:
-                    self._upgrade_node(sessions, kubectl, step)
+            for wave in plan.waves:
+                self._upgrade_wave(sessions, kubectl, wave)
             cert_renewal.renew_expiring(self.flow, sessions, masters,
                                         self.report)
             self._refresh_kubeconfigs(sessions, masters)
@@ -168,7 +183,8 @@ class _Upgrade(object):
             raise upgrade_plan.refusal_error(problems, host)
         return upgrade_plan.plan_upgrade(
             masters, workers, cluster_version, self.target,
-            self.package_version, api_nodes, host_facts, cordons)
+            self.package_version, api_nodes, host_facts, cordons,
+            self.max_unavailable)
 
     def _etcd_problems(self, leader):
         """etcd's health as a refusal: every member must answer. Asked
@@ -185,6 +201,31 @@ class _Upgrade(object):
             self.report.record(leader.host, 'etcd check', False,
                                'not checked: no curl on the Master')
         return []
+
+    def _log_plan(self, plan):
+        LOG.info('Kubernetes upgrade %s -> %s: %s; Workers %d at a time',
+                 upgrade_plan.shown(plan.cluster_version),
+                 upgrade_plan.shown(plan.target), '; '.join(
+                     '%s %s (%s)' % (step.name, 'done' if step.done
+                                     else step.action,
+                                     step.reason or 'at the target')
+                     for step in plan.steps), plan.wave_size)
+
+    # -- one wave, one node ---------------------------------------------------
+
+    def _upgrade_wave(self, sessions, kubectl, wave):
+        """The nodes of one wave at once (a Master or a lone Worker
+        directly: its StepError names host and step). Every node of the
+        wave runs to its end; then the Workers that failed are named
+        together, and the operation stops."""
+        if len(wave) == 1:
+            self._upgrade_node(sessions, kubectl, wave[0])
+            return
+        LOG.info('Upgrading a wave of %d Workers at once: %s', len(wave),
+                 ', '.join(step.name for step in wave))
+        parallel.run_on_nodes(WAVE_STEP, functools.partial(
+            self._upgrade_node, sessions, kubectl), {
+                step.node.address: step for step in wave}, len(wave))
 
     # -- one node -------------------------------------------------------------
 
@@ -266,15 +307,19 @@ class _Upgrade(object):
 
     def _drain(self, kubectl, name):
         """Evict the Worker's pods (kubectl drain uses the Eviction API,
-        respecting PodDisruptionBudgets unless drain_force)."""
+        respecting PodDisruptionBudgets unless drain_force: an eviction a
+        budget refuses is retried until the drain's timeout, while the
+        evicted pods of other Workers of the wave come up elsewhere)."""
         timeout = self.conf.drain_timeout
         with step_report.step(kubectl.host, 'drain of %s' % name):
             result = kubectl.run(cluster.drain_argv(name, timeout,
                                                     self.drain_force),
                                  check=False, timeout=timeout + 60)
             if not result.ok:
-                raise drain.failure(name, drain.classify(result.stderr),
-                                    timeout)
+                outcome = drain.classify(result.stderr)
+                raise drain.failure(name, outcome, timeout,
+                                    drain.budgets_of(kubectl,
+                                                     outcome.budget_refused))
         self.report.record(kubectl.host, 'drain of %s' % name, True)
 
     def _wait_ready_at_target(self, kubectl, step):
