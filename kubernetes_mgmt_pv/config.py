@@ -199,8 +199,8 @@ cluster_opts = [
              'at once, unless the change_vnfpkg request\'s '
              'additionalParams.upgrade_max_unavailable says: a number '
              '("3") or a percentage of the Workers ("25%", rounded down, '
-             'at least one Worker). The Masters are upgraded one at a '
-             'time.'),
+             'at least one Worker); no more than max_concurrent_nodes at a '
+             'time. The Masters are upgraded one at a time.'),
     cfg.IntOpt(
         'cert_renewal_days', default=60, min=0,
         help='Every cluster hook reads "kubeadm certs check-expiration" on '

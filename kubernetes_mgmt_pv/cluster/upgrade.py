@@ -225,7 +225,8 @@ class _Upgrade(object):
                  ', '.join(step.name for step in wave))
         parallel.run_on_nodes(WAVE_STEP, functools.partial(
             self._upgrade_node, sessions, kubectl), {
-                step.node.address: step for step in wave}, len(wave))
+                step.node.address: step for step in wave},
+            min(len(wave), self.conf.max_concurrent_nodes))
 
     # -- one node -------------------------------------------------------------
 

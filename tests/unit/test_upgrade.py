@@ -46,7 +46,8 @@ class RecordingKubectl(object):
 
 def waiting_upgrade():
     workflow = types.SimpleNamespace(
-        conf=types.SimpleNamespace(node_ready_timeout=300))
+        conf=types.SimpleNamespace(node_ready_timeout=300,
+                                   max_concurrent_nodes=10))
     step = types.SimpleNamespace(
         name='worker1', node=types.SimpleNamespace(fixed_ip='10.0.0.5'))
     return upgrade._Upgrade(workflow, b'', '1.36.1-1.1', False), step

@@ -4,6 +4,7 @@ option's upgrade_max_unavailable, the wave size, the plan's waves."""
 import collections
 import re
 
+from oslo_config import cfg
 import pytest
 
 from kubernetes_mgmt_pv.cluster import upgrade_plan as up
@@ -69,8 +70,13 @@ def test_the_option_takes_what_the_request_takes(value):
 
 
 def test_the_option_defaults_to_a_tenth_of_the_workers():
-    assert option().default == '10%'
+    conf = cfg.ConfigOpts()
+    config.register_opts(conf)
+    conf([])
+    assert config.options(conf).upgrade_max_unavailable == '10%'
     assert lcm_requests.max_unavailable(option().default, 'o') == '10%'
+    with pytest.raises(ValueError):
+        conf.set_override('upgrade_max_unavailable', '0%', config.GROUP_NAME)
 
 
 @pytest.mark.parametrize('max_unavailable, workers, size', [
