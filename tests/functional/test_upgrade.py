@@ -1,5 +1,5 @@
 """The Kubernetes minor upgrade end to end (cluster/upgrade.py) on an HA
-cluster of three Masters and a Worker: the next minor's install script
+cluster of three Masters and two Workers: the next minor's install script
 (standins.script_at) upgrades the nodes' packages from the test apt
 repository's next-minor path, kubeadm's upgrade stand-in restarts each
 Master's control plane, the kubelet's package posts its new version.
@@ -7,9 +7,11 @@ Master's control plane, the kubelet's package posts its new version.
 One cluster for the module, its tests in file order: a two-minor jump is
 refused before any change; the check installs nothing on the Masters and
 refuses while an etcd member does not answer; then the upgrade, failed
-on the second Master by an injected kubeadm error, and run again,
-converges while a claim is Bound, a file sits on the Storage server and
-a probe through the VIP answers every second.
+on the second Master by an injected kubeadm error, run again with both
+Workers in one wave, where a PodDisruptionBudget lets one Worker's drain
+through and blocks the other's, and run a third time once the budget is
+gone, converges while a claim is Bound, a file sits on the Storage
+server and a probe through the VIP answers every second.
 """
 
 import contextlib
@@ -17,6 +19,7 @@ import json
 
 import pytest
 
+from kubernetes_mgmt_pv.cluster import upgrade
 from kubernetes_mgmt_pv.cluster import upgrade_plan
 from kubernetes_mgmt_pv import exceptions
 from testbed import apt_repo
@@ -25,24 +28,27 @@ from testbed import standins
 from testbed import vip_probe
 from testbed import virtual_vnf
 from tests.functional.conftest import skip_without_testbed
+from tests.functional import test_cluster_nodes
 from tests.functional.test_pv_lifecycle import bind_claim
 
 OLD = standins.kubernetes_version()
 NEXT = standins.next_minor()
 NEW = standins.kubernetes_version(NEXT)
-NODES = ('master1', 'master2', 'master3', 'worker1')
+NODES = ('master1', 'master2', 'master3', 'worker1', 'worker2')
+WORKERS = NODES[3:]
 PACKAGES = ('kubeadm', 'kubelet', 'kubectl')
 
 
 @contextlib.contextmanager
-def upgradable(masters):
-    """An installed cluster of ``masters`` and a Worker whose nodes reach
-    the test apt repository (``virtual.repository``), which serves the
-    next minor."""
+def upgradable(masters, workers=1):
+    """An installed cluster of ``masters`` and ``workers`` whose nodes
+    reach the test apt repository (``virtual.repository``), which serves
+    the next minor."""
     skip_without_testbed()
     virtual_vnf.use_test_options()
     with apt_repo.AptRepository() as repository, \
-            virtual_vnf.VirtualCluster(masters=masters, workers=1, volumes=1,
+            virtual_vnf.VirtualCluster(masters=masters, workers=workers,
+                                       volumes=1,
                                        install_cluster=True) as virtual:
         apt_repo.use_in(virtual, repository, virtual_vnf.CALICO_STAND_IN)
         for node in virtual.nodes():
@@ -54,7 +60,7 @@ def upgradable(masters):
 
 @pytest.fixture(scope='module')
 def ha():
-    with upgradable(3) as virtual:
+    with upgradable(3, workers=2) as virtual:
         bind_claim(virtual.host('master1'))
         storage = virtual.host('storage')
         storage.write_file(virtual.export_dirs()[0] + '/keep.txt', 'kept')
@@ -151,8 +157,85 @@ def test_the_start_check_changes_no_package_and_finds_a_silent_etcd(ha):
         in reason
 
 
+def budget_over_both_workers(kube):
+    """Pods db-1 on worker1 and db-2 on worker2 of a ReplicaSet of two,
+    and a PodDisruptionBudget that keeps one: one eviction is allowed, the
+    other waits for a replacement that never comes (nothing replaces an
+    evicted pod here)."""
+    owner = kube.create({
+        'apiVersion': 'apps/v1', 'kind': 'ReplicaSet',
+        'metadata': {'name': 'db', 'namespace': 'default'},
+        'spec': {'replicas': 2, 'selector': {'matchLabels': {'app': 'db'}},
+                 'template': {'metadata': {'labels': {'app': 'db'}},
+                              'spec': {'containers': [{
+                                  'name': 'main',
+                                  'image': 'registry.example/app:1'}]}}}})
+    for index, worker in enumerate(WORKERS, 1):
+        pod = test_cluster_nodes.pod('db-%d' % index, worker, owner)
+        pod['metadata']['labels'] = {'app': 'db'}
+        kube.create(pod)
+    kube.create({
+        'apiVersion': 'policy/v1', 'kind': 'PodDisruptionBudget',
+        'metadata': {'name': 'db-budget', 'namespace': 'default'},
+        'spec': {'minAvailable': 1,
+                 'selector': {'matchLabels': {'app': 'db'}}}})
+    assert kube.wait_for(lambda: (kube.get('pdb', 'db-budget') or {}).get(
+        'status', {}).get('disruptionsAllowed') == 1)
+
+
+def cordoned_together(changes):
+    """Each set of Nodes unschedulable at one time, replaying the Node
+    changes (kube.changes) in order."""
+    cordoned, seen = set(), set()
+    for _, node in changes:
+        name = node['metadata']['name']
+        if (node.get('spec') or {}).get('unschedulable'):
+            cordoned.add(name)
+        else:
+            cordoned.discard(name)
+        seen.add(frozenset(cordoned))
+    return seen
+
+
+def wave_blocked_by_budget(virtual):
+    """The upgrade with both Workers in one wave: the budget lets one
+    drain through and blocks the other until drain_timeout. Returns the
+    name of the Worker it blocked."""
+    kube = virtual.kube
+    budget_over_both_workers(kube)
+    since = kube.resource_version
+    virtual_vnf.use_test_options(drain_timeout=5)
+    try:
+        with pytest.raises(exceptions.NodeStepError) as raised:
+            virtual.upgrade(NEXT, max_unavailable=2)
+    finally:
+        virtual_vnf.use_test_options()
+    # Both Workers were cordoned at once.
+    assert frozenset(WORKERS) in cordoned_together(kube.changes('node',
+                                                                since))
+    error = raised.value
+    assert error.step == upgrade.WAVE_STEP
+    addresses = {virtual.host(name).ip: name for name in WORKERS}
+    [blocked] = [addresses[address] for address in error.failures]
+    failure = error.failures[virtual.host(blocked).ip]
+    assert failure.step == 'drain of %s' % blocked
+    assert 'Node %s' % blocked in str(error)
+    assert 'PodDisruptionBudget default/db-budget' in str(error)
+    # The other Worker of the wave was upgraded and uncordoned.
+    versions = kubelet_versions(virtual)
+    assert {name: versions[name] for name in WORKERS} == {
+        name: OLD if name == blocked else NEW for name in WORKERS}
+    assert [versions[name] for name in NODES[:3]] == [NEW] * 3
+    assert {name for name in WORKERS if json.loads(virtual_vnf.kubectl(
+        virtual.host('master1'), 'get', 'node', name, '-o', 'json'))[
+            'spec'].get('unschedulable')} == {blocked}
+    # The operator relaxes the budget.
+    kube.delete('pdb', 'db-budget')
+    return blocked
+
+
 def test_an_upgrade_failed_on_the_second_master_converges_on_a_rerun(ha):
-    master1, master2 = ha.host('master1'), ha.host('master2')
+    master2 = ha.host('master2')
     with vip_probe.VipProbe(ha.vip) as probe:
         error = failed_upgrade(ha, master2, 'kubeadm', match='upgrade node')
         assert (error.host, error.step) == (master2.ip,
@@ -160,40 +243,53 @@ def test_an_upgrade_failed_on_the_second_master_converges_on_a_rerun(ha):
         # The first Master was upgraded; the second stopped at kubeadm.
         versions = kubelet_versions(ha)
         assert versions['master1'] == NEW
-        assert [versions[name] for name in NODES[1:]] == [OLD] * 3
+        assert [versions[name] for name in NODES[1:]] == [OLD] * 4
         assert upgrade_calls(ha, 'master1') == ['upgrade apply %s --yes'
                                                 % NEW]
-
-        plan, report = ha.upgrade(NEXT)
+        blocked = wave_blocked_by_budget(ha)
+        plan, report = ha.upgrade(NEXT, max_unavailable=2)
     assert probe.silences == [] and probe.answers > 5, probe.silences
     assert [(step.name, step.action, step.done) for step in plan.steps] == [
-        ('master1', 'node', True), ('master2', 'node', False),
-        ('master3', 'node', False), ('worker1', 'worker', False)]
-    assert kubelet_versions(ha) == dict.fromkeys(NODES, NEW)
-    for name in NODES:
-        assert package_versions(ha.host(name)) == [NEXT] * 3, name
-    # One node after the other, in the plan's order.
-    times = [upgrade_times(ha, name)[-1] for name in NODES]
-    assert times == sorted(times)
-    assert [outcome.step for outcome in report.outcomes
-            if outcome.step.startswith('drain of')] == ['drain of worker1']
-    # The re-run did not apply again on the first Master.
-    assert upgrade_calls(ha, 'master1') == ['upgrade apply %s --yes' % NEW]
-    assert upgrade_calls(ha, 'worker1') == ['upgrade node']
-    # The held packages stay at the new version.
-    assert sorted(ha.host('worker1').run('apt-mark showhold').stdout
-                  .split()) == sorted(PACKAGES)
-    # The Worker was drained and is schedulable again.
-    assert not json.loads(virtual_vnf.kubectl(
-        master1, 'get', 'node', 'worker1', '-o', 'json'))['spec'].get(
-            'unschedulable')
-    volumes = virtual_vnf.persistent_volumes(master1)
-    assert volumes['nfs-pv1']['status']['phase'] == 'Bound'
-    assert ha.host('storage').read_file(
-        ha.export_dirs()[0] + '/keep.txt') == 'kept'
+        ('master1', 'node', True), ('master2', 'node', True),
+        ('master3', 'node', True)] + [
+            (name, 'worker', name != blocked) for name in WORKERS]
+    assert_converged(ha, report, blocked)
     # A further run finds every node at the target and changes nothing.
     plan, report = ha.upgrade(NEXT)
     assert plan.pending == ()
     assert all(upgrade_calls(ha, name) == calls for name, calls in (
         ('master1', ['upgrade apply %s --yes' % NEW]),
-        ('worker1', ['upgrade node'])))
+        ('worker1', ['upgrade node']), ('worker2', ['upgrade node'])))
+
+
+def assert_converged(virtual, report, blocked):
+    """Every node at the target, upgraded once, schedulable; the claim
+    and the Storage server's file kept."""
+    master1 = virtual.host('master1')
+    assert kubelet_versions(virtual) == dict.fromkeys(NODES, NEW)
+    for name in NODES:
+        assert package_versions(virtual.host(name)) == [NEXT] * 3, name
+    # The Masters one after the other, in the plan's order, then the
+    # Workers.
+    times = [upgrade_times(virtual, name)[-1] for name in NODES]
+    assert times[:3] == sorted(times[:3])
+    assert min(times[3:]) > times[2]
+    assert [outcome.step for outcome in report.outcomes
+            if outcome.step.startswith('drain of')] == [
+        'drain of %s' % blocked]
+    # The re-run did not apply again on the first Master.
+    assert upgrade_calls(virtual, 'master1') == ['upgrade apply %s --yes'
+                                                 % NEW]
+    for name in WORKERS:
+        assert upgrade_calls(virtual, name) == ['upgrade node'], name
+        # The held packages stay at the new version.
+        assert sorted(virtual.host(name).run('apt-mark showhold').stdout
+                      .split()) == sorted(PACKAGES)
+        # Drained and schedulable again.
+        assert not json.loads(virtual_vnf.kubectl(
+            master1, 'get', 'node', name, '-o', 'json'))['spec'].get(
+                'unschedulable')
+    volumes = virtual_vnf.persistent_volumes(master1)
+    assert volumes['nfs-pv1']['status']['phase'] == 'Bound'
+    assert virtual.host('storage').read_file(
+        virtual.export_dirs()[0] + '/keep.txt') == 'kept'
