@@ -48,22 +48,16 @@ def upgrade_cluster(workflow, new_script, drain_force=None,
     target, and it is uploaded to every node before that node's packages
     change (its ``-U`` upgrade mode switches the apt source to the new
     minor's repository and installs the held packages). ``drain_force``:
-    None takes the driver's ``drain_force`` option; True lets a Worker's
-    drain delete pods that a PodDisruptionBudget protects.
-    ``check_only``: gather the facts and refuse or plan, changing nothing
-    (for a ``change_current_package_start`` hook). ``max_unavailable``:
-    how many Workers are upgraded at once, a count or a percentage of
-    the Workers ('25%'), as ``lcm_requests.max_unavailable`` reads it;
-    None takes the driver's ``upgrade_max_unavailable`` option.
+    None takes the driver's option; True lets a drain delete pods that a
+    PodDisruptionBudget protects. ``check_only``: refuse or plan, change
+    nothing (``change_current_package_start``). ``max_unavailable``:
+    Workers upgraded at once, a count or a percentage ('25%',
+    ``lcm_requests.max_unavailable``); None: the driver's option.
 
-    Order: the first Master ``kubeadm upgrade apply``, the other Masters
-    ``kubeadm upgrade node``, then the Workers in waves
-    (``UpgradePlan.waves``): the Workers of a wave each cordoned (marked
-    so), drained, upgraded and uncordoned (an operator's cordon stays) at
-    once; each node Ready at the target before the next Master or wave
-    starts. A node at the target is skipped, or only uncordoned.
-    Afterwards the certificates are checked (kubeadm renewed them),
-    admin.conf copied again.
+    Order: the Masters one at a time, then the Workers in waves
+    (``UpgradePlan.waves``; each cordoned, drained, upgraded, uncordoned),
+    each Ready at the target before the next Master or wave; then the
+    certificates are checked, admin.conf copied again.
 
     Returns ``(upgrade_plan.UpgradePlan, step_report.Report)``.
 
@@ -80,10 +74,8 @@ def upgrade_cluster(workflow, new_script, drain_force=None,
       ``exceptions.StepError`` (``step``, ``host``, ``reason``), e.g.
       step ``'kubeadm upgrade node'`` on the second Master; the nodes
       before it are upgraded, a re-run continues from that node.
-      ``exceptions.NodeStepError`` (step WAVE_STEP, ``failures`` {Worker
-      address: StepError naming the step and the Node}) when Workers of a
-      wave of several failed: the whole wave ran, every failed Worker is
-      named; a re-run continues from them.
+      ``exceptions.NodeStepError`` (WAVE_STEP, {Worker address:
+      StepError}) after a wave of several Workers, naming each that failed.
       ``exceptions.RemoteConnectError`` when a node cannot be logged in.
     """
     package_version = upgrade_plan.script_package_version(new_script)
@@ -93,10 +85,6 @@ def upgrade_cluster(workflow, new_script, drain_force=None,
             'no "readonly K8S_PACKAGE_VERSION=\'X.Y.Z-R\'" line')])
     force = workflow.conf.drain_force if drain_force is None \
         else bool(drain_force)
-    if max_unavailable is None:
-        max_unavailable = lcm_requests.max_unavailable(
-            workflow.conf.upgrade_max_unavailable,
-            'upgrade_max_unavailable option')
     upgrade = _Upgrade(workflow, new_script, package_version, force,
                        max_unavailable)
     return upgrade.run(check_only)
@@ -106,14 +94,16 @@ class _Upgrade(object):
     """One run of ``upgrade_cluster``."""
 
     def __init__(self, workflow, script, package_version, drain_force,
-                 max_unavailable=1):
+                 max_unavailable):
         self.flow = workflow
         self.conf = workflow.conf
         self.script = script
         self.package_version = package_version
         self.target = upgrade_plan.parse_version(package_version)
         self.drain_force = drain_force
-        self.max_unavailable = max_unavailable
+        self.max_unavailable = lcm_requests.max_unavailable(
+            self.conf.upgrade_max_unavailable, 'upgrade_max_unavailable '
+            'option') if max_unavailable is None else max_unavailable
         self.report = step_report.Report()
         self.endpoint = None
 

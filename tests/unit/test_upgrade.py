@@ -50,7 +50,7 @@ def waiting_upgrade():
                                    max_concurrent_nodes=10))
     step = types.SimpleNamespace(
         name='worker1', node=types.SimpleNamespace(fixed_ip='10.0.0.5'))
-    return upgrade._Upgrade(workflow, b'', '1.36.1-1.1', False), step
+    return upgrade._Upgrade(workflow, b'', '1.36.1-1.1', False, 1), step
 
 
 def test_a_node_is_watched_to_the_target_kubelet_then_ready():
