@@ -20,6 +20,7 @@ from kubernetes_mgmt_pv.cluster import cert_renewal
 from kubernetes_mgmt_pv.cluster import cluster
 from kubernetes_mgmt_pv.cluster import drain
 from kubernetes_mgmt_pv.cluster import etcd
+from kubernetes_mgmt_pv.cluster import etcd_snapshot
 from kubernetes_mgmt_pv.cluster import upgrade_plan
 from kubernetes_mgmt_pv import exceptions
 from kubernetes_mgmt_pv.remote import host_lock
@@ -70,6 +71,9 @@ def upgrade_cluster(workflow, new_script, drain_force=None,
       ``exceptions.StepError`` (``step``, ``host``, ``reason``), e.g.
       step ``'kubeadm upgrade node'`` on the second Master; the nodes
       before it are upgraded, a re-run continues from that node.
+      Once the etcd snapshot before ``kubeadm upgrade apply`` is taken
+      (``etcd_snapshot``), a failure's reason names it, and the error
+      carries it as ``etcd_snapshot``.
       ``exceptions.RemoteConnectError`` when a node cannot be logged in.
     """
     package_version = upgrade_plan.script_package_version(new_script)
@@ -80,7 +84,8 @@ def upgrade_cluster(workflow, new_script, drain_force=None,
     force = workflow.conf.drain_force if drain_force is None \
         else bool(drain_force)
     upgrade = _Upgrade(workflow, new_script, package_version, force)
-    return upgrade.run(check_only)
+    with etcd_snapshot.named_in_errors(upgrade):
+        return upgrade.run(check_only)
 
 
 class _Upgrade(object):
@@ -95,6 +100,7 @@ class _Upgrade(object):
         self.drain_force = drain_force
         self.report = step_report.Report()
         self.endpoint = None
+        self.etcd_snapshot = None
 
     def run(self, check_only):
         topology = self.flow.topology
@@ -193,6 +199,10 @@ class _Upgrade(object):
         host = executor.host
         LOG.info('Upgrading %s (%s) to %s: %s', step.name, host,
                  upgrade_plan.shown(self.target), step.reason)
+        if step.action == 'apply':
+            self.etcd_snapshot = etcd_snapshot.take(
+                self.flow, sessions, executor, etcd_snapshot.UPGRADE,
+                self.report)
         if step.action != 'uncordon':
             self._upgrade_software(executor, kubectl, step)
         if step.action in ('worker', 'uncordon'):
