@@ -18,7 +18,8 @@ the Master before it replaces anything.
 Each place keeps the newest ``etcd_snapshot_keep`` of the driver's
 snapshot files (``expired``); files of other names are left alone.
 A snapshot that cannot be taken or copied fails the step before the
-change it protects.
+change it protects; only a Storage server that does not answer at all
+(down, or healed by the same request) gets no copy, with a warning.
 """
 
 import contextlib
@@ -26,10 +27,15 @@ import dataclasses
 import datetime
 import re
 
+from oslo_log import log as logging
+
 from kubernetes_mgmt_pv.cluster import etcd
 from kubernetes_mgmt_pv import exceptions
+from kubernetes_mgmt_pv import flow
 from kubernetes_mgmt_pv.remote import relay
 from kubernetes_mgmt_pv import step_report
+
+LOG = logging.getLogger(__name__)
 
 DIRECTORY = '/var/backups/etcd-snapshots'
 STORAGE_DIRECTORY = '.etcd-snapshots'
@@ -102,13 +108,16 @@ def file_name(now, reason):
     return 'etcd-%s-%s.db' % (now.strftime('%Y%m%dT%H%M%SZ'), reason)
 
 
-def expired(names, keep):
+def expired(names, keep, taken=None):
     """The snapshot files among ``names`` to remove so that the newest
     ``keep`` (at least one) stay: the driver's names only, oldest first
-    (their UTC time, then their name)."""
+    (their UTC time, then their name). The one just ``taken`` stays
+    and counts, even if a clock set wrong once named others later."""
     ours = sorted((found.group(1), name) for name in names
-                  for found in [_NAME.fullmatch(name)] if found)
-    return [name for _, name in ours[:max(0, len(ours) - max(1, keep))]]
+                  for found in [_NAME.fullmatch(name)]
+                  if found and name != taken)
+    left = max(1, keep) - (taken is not None)
+    return [name for _, name in ours[:max(0, len(ours) - left)]]
 
 
 def parse_saved(output):
@@ -141,53 +150,64 @@ def _within(path, directory):
     return path == directory or path.startswith(directory + '/')
 
 
-def take(flow, sessions, leader, reason, report, now=None):
+def take(workflow, sessions, leader, reason, report, now=None):
     """Snapshot etcd on the Master ``leader`` (its session), keep a copy
     on the Storage server if the VNF has one, prune both; the Snapshot.
-    ``flow``: the ``cluster_workflow.ClusterWorkflow`` of the hook."""
+    ``workflow``: the ``cluster_workflow.ClusterWorkflow`` of the hook."""
     name = file_name(now or datetime.datetime.now(datetime.timezone.utc),
                      reason)
     path = '%s/%s' % (DIRECTORY, name)
-    keep = flow.conf.etcd_snapshot_keep
+    keep = workflow.conf.etcd_snapshot_keep
     with step_report.step(leader.host, STEP):
-        flow.etcd_session(leader, report)
+        workflow.etcd_session(leader, report)
         saved = leader.run(['sh', '-c', _SAVE, 'sh', DIRECTORY, name] +
                            etcd.etcdctl('snapshot', 'save'), sudo=True,
                            description='etcdctl snapshot save %s' % path)
         digest, listed = parse_saved(saved.stdout)
-        _prune(leader, DIRECTORY, listed, keep)
+        _prune(leader, DIRECTORY, listed, keep, name)
     report.record(leader.host, STEP, True, path)
     snapshot = Snapshot(leader.host, path)
-    if flow.params.storage is not None:
-        snapshot = _copy(flow, sessions, leader, snapshot, digest, report)
+    if workflow.params.storage is not None:
+        snapshot = _copy(workflow, sessions, leader, snapshot, digest, report)
     return snapshot
 
 
-def _copy(flow, sessions, leader, snapshot, digest, report):
-    place = storage_directory(flow.params.storage)
-    server = flow.topology.storage
-    if place is None:
-        report.record(server.address, COPY_STEP, False, 'not copied: every '
-                      'volume is exported at its top')
+def _copy(workflow, sessions, leader, snapshot, digest, report):
+    place = storage_directory(workflow.params.storage)
+    server = workflow.topology.storage
+    skipped = _why_no_copy(place, server)
+    if skipped:
+        LOG.warning('etcd snapshot %s not copied to the Storage server %s: '
+                    '%s', snapshot.path, server.address, skipped)
+        report.record(server.address, COPY_STEP, False,
+                      'not copied: ' + skipped)
         return snapshot
     mount, directory = place
     name = snapshot.path.rsplit('/', 1)[1]
-    storage = flow.session(sessions, server)
+    storage = workflow.session(sessions, server)
     with step_report.step(storage.host, COPY_STEP):
         listing = relay.copy(
             leader, ['cat', '--', snapshot.path], storage,
             ['sh', '-c', _KEEP, 'sh', mount, directory, name, digest],
             'copy of %s from %s' % (snapshot.path, leader.host))
         _prune(storage, directory, listing.splitlines()[:_LISTED],
-               flow.conf.etcd_snapshot_keep)
+               workflow.conf.etcd_snapshot_keep, name)
     copy_path = '%s/%s' % (directory, name)
     report.record(storage.host, COPY_STEP, True, copy_path)
     return dataclasses.replace(snapshot, copy_host=storage.host,
                                copy_path=copy_path)
 
 
-def _prune(executor, directory, names, keep):
-    old = expired(names, keep)
+def _why_no_copy(place, server):
+    if place is None:
+        return 'every volume is exported at its top'
+    if not flow.answers_ssh(server.address):
+        return 'the Storage server does not answer (SSH)'
+    return None
+
+
+def _prune(executor, directory, names, keep, taken):
+    old = expired(names, keep, taken)
     if old:
         executor.run(['rm', '-f', '--'] + ['%s/%s' % (directory, name)
                                            for name in old], sudo=True,

@@ -32,13 +32,14 @@ def copy(source, source_argv, target, target_argv, description):
         try:
             _pump(reader, writer)
         except (socket.timeout, paramiko.SSHException, OSError) as error:
+            if writer.exit_status_ready():
+                _finish(writer, target, description)  # its own error
             failed = _failed_side(reader, writer, source, target)
             raise exceptions.RemoteCommandError(
                 failed.host, description, None, reason='stream broken: %s'
                 % redaction.one_line(str(error) or type(error).__name__))
-        written = _finish(writer, target, description)
         _finish(reader, source, description)
-    return written
+        return _finish(writer, target, description)
 
 
 def _pump(reader, writer):

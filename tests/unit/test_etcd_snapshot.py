@@ -36,6 +36,19 @@ def test_expired(names, keep, removed):
     assert etcd_snapshot.expired(names, keep) == removed
 
 
+@pytest.mark.parametrize('names, keep, taken, removed', [
+    ([snap(1), snap(2), snap(3)], 3, snap(3), []),
+    ([snap(1), snap(2), snap(3), snap(4)], 3, snap(4), [snap(1)]),
+    ([snap(4), snap(1)], 1, snap(4), [snap(1)]),
+    # Others named later than the one just taken (a clock once ahead):
+    # it stays all the same, the oldest others go.
+    ([snap(1), snap(9), snap(8), snap(2)], 2, snap(2), [snap(1), snap(8)]),
+    ([snap(9), snap(2)], 1, snap(2), [snap(9)]),
+])
+def test_expired_keeps_the_snapshot_just_taken(names, keep, taken, removed):
+    assert etcd_snapshot.expired(names, keep, taken) == removed
+
+
 def test_file_name_carries_the_utc_time_and_the_reason():
     now = datetime.datetime(2026, 11, 28, 23, 25, 1, 999,
                             tzinfo=datetime.timezone.utc)
