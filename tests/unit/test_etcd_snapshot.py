@@ -2,9 +2,11 @@
 
 import datetime
 
+from oslo_config import cfg
 import pytest
 
 from kubernetes_mgmt_pv.cluster import etcd_snapshot
+from kubernetes_mgmt_pv import config
 from kubernetes_mgmt_pv import exceptions
 from kubernetes_mgmt_pv.request import param_model
 
@@ -144,3 +146,12 @@ def test_a_failure_before_any_snapshot_is_left_as_it_is():
             raise error
     assert 'snapshot' not in str(raised.value)
     assert not hasattr(raised.value, 'etcd_snapshot')
+
+
+def test_three_are_kept_by_default_and_at_least_one():
+    conf = cfg.ConfigOpts()
+    config.register_opts(conf)
+    conf([])
+    assert config.options(conf).etcd_snapshot_keep == 3
+    with pytest.raises(ValueError):
+        conf.set_override('etcd_snapshot_keep', 0, config.GROUP_NAME)
