@@ -29,7 +29,7 @@ def snap(day, reason='upgrade'):
       snap(4)], 3, [snap(1, 'member-removal')]),
     # Files of other names are never removed, nor counted.
     (['notes.txt', snap(1), '.%s.part' % snap(9), snap(2), 'etcd.db',
-      'etcd-2026T1Z-upgrade.db', snap(3) + '.bak', snap(4)], 3, [snap(1)]),
+      'etcd-2026T1Z-upgrade.db', snap(3) + '.bak', snap(4)], 2, [snap(1)]),
     # At least one stays.
     ([snap(1), snap(2)], 0, [snap(1)]),
     ([snap(1), snap(2)], 1, [snap(1)]),
