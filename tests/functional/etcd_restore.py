@@ -12,7 +12,8 @@ import threading
 GUIDE = os.path.join(os.path.dirname(__file__), '..', '..', 'doc',
                      'operator-guide.rst')
 SECTION = '\nRestore\n-------\n'
-READY = 'ready to serve client requests'
+# What etcd logs once it serves clients: 3.5 and later, then 3.4's zap.
+READY = ('ready to serve client requests', 'serving client traffic')
 START_TIMEOUT = 60
 
 
@@ -20,12 +21,13 @@ def restore_block():
     """The shell commands of the guide's restore block."""
     with open(GUIDE) as guide:
         section = guide.read().split(SECTION, 1)[1]
-    block = section.split('.. code-block:: shell\n\n', 1)[1]
+    block = section.split('.. code-block:: shell\n\n', 1)[1].splitlines()
+    indent = block[0][:len(block[0]) - len(block[0].lstrip())]
     lines = []
-    for line in block.splitlines():
-        if line and not line.startswith('   '):
+    for line in block:
+        if line and not line.startswith(indent):
             break
-        lines.append(line[3:])
+        lines.append(line[len(indent):])
     return '\n'.join(lines).strip() + '\n'
 
 
@@ -89,7 +91,7 @@ def _wait_ready(server):
 
     def read():
         for line in server.stderr:
-            if READY in line and not ready:
+            if any(mark in line for mark in READY) and not ready:
                 ready.append(line)
                 answered.set()
         answered.set()  # etcd exited
