@@ -68,41 +68,26 @@ def test_the_source_output_goes_to_the_target_in_chunks():
     assert (source.ran, target.ran) == (['cat', 'x'], ['sh'])
 
 
-def test_a_failed_source_is_named():
-    source = Host('10.0.0.11', Channel(stderr=b'cat: x: No such file',
-                                       status=1))
-    target = Host('10.0.0.5', Channel(status=1))
+@pytest.mark.parametrize('source, target, host, shown', [
+    # cat failed on the Master: named, whatever the target says.
+    (Channel(stderr=b'cat: x: No such file', status=1), Channel(status=1),
+     '10.0.0.11', ['No such file']),
+    # The target refused what arrived.
+    (Channel([b'data']), Channel(stderr=b'the copy arrived incomplete',
+                                 status=1), '10.0.0.5', ['incomplete']),
+    # The target ended before the stream did: its own reason.
+    (Channel([b'data']), Channel(stderr=b'/volume is not mounted', status=3,
+                                 broken=True),
+     '10.0.0.5', ['exit status 3', 'not mounted']),
+    # The stream broke otherwise.
+    (Channel([b'data']), Channel(broken=True), '10.0.0.5',
+     ['stream broken']),
+])
+def test_the_failed_side_is_named_with_its_reason(source, target, host,
+                                                  shown):
     with pytest.raises(exceptions.RemoteCommandError) as raised:
-        relay.copy(source, ['cat', 'x'], target, ['sh'], 'copy')
-    assert raised.value.host == '10.0.0.11'
-    assert 'No such file' in str(raised.value)
-
-
-def test_a_failed_target_is_named():
-    source = Host('10.0.0.11', Channel([b'data']))
-    target = Host('10.0.0.5', Channel(stderr=b'the copy arrived incomplete',
-                                      status=1))
-    with pytest.raises(exceptions.RemoteCommandError) as raised:
-        relay.copy(source, ['cat', 'x'], target, ['sh'], 'copy')
-    assert raised.value.host == '10.0.0.5'
-    assert 'incomplete' in str(raised.value)
-
-
-def test_a_target_that_ended_early_is_named_with_its_reason():
-    source = Host('10.0.0.11', Channel([b'data']))
-    target = Host('10.0.0.5', Channel(stderr=b'/volume is not mounted',
-                                      status=3, broken=True))
-    with pytest.raises(exceptions.RemoteCommandError) as raised:
-        relay.copy(source, ['cat', 'x'], target, ['sh'], 'copy')
-    assert raised.value.host == '10.0.0.5'
-    assert 'exit status 3' in str(raised.value)
-    assert 'not mounted' in str(raised.value)
-
-
-def test_a_stream_broken_otherwise_is_named():
-    source = Host('10.0.0.11', Channel([b'data']))
-    target = Host('10.0.0.5', Channel(broken=True))
-    with pytest.raises(exceptions.RemoteCommandError) as raised:
-        relay.copy(source, ['cat', 'x'], target, ['sh'], 'copy')
-    assert raised.value.host == '10.0.0.5'
-    assert 'stream broken' in str(raised.value)
+        relay.copy(Host('10.0.0.11', source), ['cat', 'x'],
+                   Host('10.0.0.5', target), ['sh'], 'copy')
+    assert raised.value.host == host
+    for text in shown:
+        assert text in str(raised.value)
