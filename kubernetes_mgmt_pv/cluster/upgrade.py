@@ -71,9 +71,7 @@ def upgrade_cluster(workflow, new_script, drain_force=None,
       ``exceptions.StepError`` (``step``, ``host``, ``reason``), e.g.
       step ``'kubeadm upgrade node'`` on the second Master; the nodes
       before it are upgraded, a re-run continues from that node.
-      Once the etcd snapshot before ``kubeadm upgrade apply`` is taken
-      (``etcd_snapshot``), a failure's reason names it, and the error
-      carries it as ``etcd_snapshot``.
+      A failure after the etcd snapshot names it (``etcd_snapshot``).
       ``exceptions.RemoteConnectError`` when a node cannot be logged in.
     """
     package_version = upgrade_plan.script_package_version(new_script)
