@@ -209,6 +209,15 @@ cluster_opts = [
              'Master at a time, and restarts its control-plane static pods, '
              'waiting for its API server to answer again. 0 only reads '
              'them.'),
+    cfg.IntOpt(
+        'etcd_snapshot_keep', default=3, min=1,
+        help='Before "kubeadm upgrade apply" and before a Master\'s etcd '
+             'member is removed (heal, scale-in), the driver saves an etcd '
+             'snapshot on the Master (/var/backups/etcd-snapshots, '
+             'root-only) and, when the VNF has a Storage server, a copy on '
+             'its volume (.etcd-snapshots at the top of the first volume '
+             'not exported whole). Each place keeps this many of the '
+             'newest snapshots; older ones are removed.'),
     cfg.FloatOpt(
         'vim_token_timeout', default=120.0, min=1.0,
         help='Seconds to wait for Kubernetes to fill in the token of the '

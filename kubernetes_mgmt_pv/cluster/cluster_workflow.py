@@ -18,6 +18,7 @@ from kubernetes_mgmt_pv.cluster import cluster
 from kubernetes_mgmt_pv.cluster import cluster_sequence
 from kubernetes_mgmt_pv.cluster import drain
 from kubernetes_mgmt_pv.cluster import etcd
+from kubernetes_mgmt_pv.cluster import etcd_snapshot
 from kubernetes_mgmt_pv.cluster import ha
 from kubernetes_mgmt_pv.cluster import serving_certificate
 from kubernetes_mgmt_pv import exceptions
@@ -630,7 +631,7 @@ class ClusterWorkflow(flow.Flow):
     def _remove_master(self, sessions, leader, removal, staying_masters,
                        facts, vip, report):
         """A Master leaves haproxy's backends on the others (before the
-        API server goes) and the etcd cluster."""
+        API server goes) and the etcd cluster, snapshot first."""
         node = removal.node
         if vip:
             self._silence_keepalived(sessions, node, report)
@@ -643,10 +644,11 @@ class ClusterWorkflow(flow.Flow):
             member = cluster_sequence.leaving_member(etcd.members(leader),
                                                      removal)
             if member is not None:
+                etcd_snapshot.take(self, sessions, leader,
+                                   etcd_snapshot.MEMBER_REMOVAL, report)
                 etcd.remove_member(leader, member)
             report.record(leader.host, 'etcd member of %s' % node.fixed_ip,
-                          member is not None,
-                          'removed %s' % member if member else '')
+                          bool(member), member and 'removed ' + member or '')
 
     def _silence_keepalived(self, sessions, node, report):
         """Stop keepalived on a leaving Master whose VM still runs: the

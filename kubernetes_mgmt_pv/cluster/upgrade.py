@@ -21,6 +21,7 @@ from kubernetes_mgmt_pv.cluster import cert_renewal
 from kubernetes_mgmt_pv.cluster import cluster
 from kubernetes_mgmt_pv.cluster import drain
 from kubernetes_mgmt_pv.cluster import etcd
+from kubernetes_mgmt_pv.cluster import etcd_snapshot
 from kubernetes_mgmt_pv.cluster import upgrade_plan
 from kubernetes_mgmt_pv import exceptions
 from kubernetes_mgmt_pv.remote import host_lock
@@ -76,18 +77,23 @@ def upgrade_cluster(workflow, new_script, drain_force=None,
       before it are upgraded, a re-run continues from that node.
       ``exceptions.NodeStepError`` (WAVE_STEP, {Worker address:
       StepError}) after a wave of several Workers, naming each that failed.
+      A failure after the etcd snapshot names it (``etcd_snapshot``).
       ``exceptions.RemoteConnectError`` when a node cannot be logged in.
     """
+    upgrade = _Upgrade(workflow, new_script, _package_version(new_script),
+                       drain_force, max_unavailable)
+    with etcd_snapshot.named_in_errors(upgrade):
+        return upgrade.run(check_only)
+
+
+def _package_version(new_script):
+    """The install script's K8S_PACKAGE_VERSION, the upgrade's target."""
     package_version = upgrade_plan.script_package_version(new_script)
     if package_version is None:
         raise exceptions.ParameterErrors([exceptions.ParameterError(
             SCRIPT_PATH_PARAM, 'the new VNF package\'s install script has '
             'no "readonly K8S_PACKAGE_VERSION=\'X.Y.Z-R\'" line')])
-    force = workflow.conf.drain_force if drain_force is None \
-        else bool(drain_force)
-    upgrade = _Upgrade(workflow, new_script, package_version, force,
-                       max_unavailable)
-    return upgrade.run(check_only)
+    return package_version
 
 
 class _Upgrade(object):
@@ -100,12 +106,14 @@ class _Upgrade(object):
         self.script = script
         self.package_version = package_version
         self.target = upgrade_plan.parse_version(package_version)
-        self.drain_force = drain_force
+        self.drain_force = self.conf.drain_force if drain_force is None \
+            else bool(drain_force)
         self.max_unavailable = lcm_requests.max_unavailable(
             self.conf.upgrade_max_unavailable, 'upgrade_max_unavailable '
             'option') if max_unavailable is None else max_unavailable
         self.report = step_report.Report()
         self.endpoint = None
+        self.etcd_snapshot = None
 
     def run(self, check_only):
         topology = self.flow.topology
@@ -225,6 +233,10 @@ class _Upgrade(object):
         host = executor.host
         LOG.info('Upgrading %s (%s) to %s: %s', step.name, host,
                  upgrade_plan.shown(self.target), step.reason)
+        if step.action == 'apply':
+            self.etcd_snapshot = etcd_snapshot.take(
+                self.flow, sessions, executor, etcd_snapshot.UPGRADE,
+                self.report)
         if step.action != 'uncordon':
             self._upgrade_software(executor, kubectl, step)
         if step.action in ('worker', 'uncordon'):

@@ -117,12 +117,24 @@ def run(operation, driver, script_dict, model_instance, root, progress):
                                           max_unavailable=waves)
         _check_volumes(driver, workflow, script_dict, params)
     else:
-        plan, _ = upgrade.upgrade_cluster(workflow, new_script, force,
-                                          max_unavailable=waves)
+        plan = _upgrade(workflow, new_script, force, waves, progress)
         driver.register_vim(None, model_instance, cluster_feature.vim_name(
             params, model_instance), workflow.vim_access())
     progress[UPGRADE_KEY]['from'] = upgrade_plan.shown(plan.cluster_version)
     return plan
+
+
+def _upgrade(workflow, new_script, force, waves, progress):
+    """The upgrade's plan; a failure after the etcd snapshot was taken
+    leaves where it is in the record (userScriptErrHandlingData)."""
+    try:
+        return upgrade.upgrade_cluster(workflow, new_script, force,
+                                       max_unavailable=waves)[0]
+    except exceptions.MgmtDriverError as error:
+        snapshot = getattr(error, 'etcd_snapshot', None)
+        if snapshot is not None:
+            progress[UPGRADE_KEY]['etcdSnapshot'] = snapshot.fields()
+        raise
 
 
 def _check_volumes(driver, workflow, script_dict, params):

@@ -11,16 +11,22 @@ on the second Master by an injected kubeadm error, run again with both
 Workers in one wave, where a PodDisruptionBudget lets one Worker's drain
 through and blocks the other's, and run a third time once the budget is
 gone, converges while a claim is Bound, a file sits on the Storage
-server and a probe through the VIP answers every second.
+server and a probe through the VIP answers every second; the etcd
+snapshot the upgrade took first restores into a fresh etcd.
 """
 
+import base64
 import contextlib
 import json
+import shlex
 
 import pytest
 
+from kubernetes_mgmt_pv.cluster import etcd
+from kubernetes_mgmt_pv.cluster import etcd_snapshot
 from kubernetes_mgmt_pv.cluster import upgrade
 from kubernetes_mgmt_pv.cluster import upgrade_plan
+from kubernetes_mgmt_pv.doors import v2_failure
 from kubernetes_mgmt_pv import exceptions
 from testbed import apt_repo
 from testbed import faults
@@ -28,6 +34,7 @@ from testbed import standins
 from testbed import vip_probe
 from testbed import virtual_vnf
 from tests.functional.conftest import skip_without_testbed
+from tests.functional import etcd_restore
 from tests.functional import test_cluster_nodes
 from tests.functional.test_pv_lifecycle import bind_claim
 
@@ -37,6 +44,12 @@ NEW = standins.kubernetes_version(NEXT)
 NODES = ('master1', 'master2', 'master3', 'worker1', 'worker2')
 WORKERS = NODES[3:]
 PACKAGES = ('kubeadm', 'kubelet', 'kubectl')
+COPIES = '/volume1/' + etcd_snapshot.STORAGE_DIRECTORY
+# Older snapshots where the driver keeps them: with etcd_snapshot_keep 3,
+# the upgrade's own and the two newest of these stay.
+OLD_SNAPSHOTS = ['etcd-2020010%dT000000Z-upgrade.db' % day
+                 for day in (4, 1, 3, 2)]
+PROBE_KEY, PROBE_VALUE = 'snapshot-probe', 'written before the upgrade'
 
 
 @contextlib.contextmanager
@@ -101,6 +114,53 @@ def failed_upgrade(virtual, host, command, **fault):
             virtual.upgrade(NEXT)
         assert fault.hits, str(raised.value)
     return raised.value
+
+
+def snapshot_places(virtual):
+    """(host, directory) of the snapshots and of their copies."""
+    return ((virtual.host('master1'), etcd_snapshot.DIRECTORY),
+            (virtual.host('storage'), COPIES))
+
+
+def seed_snapshots(virtual):
+    """Older snapshots and a file of someone else's where the driver
+    keeps snapshots, and a key in etcd (through etcd's API with curl)."""
+    for host, directory in snapshot_places(virtual):
+        host.run('mkdir -p {0} && cd {0} && touch {1} notes.txt'.format(
+            directory, ' '.join(OLD_SNAPSHOTS)))
+    body = json.dumps({'key': base64.b64encode(PROBE_KEY.encode()).decode(),
+                       'value': base64.b64encode(
+                           PROBE_VALUE.encode()).decode()})
+    virtual.host('master1').run(' '.join(shlex.quote(word) for word in (
+        etcd.member_list_command()[:-3] + ['--fail', '--data', body,
+                                           etcd.LOCAL_API + '/v3/kv/put'])))
+
+
+def listing(host, directory):
+    return sorted(host.run('ls -A ' + directory).stdout.split())
+
+
+def check_snapshot(virtual, error):
+    """The upgrade's snapshot, root-only, copied to the Storage server,
+    the older ones pruned to three, named by the error; its name."""
+    [name] = [name for name in listing(virtual.host('master1'),
+                                       etcd_snapshot.DIRECTORY)
+              if name.endswith('-upgrade.db') and name not in OLD_SNAPSHOTS]
+    digests = set()
+    for host, directory in snapshot_places(virtual):
+        path = '%s/%s' % (directory, name)
+        assert listing(host, directory) == sorted(
+            ['etcd-20200103T000000Z-upgrade.db',
+             'etcd-20200104T000000Z-upgrade.db', name, 'notes.txt'])
+        assert host.run("stat -c '%%a %%U:%%G' %s %s" % (
+            directory, path)).stdout.split('\n')[:2] == [
+                '700 root:root', '600 root:root']
+        digests.add(host.run('sha256sum ' + path).stdout.split()[0])
+        line = v2_failure.error_line(v2_failure.failure('x', error))
+        assert '%s:%s' % (host.ip, path) in line, line
+    assert len(digests) == 1
+    assert error.etcd_snapshot.copy_path == '%s/%s' % (COPIES, name)
+    return name
 
 
 def test_a_two_minor_jump_is_refused_before_any_change(ha):
@@ -236,8 +296,10 @@ def wave_blocked_by_budget(virtual):
 
 def test_an_upgrade_failed_on_the_second_master_converges_on_a_rerun(ha):
     master2 = ha.host('master2')
+    seed_snapshots(ha)
     with vip_probe.VipProbe(ha.vip) as probe:
         error = failed_upgrade(ha, master2, 'kubeadm', match='upgrade node')
+        check_snapshot(ha, error)
         assert (error.host, error.step) == (master2.ip,
                                             'kubeadm upgrade node')
         # The first Master was upgraded; the second stopped at kubeadm.
@@ -293,3 +355,18 @@ def assert_converged(virtual, report, blocked):
     assert volumes['nfs-pv1']['status']['phase'] == 'Bound'
     assert virtual.host('storage').read_file(
         virtual.export_dirs()[0] + '/keep.txt') == 'kept'
+
+
+def test_the_storage_servers_snapshot_restores_into_a_fresh_etcd(
+        ha, tmp_path):
+    """The operator guide's restore commands, run on the copy the
+    upgrade kept on the Storage server: the fresh etcd has the key written
+    before the upgrade."""
+    storage = ha.host('storage')
+    [name] = [name for name in listing(storage, COPIES)
+              if name.endswith('-upgrade.db') and name not in OLD_SNAPSHOTS]
+    snapshot = tmp_path / name
+    snapshot.write_bytes(base64.b64decode(storage.run(
+        'base64 -w0 %s/%s' % (COPIES, name)).stdout))
+    assert etcd_restore.restored_value(snapshot, tmp_path / 'data',
+                                       PROBE_KEY) == PROBE_VALUE

@@ -9,6 +9,7 @@ import os
 
 import pytest
 
+from kubernetes_mgmt_pv.cluster import etcd_snapshot
 from kubernetes_mgmt_pv.cluster import upgrade_plan
 from kubernetes_mgmt_pv.doors import v2_failure
 from kubernetes_mgmt_pv.doors import v2_hook
@@ -270,6 +271,34 @@ def test_a_failed_end_says_what_a_rollback_leaves(calls, tmp_path,
     assert 'stay at v1.36.1' in note
     # A Worker cordoned for its upgrade stays cordoned, by a named mark.
     assert 'cordoned' in note and upgrade_plan.CORDON_ANNOTATION in note
+
+
+def test_a_failed_end_names_the_etcd_snapshot_it_took(calls, tmp_path,
+                                                      monkeypatch):
+    """The error line and the record name where the snapshot taken
+    before kubeadm upgrade apply is."""
+    class Run(object):
+        etcd_snapshot = etcd_snapshot.Snapshot(
+            '10.10.0.5', '/var/backups/etcd-snapshots/a.db', '10.10.0.9',
+            '/volume/.etcd-snapshots/a.db')
+
+    def fails(*args, **kwargs):
+        with etcd_snapshot.named_in_errors(Run):
+            raise exceptions.StepError('kubeadm upgrade node', '10.10.0.6',
+                                       exceptions.MgmtDriverError('x'))
+    monkeypatch.setattr(v2_upgrade.upgrade, 'upgrade_cluster', fails)
+    progress = {}
+    with pytest.raises(exceptions.StepError) as raised:
+        run(v2_upgrade.END, change_request(), package(tmp_path / 'new', NEW),
+            progress)
+    assert progress[v2_upgrade.UPGRADE_KEY]['etcdSnapshot'] == {
+        'host': '10.10.0.5', 'path': '/var/backups/etcd-snapshots/a.db',
+        'copyHost': '10.10.0.9', 'copyPath': '/volume/.etcd-snapshots/a.db'}
+    line = v2_failure.error_line(v2_failure.failure(v2_upgrade.END,
+                                                    raised.value))
+    assert line.startswith('kubeadm upgrade node failed on 10.10.0.6: x; ')
+    assert '10.10.0.5:/var/backups/etcd-snapshots/a.db' in line
+    assert '10.10.0.9:/volume/.etcd-snapshots/a.db' in line
 
 
 def test_the_rollback_changes_no_node_and_says_so(calls, tmp_path, caplog):
