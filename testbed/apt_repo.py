@@ -13,7 +13,7 @@ the image's own archive. ``Packages`` is written by dpkg-scanpackages;
 ``InRelease`` and ``Release.gpg``.
 
 It serves two minors, each at its own path as pkgs.k8s.io does
-(``k8s/v1.35/`` and ``k8s/v1.36/``, one key): the install script's and
+(``k8s/v1.36/`` and ``k8s/v1.37/``, one key): the install script's and
 the next (``standins.next_minor``), which has only kubeadm, kubelet and
 kubectl, for the upgrade to the next minor's package.
 
@@ -202,7 +202,7 @@ def populate(directory, image=None, version=None):
 
 
 def minor_path(package_version):
-    """'v1.35' of '1.35.4-1.1'."""
+    """'v1.36' of '1.36.4-1.1'."""
     return 'v' + re.match(r'\d+\.\d+', package_version).group()
 
 
