@@ -122,11 +122,17 @@ def api(ready=True, version=V35, name='n'):
      [('a', 'more than one minor before')]),
     (V35, V36, {'a': api(version=V37)}, [], False, [('a', 'newer')]),
     (V35, V36, {'a': api(version=None)}, [], False, [('a', 'no kubelet')]),
-    (V35, V36, {}, ['ns/pdb'], False, [('cluster', 'ns/pdb')]),
-    (V35, V36, {}, ['ns/pdb'], True, []),
+    (V35, V36, {'a': api()}, ['ns/pdb'], False, [('cluster', 'ns/pdb')]),
+    (V35, V36, {'a': api()}, ['ns/pdb'], True, []),
+    # Every Node at the target (a package that keeps the version, or a
+    # re-run left with an uncordon): nothing is drained, budgets or not.
+    (V36, V36, {'a': api(version=V36)}, ['ns/pdb'], False, []),
+    (V36, V36, {'a': api(version=V36), 'b': api()}, ['ns/pdb'], False,
+     [('cluster', 'ns/pdb')]),
     # Patch releases of one minor: up, or the same version again.
     (V36, P364, {'a': api(version=V36)}, [], False, []),
     (P364, P364, {'a': api(version=P364)}, [], False, []),
+    (P364, P364, {'a': api(version=P364)}, ['ns/pdb'], False, []),
     (V35, P364, {'a': api()}, [], False, []),  # a minor to its newest patch
     (P364, V36, {'a': api(version=P364)}, [], False,
      [('cluster', 'downgrade'), ('a', 'newer')]),
