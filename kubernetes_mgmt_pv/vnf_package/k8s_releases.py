@@ -78,9 +78,11 @@ def lifecycle_warning(package_version, today):
     return None
 
 
-def script_warning(path, today):
+def script_warning(path, today=None):
     """lifecycle_warning of the K8S_PACKAGE_VERSION of the install script
-    at ``path`` (None when it names none)."""
+    at ``path`` (None when it names none) on ``today`` (default: the
+    day it runs)."""
     with open(path, 'rb') as stream:
         version = upgrade_plan.script_package_version(stream.read())
-    return lifecycle_warning(version, today) if version else None
+    return lifecycle_warning(version, today or datetime.date.today()) \
+        if version else None

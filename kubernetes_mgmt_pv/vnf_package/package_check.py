@@ -12,7 +12,6 @@ path of the request, or a file of the package.
 """
 
 import dataclasses
-import datetime
 import os
 
 from kubernetes_mgmt_pv import exceptions
@@ -240,7 +239,7 @@ def _check_script(package_dir, model, invalid_paths, found):
                     '%s is not a file of the package; the cluster install '
                     'uploads it to every node' % model.script_path)
         return
-    warning = k8s_releases.script_warning(path, datetime.date.today())
+    warning = k8s_releases.script_warning(path)
     if warning:
         found.warning(warning[0], model.script_path, warning[1])
 
