@@ -263,7 +263,10 @@ def refusals(cluster_version, target, api_nodes, budgets, drain_force):
                              'one minor before %s' % (
                                  node.name, shown(node.kubelet),
                                  shown(target))))
-    if budgets and not drain_force:
+    # Only a Node left to upgrade is drained: a package that keeps the
+    # version drains nothing, whatever the budgets allow.
+    drains_left = any(node.kubelet != target for node in api_nodes.values())
+    if budgets and not drain_force and drains_left:
         problems.append(('cluster', 'PodDisruptionBudget(s) %s allow no '
                          'eviction now: the drains would stop the upgrade '
                          '(drain_force deletes such pods regardless)'
