@@ -51,11 +51,12 @@ class Conductors(object):
         return found
 
     def topic_consumers(self):
-        """{queue: consumers} of the conductors' topic and server queues."""
-        result = self._service.rabbitmq.ctl('list_queues', '-q', 'name',
-                                            'consumers', timeout=30)
+        """{queue: consumers} of the conductors' topic and server queues
+        (none while RabbitMQ does not answer)."""
+        listed = self._service.rabbitmq.answer('list_queues', '-q', 'name',
+                                               'consumers')
         queues = {}
-        for line in result.stdout.splitlines():
+        for line in (listed or '').splitlines():
             fields = line.split()
             if len(fields) == 2 and fields[1].isdigit() and (
                     fields[0] == TOPIC or fields[0].startswith(TOPIC + '.')):

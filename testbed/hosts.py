@@ -26,6 +26,7 @@ import paramiko
 from testbed import cloud_init
 from testbed import host_scripts
 from testbed import image_cache
+from testbed import loop_volumes
 from testbed import polling
 from testbed import processes
 from testbed import standins
@@ -116,35 +117,6 @@ class _Cleanup:
             raise self.errors[0]
 
 
-class _Volume:
-    """A "Cinder volume": a sparse file attached to a loop device."""
-
-    def __init__(self, image, size_mb):
-        self.image = image
-        self.size_mb = size_mb
-        self.loop = None
-
-    def attach(self):
-        with open(self.image, 'wb') as f:
-            f.truncate(self.size_mb * 1024 * 1024)
-        self.loop = _run(['losetup', '--find', '--show', self.image]).strip()
-
-    @property
-    def devno(self):
-        rdev = os.stat(self.loop).st_rdev
-        return f'{os.major(rdev)}:{os.minor(rdev)}'
-
-    def detach(self):
-        """Free the loop device; wait until the kernel has released it."""
-        if self.loop is None:
-            return
-        _run(['losetup', '-d', self.loop])
-        bound = f'/sys/block/{os.path.basename(self.loop)}/loop/backing_file'
-        polling.wait_until(lambda: not os.path.exists(bound),
-                           f'{self.loop} to detach')
-        self.loop = None
-
-
 class Host:
     """One test VM.
 
@@ -164,7 +136,7 @@ class Host:
         self.pid = None  # the host's PID 1 (sshd) as seen by the runner
         self._username = username
         self._password = password
-        self._disks = []  # _Volume objects behind self.volumes
+        self._disks = []  # loop_volumes.Volume objects behind self.volumes
         self._proc = None  # `ip netns exec ... unshare` process
         self._veths = []
         self._netns = None
@@ -483,7 +455,7 @@ class Testbed:
 
     def _new_volume(self, host_name, size_mb):
         self._seq += 1
-        volume = _Volume(os.path.join(
+        volume = loop_volumes.Volume(os.path.join(
             self.workdir, f'{host_name}-{self._seq}.img'), size_mb)
         self._volumes.append(volume)
         volume.attach()
@@ -667,9 +639,14 @@ class Testbed:
             os.kill(pid or host._proc.pid, signal.SIGKILL)
         host._proc.wait(timeout=30)
         if namespace:
-            polling.wait_until(
-                lambda: not processes.pids_in_namespace(namespace),
-                f'the processes of {host.name} to exit', timeout=30)
+            try:
+                polling.wait_until(
+                    lambda: not processes.pids_in_namespace(namespace),
+                    f'the processes of {host.name} to exit', timeout=120)
+            except polling.WaitTimeout as timeout:
+                left = processes.describe(
+                    processes.pids_in_namespace(namespace))
+                raise polling.WaitTimeout(f'{timeout}: {left}') from None
 
     def _remove_workdir(self):
         """Delete the temp dir, unless something is still mounted below it."""

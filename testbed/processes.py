@@ -130,3 +130,19 @@ def pids_in_namespace(namespace):
             except (FileNotFoundError, PermissionError):
                 pass  # exited meanwhile, or not ours to inspect
     return pids
+
+
+def describe(pids):
+    """'PID COMMAND STATE parent PPID' for each process still there, from
+    /proc/PID/stat: what a teardown that waits on them should name."""
+    found = []
+    for pid in pids:
+        try:
+            with open(f'/proc/{pid}/stat') as stat:
+                head, _, tail = stat.read().rpartition(')')
+        except (FileNotFoundError, ProcessLookupError):
+            continue
+        fields = tail.split()
+        found.append('%d %s %s parent %s' % (
+            pid, head.partition('(')[2], fields[0], fields[1]))
+    return '; '.join(found)

@@ -77,6 +77,16 @@ class RabbitMQ(object):
             [CTL, '-n', self.node, *args], env=self._env(),
             capture_output=True, text=True, timeout=timeout)
 
+    def answer(self, *args, timeout=60):
+        """What rabbitmqctl printed when it succeeded, else None; for
+        polls: each call boots an Erlang VM, which a loaded machine keeps
+        from answering in time (seen in CI), and that means "not yet"."""
+        try:
+            result = self.ctl(*args, timeout=timeout)
+        except subprocess.TimeoutExpired:
+            return None
+        return result.stdout if result.returncode == 0 else None
+
     def start(self):
         """Start the node unless it runs already. A node whose VM exits
         while it boots (a port taken between its pick and its bind) is
@@ -124,18 +134,10 @@ class RabbitMQ(object):
             # The AMQP listener opens at the end of the boot: a cheap
             # probe until then, where each rabbitmqctl boots an Erlang VM.
             return (processes.port_open('127.0.0.1', self.amqp_port)
-                    and self._booted())
+                    and self.answer('await_startup', '--timeout', '30')
+                    is not None)
         polling.wait_until(up, 'RabbitMQ', BOOT_TIMEOUT, first_delay=0.05,
                            max_delay=1.0, log=log)
-
-    def _booted(self):
-        """``await_startup``; a CLI that a loaded machine keeps from
-        answering in time means "not yet", not a failed start."""
-        try:
-            return self.ctl('await_startup', '--timeout', '30',
-                            timeout=60).returncode == 0
-        except subprocess.TimeoutExpired:
-            return False
 
     def stop(self):
         if not self._started:

@@ -141,8 +141,10 @@ class V2Api(object):
         return self.client.get('/vnflcm/v2/vnf_instances/%s' % instance_id)
 
     def delete(self, instance_id):
-        return self.client.delete('/vnflcm/v2/vnf_instances/%s'
-                                  % instance_id, expect=204)
+        """DELETE the instance, again while the conductor still holds the
+        lock of its last operation (``past_the_lock``)."""
+        return self.past_the_lock(instance_id, lambda: self.client.delete(
+            '/vnflcm/v2/vnf_instances/%s' % instance_id, expect=204))
 
     def op_occ(self, op_id):
         return self.client.get('/vnflcm/v2/vnf_lcm_op_occs/%s' % op_id)

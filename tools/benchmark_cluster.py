@@ -261,8 +261,8 @@ def measure_instantiate(workers, repository=None):
     AptRepository) on fresh nodes prepared from it."""
     with virtual_vnf.VirtualCluster(masters=1, workers=workers, volumes=1,
                                     install_cluster=True,
-                                    fresh_nodes=repository is not None
-                                    ) as cluster:
+                                    fresh_nodes=repository is not None,
+                                    **virtual_vnf.STOCK_IMAGE) as cluster:
         if repository is not None:
             apt_repo.use_in(cluster, repository,
                             virtual_vnf.CALICO_STAND_IN)
@@ -291,7 +291,8 @@ def measure_scale_out(new_count):
     1 Master + 1 Worker cluster; the new VMs boot before it, as Heat
     creates them before Tacker calls the hook."""
     with virtual_vnf.VirtualCluster(masters=1, workers=1, volumes=1,
-                                    install_cluster=True) as cluster:
+                                    install_cluster=True,
+                                    **virtual_vnf.STOCK_IMAGE) as cluster:
         cluster.instantiate_end()
         new = [cluster.add_node('worker') for _ in range(new_count)]
         run = timed_hook(lambda: cluster.scale_end(new))

@@ -166,8 +166,8 @@ def measure(count):
     try:
         for _ in range(count):
             clusters.append(virtual_vnf.VirtualCluster(
-                masters=1, workers=1, volumes=1, install_cluster=True,
-                nfs_common=True).__enter__())
+                masters=1, workers=1, volumes=1,
+                install_cluster=True).__enter__())
         vnf_of_address = {host.ip: number
                           for number, cluster in enumerate(clusters)
                           for host in cluster.testbed.hosts.values()}

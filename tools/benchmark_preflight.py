@@ -159,8 +159,8 @@ def main():
     if missing:
         return missing
     with virtual_vnf.VirtualCluster(masters=1, workers=args.workers,
-                                    volumes=1, install_cluster=True,
-                                    nfs_common=True) as cluster:
+                                    volumes=1,
+                                    install_cluster=True) as cluster:
         for run in range(args.runs):
             for policy in ('console', 'warn'):
                 print('run %d' % (run + 1))

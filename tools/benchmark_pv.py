@@ -33,8 +33,8 @@ from tools.bench_common import timed_run
 
 
 def measure(workers):
-    with virtual_vnf.VirtualCluster(masters=1, workers=workers,
-                                    volumes=1) as cluster:
+    with virtual_vnf.VirtualCluster(masters=1, workers=workers, volumes=1,
+                                    **virtual_vnf.STOCK_IMAGE) as cluster:
         host_count = len(cluster.testbed.hosts)
         first = timed_run(cluster)
         rerun = timed_run(cluster)

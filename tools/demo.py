@@ -133,7 +133,8 @@ def main():
     banner('Bringing up storage server + 1 Master + 2 Workers '
            '(network namespaces, real sshd, loop-device volume)')
     with virtual_vnf.VirtualCluster(masters=1, workers=2, volumes=1,
-                                    install_cluster=True) as cluster:
+                                    install_cluster=True,
+                                    **virtual_vnf.STOCK_IMAGE) as cluster:
         _show(cluster)
         step('instantiate_end: Kubernetes cluster, VIM, storage server, '
              'NFS clients, PVs', cluster.instantiate_end)

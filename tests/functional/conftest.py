@@ -46,9 +46,10 @@ def testbed():
 
 @pytest.fixture
 def cluster():
-    """A fresh virtual cluster: storage (2 volumes), 1 master, 2 workers."""
+    """A fresh virtual cluster: storage (2 volumes), 1 master, 2 workers,
+    from the stock image: the driver installs the NFS packages."""
     skip_without_testbed()
-    with virtual_vnf.VirtualCluster() as virtual:
+    with virtual_vnf.VirtualCluster(**virtual_vnf.STOCK_IMAGE) as virtual:
         yield virtual
 
 

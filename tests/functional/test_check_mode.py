@@ -34,7 +34,8 @@ def configured():
     the cluster installed and the PVs registered by the driver."""
     skip_without_testbed()
     with virtual_vnf.VirtualCluster(masters=2, workers=1, volumes=1,
-                                    install_cluster=True) as virtual:
+                                    install_cluster=True,
+                                    **virtual_vnf.STOCK_IMAGE) as virtual:
         virtual.instantiate_end()
         yield virtual
 

@@ -234,7 +234,7 @@ def shared():
     # The storage VMs come with nfs-kernel-server, which spares most cases
     # an installation; the package cases remove it first.
     with virtual_vnf.VirtualCluster(masters=1, workers=1, volumes=1,
-                                    purge_packages=()) as cluster:
+                                    nfs_common=False) as cluster:
         yield cluster
 
 

@@ -44,7 +44,8 @@ def test_a_cluster_with_persistent_volumes_on_the_image(image):
             virtual_vnf.VirtualCluster(masters=1, workers=1, volumes=1,
                                        install_cluster=True,
                                        fresh_nodes=True,
-                                       guest_image=image) as virtual:
+                                       guest_image=image,
+                                       **virtual_vnf.STOCK_IMAGE) as virtual:
         apt_repo.use_in(virtual, repository, virtual_vnf.CALICO_STAND_IN)
         for node in virtual.nodes():
             repository.route_from(node, virtual.testbed.bridge_ip)

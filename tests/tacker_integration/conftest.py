@@ -128,7 +128,8 @@ def cluster(context):
         pytest.skip(reason)
     virtual_vnf.use_test_options()
     try:
-        with virtual_vnf.VirtualCluster() as virtual:
+        with virtual_vnf.VirtualCluster(
+                **virtual_vnf.STOCK_IMAGE) as virtual:
             yield virtual
     finally:
         config.CONF.reset()
