@@ -21,7 +21,7 @@ inputs=$(cat requirements.txt test-requirements.txt setup.cfg \
 if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$inputs" ]; then
     .venv/bin/pip install -q -c upper-constraints.txt pip
     .venv/bin/pip install -q -c upper-constraints.txt \
-        -r requirements.txt -r test-requirements.txt tox
+        -r requirements.txt -r test-requirements.txt tox tox-uv
     .venv/bin/pip install -q -c upper-constraints.txt -e .
     echo "$inputs" > "$stamp"
 fi

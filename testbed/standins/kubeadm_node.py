@@ -352,8 +352,35 @@ def unb64(text):
     return base64.b64decode(text or '').decode(errors='replace')
 
 
+# kubeadm's KubernetesAPICallRetryInterval and the default of its
+# KubernetesAPICall timeout: its CreateOrUpdate calls retry any failure
+# within them, so a request cut by a VIP moving between Masters is sent
+# again.
+API_CALL_RETRY_INTERVAL = 0.5
+API_CALL_TIMEOUT = 60
+
+
 def create_or_replace(api, path, name, obj, what):
-    """POST obj; if it exists, PUT it over the stored one."""
+    """POST obj; if it exists, PUT it over the stored one. A failure is
+    retried as kubeadm retries it; a certificate it cannot verify is
+    final."""
+    deadline = time.monotonic() + API_CALL_TIMEOUT
+    while True:
+        try:
+            return _create_or_replace_once(api, path, name, obj, what)
+        except OSError as error:
+            if is_certificate_error(error):
+                raise KubeadmError(f'{what}: tls: failed to verify '
+                                   f'certificate: {error.verify_message}')
+            last = KubeadmError(f'{what}: {error}')
+        except KubeadmError as error:
+            last = error
+        if time.monotonic() >= deadline:
+            raise last
+        time.sleep(API_CALL_RETRY_INTERVAL)
+
+
+def _create_or_replace_once(api, path, name, obj, what):
     status, payload = api.call('POST', path, obj)
     if status == 409:
         _, current = api.expect('GET', f'{path}/{name}', what=what)
