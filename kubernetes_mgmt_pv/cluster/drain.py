@@ -12,7 +12,7 @@ length, names must be Kubernetes names, and what is kept is capped.
 import dataclasses
 import re
 
-from kubernetes_mgmt_pv.cluster import cluster
+from kubernetes_mgmt_pv.cluster import budgets as budget_listing
 from kubernetes_mgmt_pv import exceptions
 
 # Most pods and server messages an error names; characters kept of one.
@@ -133,5 +133,5 @@ def budgets_of(kubectl, pods):
                 for kind in ('pods', 'poddisruptionbudgets')]
     if not all(result.ok for result in listings):
         return []
-    return cluster.blocking_budgets(listings[0].stdout, listings[1].stdout,
-                                    pods)
+    return budget_listing.blocking_budgets(listings[0].stdout,
+                                           listings[1].stdout, pods)

@@ -17,6 +17,7 @@ import time
 
 from oslo_log import log as logging
 
+from kubernetes_mgmt_pv.cluster import budgets
 from kubernetes_mgmt_pv.cluster import cert_renewal
 from kubernetes_mgmt_pv.cluster import cluster
 from kubernetes_mgmt_pv.cluster import drain
@@ -35,6 +36,7 @@ LOG = logging.getLogger(__name__)
 SCRIPT_PATH_PARAM = param_model.ROOT + '.script_path'
 # The step of a wave of Workers in which some failed (NodeStepError).
 WAVE_STEP = 'upgrade of a wave of Workers'
+BUDGET_STEP = 'disruption budget check'
 
 
 def upgrade_cluster(workflow, new_script, drain_force=None,
@@ -215,20 +217,38 @@ class _Upgrade(object):
         """The nodes of one wave at once (a Master or a lone Worker
         directly: its StepError names host and step). Every node of the
         wave runs to its end; then the Workers that failed are named
-        together, and the operation stops."""
+        together, and the operation stops. Their drains take turns on the
+        PodDisruptionBudgets they share (``budgets.WaveGate``)."""
+        upgrade_node = functools.partial(self._upgrade_node, sessions,
+                                         kubectl, gate=self._wave_gate(
+                                             kubectl, wave))
         if len(wave) == 1:
-            self._upgrade_node(sessions, kubectl, wave[0])
+            upgrade_node(wave[0])
             return
         LOG.info('Upgrading a wave of %d Workers at once: %s', len(wave),
                  ', '.join(step.name for step in wave))
-        parallel.run_on_nodes(WAVE_STEP, functools.partial(
-            self._upgrade_node, sessions, kubectl), {
-                step.node.address: step for step in wave},
+        parallel.run_on_nodes(WAVE_STEP, upgrade_node, {
+            step.node.address: step for step in wave},
             min(len(wave), self.conf.max_concurrent_nodes))
+
+    def _wave_gate(self, kubectl, wave):
+        """The WaveGate of the wave's drains; None when none drains, with
+        drain_force (no budget is asked) or when there is no budget."""
+        drained = [step.name for step in wave if step.action == 'worker']
+        if not drained or self.drain_force:
+            return None
+        with step_report.step(kubectl.host, BUDGET_STEP):
+            listed = kubectl.run(['get', 'poddisruptionbudgets', '-A', '-o',
+                                  'json']).stdout
+            if not budgets.listed_any(listed):
+                return None
+            pods = kubectl.run(['get', 'pods', '-A', '-o', 'json']).stdout
+            return budgets.WaveGate(budgets.coverage(pods, listed, drained),
+                                    self.conf.drain_timeout)
 
     # -- one node -------------------------------------------------------------
 
-    def _upgrade_node(self, sessions, kubectl, step):
+    def _upgrade_node(self, sessions, kubectl, step, gate=None):
         executor = self.flow.session(sessions, step.node)
         host = executor.host
         LOG.info('Upgrading %s (%s) to %s: %s', step.name, host,
@@ -238,7 +258,7 @@ class _Upgrade(object):
                 self.flow, sessions, executor, etcd_snapshot.UPGRADE,
                 self.report)
         if step.action != 'uncordon':
-            self._upgrade_software(executor, kubectl, step)
+            self._upgrade_software(executor, kubectl, step, gate)
         if step.action in ('worker', 'uncordon'):
             self._uncordon(kubectl, host, step)
         with step_report.step(host, 'Node readiness'):
@@ -246,7 +266,7 @@ class _Upgrade(object):
         self.report.record(host, 'Node %s' % step.name, True,
                            'Ready at %s' % upgrade_plan.shown(self.target))
 
-    def _upgrade_software(self, executor, kubectl, step):
+    def _upgrade_software(self, executor, kubectl, step, gate):
         """The packages and kubeadm upgrade of a node; a Worker cordoned
         and drained first."""
         host = executor.host
@@ -259,7 +279,7 @@ class _Upgrade(object):
                 with step_report.step(host, 'cordon'):
                     kubectl.run(upgrade_plan.cordon_argv(step.name,
                                                          self.target))
-            self._drain(kubectl, step.name)
+            self._drain(kubectl, step.name, gate)
         argv = self._kubeadm_argv(step.action)
         with step_report.step(host, 'kubeadm upgrade %s' % (
                 'apply' if step.action == 'apply' else 'node')):
@@ -308,21 +328,27 @@ class _Upgrade(object):
                                      result.stdout.splitlines()
                                      if line.startswith(('kube',)))[-300:])
 
-    def _drain(self, kubectl, name):
+    def _drain(self, kubectl, name, gate):
         """Evict the Worker's pods (kubectl drain uses the Eviction API,
-        respecting PodDisruptionBudgets unless drain_force: an eviction a
-        budget refuses is retried until the drain's timeout, while the
-        evicted pods of other Workers of the wave come up elsewhere)."""
+        respecting PodDisruptionBudgets unless drain_force), once ``gate``
+        lets it, all within drain_timeout."""
         timeout = self.conf.drain_timeout
-        with step_report.step(kubectl.host, 'drain of %s' % name):
-            result = kubectl.run(cluster.drain_argv(name, timeout,
+
+        def run_drain(seconds):
+            result = kubectl.run(cluster.drain_argv(name, seconds,
                                                     self.drain_force),
-                                 check=False, timeout=timeout + 60)
+                                 check=False, timeout=seconds + 60)
             if not result.ok:
                 outcome = drain.classify(result.stderr)
                 raise drain.failure(name, outcome, timeout,
                                     drain.budgets_of(kubectl,
                                                      outcome.budget_refused))
+
+        with step_report.step(kubectl.host, 'drain of %s' % name):
+            if gate:
+                gate.drain(kubectl, name, run_drain)
+            else:
+                run_drain(timeout)
         self.report.record(kubectl.host, 'drain of %s' % name, True)
 
     def _wait_ready_at_target(self, kubectl, step):

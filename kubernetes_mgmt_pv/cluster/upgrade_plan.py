@@ -169,7 +169,10 @@ def parse_cluster_version(output):
 
 def blocking_budgets(output):
     """'namespace/name' of the PodDisruptionBudgets (``kubectl get pdb -A
-    -o json``) that allow no eviction of the pods they cover now."""
+    -o json``) that allow no eviction even with every pod they cover
+    healthy (maxUnavailable 0, minAvailable all of them): no wait would
+    let a drain through. One short of healthy pods now is waited for by
+    the wave (``budgets.WaveGate``)."""
     try:
         items = json.loads(output)['items']
     except (ValueError, KeyError, TypeError):
@@ -179,8 +182,8 @@ def blocking_budgets(output):
         '%s/%s' % (item['metadata'].get('namespace'),
                    item['metadata'].get('name'))
         for item in items
-        if (item.get('status') or {}).get('disruptionsAllowed', 0) < 1 and
-        (item.get('status') or {}).get('expectedPods', 0) > 0)
+        if 0 < (item.get('status') or {}).get('expectedPods', 0) <=
+        (item.get('status') or {}).get('desiredHealthy', 0))
 
 
 @dataclasses.dataclass(frozen=True)
@@ -268,7 +271,8 @@ def refusals(cluster_version, target, api_nodes, budgets, drain_force):
     drains_left = any(node.kubelet != target for node in api_nodes.values())
     if budgets and not drain_force and drains_left:
         problems.append(('cluster', 'PodDisruptionBudget(s) %s allow no '
-                         'eviction now: the drains would stop the upgrade '
+                         'eviction even with all their pods healthy: the '
+                         'drains would stop the upgrade '
                          '(drain_force deletes such pods regardless)'
                          % ', '.join(budgets)))
     return problems

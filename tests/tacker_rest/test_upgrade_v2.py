@@ -18,7 +18,9 @@ minors ahead, is refused before any change and rolled back; the change
 to FIRST, with ``kubeadm upgrade node`` failing on the second Master,
 ends FAILED_TEMP naming that Master and the step; its retry converges to
 COMPLETED, a probe through the VIP answering every second from before
-the change until the retry completed. Then the patch release, a package
+the change until the retry completed. Then the patch release, both
+Workers in one wave held by a PodDisruptionBudget until a replacement
+pod runs, a package
 that keeps the version (nothing fetched, nothing upgraded), and LAST.
 After each, every Node's kubelet is at the package's version, the
 instance is on that package with its saved state, the PVs are still
@@ -26,6 +28,7 @@ Bound, the file is intact and the Kubernetes VIM still registered; then
 terminate and delete.
 """
 
+import concurrent.futures
 import json
 
 import pytest
@@ -33,6 +36,7 @@ import pytest
 from kubernetes_mgmt_pv.cluster import ha
 from testbed import faults
 from testbed import lab_upgrade
+from testbed import polling
 from testbed import pv_manifest
 from testbed import standins
 from testbed import tacker_lab
@@ -49,6 +53,8 @@ NEW = standins.kubernetes_version(FIRST)
 STATE_KEY = 'kubernetesMgmtPv'
 KEPT = 'kept through the upgrade\n'
 APT_SOURCE = '/etc/apt/sources.list.d/kubernetes.list'
+# kubectl wait's list and watch of a budget in namespace default.
+BUDGET_WATCH = '/apis/policy/v1/namespaces/default/poddisruptionbudgets'
 
 
 @pytest.fixture(scope='module')
@@ -287,14 +293,83 @@ def test_a_retry_converges_while_the_vip_answers(lab, v2, s, repository):
     s.done.add('upgraded')
 
 
-def test_a_patch_release_upgrades_every_node(lab, v2, s, repository,
-                                             tmp_path_factory):
-    """1.36.1 to the sample's 1.36.4: the same path, from the same
-    minor's repository."""
+def _node_names(kube, hosts):
+    """The Node names of the test hosts ``hosts``, by InternalIP."""
+    addresses = {host.ip for host in hosts}
+    return sorted(node['metadata']['name'] for node in kube.objects('node')
+                  if {entry['address'] for entry in node['status'].get(
+                      'addresses', [])} & addresses)
+
+
+def _db_pod(name, node, owner):
+    meta = owner['metadata']
+    owned_by = {'apiVersion': 'apps/v1', 'kind': 'ReplicaSet',
+                'name': meta['name'], 'uid': meta['uid'], 'controller': True}
+    return {'apiVersion': 'v1', 'kind': 'Pod',
+            'metadata': {'name': name, 'namespace': 'default',
+                         'labels': {'app': 'db'},
+                         'ownerReferences': [owned_by]},
+            'spec': {'nodeName': node, 'containers': [
+                {'name': 'main', 'image': 'registry.example/db:1'}]}}
+
+
+def _budget_over(kube, workers):
+    """A pod of ReplicaSet db on each Worker and a PodDisruptionBudget
+    that keeps one of them: one eviction allowed. Returns the owner."""
+    owner = kube.create({
+        'apiVersion': 'apps/v1', 'kind': 'ReplicaSet',
+        'metadata': {'name': 'db', 'namespace': 'default'},
+        'spec': {'replicas': 2, 'selector': {'matchLabels': {'app': 'db'}},
+                 'template': {'metadata': {'labels': {'app': 'db'}},
+                              'spec': {'containers': [{
+                                  'name': 'main',
+                                  'image': 'registry.example/db:1'}]}}}})
+    for worker in workers:
+        kube.create(_db_pod('db-' + worker, worker, owner))
+    kube.create({
+        'apiVersion': 'policy/v1', 'kind': 'PodDisruptionBudget',
+        'metadata': {'name': 'db', 'namespace': 'default'},
+        'spec': {'minAvailable': 1,
+                 'selector': {'matchLabels': {'app': 'db'}}}})
+    assert kube.wait_for(lambda: (kube.get('pdb', 'db') or {}).get(
+        'status', {}).get('disruptionsAllowed') == 1, 30)
+    return owner
+
+
+def test_a_patch_release_upgrades_both_workers_in_one_wave_past_a_budget(
+        lab, v2, s, repository, tmp_path_factory):
+    """1.36.1 to the sample's 1.36.4, from the same minor's repository,
+    with upgrade_max_unavailable 2: both Workers are cordoned at once; a
+    PodDisruptionBudget over a pod on each lets one drain through, and
+    the driver watches it (kubectl wait) until the evicted pod's
+    replacement runs on a Master; then the other drain goes on and the
+    change completes."""
     s.need('upgraded')
     s.patch_vnfd_id = _onboarded(lab, repository,
                                  tmp_path_factory.mktemp('upgrade-patch'))
-    _change(lab, v2, s, s.patch_vnfd_id)
+    kube = lab.engine.kubes[lab.stack(s.instance_id).id]
+    workers = _node_names(kube, _hosts(lab, v2, s, 'workerNode'))
+    owner = _budget_over(kube, workers)
+    request = lab_upgrade.next_minor_request(lab, s.patch_vnfd_id)
+    request['additionalParams']['upgrade_max_unavailable'] = 2
+    with concurrent.futures.ThreadPoolExecutor(1) as pool:
+        change = pool.submit(v2.lcm, s.instance_id, 'change_vnfpkg', request)
+        polling.wait_until(lambda: change.done() or (
+            'GET', BUDGET_WATCH) in kube.request_log,
+            'the driver to watch the budget', 900, max_delay=0.5)
+        assert not change.done(), change.result()
+        assert all(kube.get('node', name)['spec'].get('unschedulable')
+                   for name in workers)
+        left = [name for name in workers if kube.get('pod', 'db-' + name)]
+        assert len(left) == 1, left
+        kube.create(_db_pod('db-replacement', _node_names(
+            kube, s.masters[:1])[0], owner))
+        _completed(change.result(), 'CHANGE_VNFPKG')
+    assert [pod['metadata']['name'] for pod in kube.objects(
+        'pod', 'default') if pod['metadata']['name'].startswith('db-')] == [
+        'db-replacement']
+    kube.delete('pdb', 'db')
+    kube.delete('replicaset', 'db')
     _on_package(lab, v2, s, s.patch_vnfd_id, PATCH)
     assert set(_apt_sources(s).values()) == {
         repository.repository.url_for(PATCH)}

@@ -72,10 +72,24 @@ def test_a_node_not_at_the_target_in_time_is_named_with_its_state():
                                  '300s: kubelet v1.35.4, Ready')
 
 
-def wave_steps(*names):
+def wave_steps(*names, action='worker'):
     return tuple(types.SimpleNamespace(
-        name=name, node=types.SimpleNamespace(address='10.0.0.%d' % i))
+        name=name, action=action,
+        node=types.SimpleNamespace(address='10.0.0.%d' % i))
         for i, name in enumerate(names, 1))
+
+
+class NoBudgets(object):
+    """kubectl on a cluster without PodDisruptionBudgets."""
+
+    host = 'm1'
+
+    def __init__(self):
+        self.calls = []
+
+    def run(self, args, check=True, timeout=None):
+        self.calls.append(args)
+        return types.SimpleNamespace(ok=True, stdout='{"items": []}')
 
 
 def test_the_workers_of_a_wave_run_at_once_and_all_failures_are_named(
@@ -88,7 +102,8 @@ def test_the_workers_of_a_wave_run_at_once_and_all_failures_are_named(
     started = threading.Barrier(len(wave), timeout=30)
     finished = []
 
-    def upgrade_node(sessions, kubectl, step):
+    def upgrade_node(sessions, kubectl, step, gate):
+        assert gate is None
         started.wait()
         if step.name != 'worker2':
             raise exceptions.StepError('drain of %s' % step.name, 'm1',
@@ -96,8 +111,12 @@ def test_the_workers_of_a_wave_run_at_once_and_all_failures_are_named(
         finished.append(step.name)
 
     monkeypatch.setattr(run, '_upgrade_node', upgrade_node)
+    kubectl = NoBudgets()
     with pytest.raises(exceptions.NodeStepError) as raised:
-        run._upgrade_wave(None, None, wave)
+        run._upgrade_wave(None, kubectl, wave)
+    # One look for budgets, none found: no pods listed.
+    assert kubectl.calls == [['get', 'poddisruptionbudgets', '-A', '-o',
+                              'json']]
     error = raised.value
     assert error.step == upgrade.WAVE_STEP
     assert sorted(error.failures) == ['10.0.0.1', '10.0.0.3']
@@ -111,10 +130,11 @@ def test_a_wave_of_one_node_raises_its_own_step_error(monkeypatch):
     failure = exceptions.StepError('kubeadm upgrade node', '10.0.0.1',
                                    exceptions.ClusterInstallError('no'))
 
-    def upgrade_node(sessions, kubectl, step):
+    def upgrade_node(sessions, kubectl, step, gate):
         raise failure
 
     monkeypatch.setattr(run, '_upgrade_node', upgrade_node)
     with pytest.raises(exceptions.StepError) as raised:
-        run._upgrade_wave(None, None, wave_steps('master2'))
+        # A Master drains nothing: no budget asked for (kubectl None).
+        run._upgrade_wave(None, None, wave_steps('master2', action='master'))
     assert raised.value is failure

@@ -78,15 +78,30 @@ def test_parse_cluster_version(data, expected):
     assert up.parse_cluster_version(json.dumps({'data': data})) == expected
 
 
-def test_blocking_budgets():
+@pytest.mark.parametrize('status, blocking', [
+    ({'expectedPods': 2, 'desiredHealthy': 2, 'disruptionsAllowed': 0},
+     True),  # maxUnavailable 0: never an eviction
+    ({'expectedPods': 2, 'desiredHealthy': 3, 'disruptionsAllowed': 0},
+     True),
+    # Short of healthy pods now: the wave waits for the budget instead.
+    ({'expectedPods': 2, 'desiredHealthy': 1, 'disruptionsAllowed': 0},
+     False),
+    ({'expectedPods': 2, 'desiredHealthy': 1, 'disruptionsAllowed': 1},
+     False),
+    ({'expectedPods': 0, 'desiredHealthy': 0, 'disruptionsAllowed': 0},
+     False),  # covers no pod
+    ({}, False),  # not yet processed by the disruption controller
+])
+def test_blocking_budgets(status, blocking):
     output = json.dumps({'items': [
-        {'metadata': {'namespace': 'a', 'name': 'none-left'},
-         'status': {'disruptionsAllowed': 0, 'expectedPods': 2}},
-        {'metadata': {'namespace': 'a', 'name': 'one-left'},
-         'status': {'disruptionsAllowed': 1, 'expectedPods': 2}},
-        {'metadata': {'namespace': 'b', 'name': 'no-pods'},
-         'status': {'disruptionsAllowed': 0, 'expectedPods': 0}}]})
-    assert up.blocking_budgets(output) == ['a/none-left']
+        {'metadata': {'namespace': 'a', 'name': 'budget'},
+         'status': status}]})
+    assert up.blocking_budgets(output) == (['a/budget'] if blocking else [])
+
+
+def test_blocking_budgets_of_no_list():
+    with pytest.raises(exceptions.ClusterInstallError):
+        up.blocking_budgets('{"kind": "Status"}')
 
 
 def test_parse_host_facts():
