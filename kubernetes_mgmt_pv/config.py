@@ -198,7 +198,7 @@ cluster_opts = [
         help='How many Workers the Kubernetes upgrade drains and upgrades '
              'at once, unless the change_vnfpkg request\'s '
              'additionalParams.upgrade_max_unavailable says: a number '
-             '("3") or a percentage of the Workers ("25%", rounded down, '
+             '("3") or a percentage of the Workers ("25%", rounded up, '
              'at least one Worker); no more than max_concurrent_nodes at a '
              'time. The Masters are upgraded one at a time.'),
     cfg.IntOpt(

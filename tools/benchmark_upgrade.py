@@ -24,7 +24,7 @@ Target (issue 38), at 32 Workers or more: the default waves take under a
 third of the one-at-a-time time, unless the waves' load shows the run is
 CPU-bound (>= 85 %), and then no more than 1.2 times the CPU-bound floor.
 The ideal ratio (waves / Workers, every wave as fast as one Worker) is
-printed next to it: with 10 % rounded down it is above a third at 32.
+printed next to it: with 10 % rounded up it is a quarter at 32.
 
 Usage (as root, after ``tools/bootstrap.sh``; exit status 1 when a target
 is missed)::
@@ -87,10 +87,10 @@ def timing_waves(waves, nodes):
     to ``waves``; ``nodes`` ({name: seconds}) collects the nodes'."""
     def wrap_node(original):
         @functools.wraps(original)
-        def wrapper(self, sessions, kubectl, step):
+        def wrapper(self, sessions, kubectl, step, **kwargs):
             started = time.monotonic()
             try:
-                return original(self, sessions, kubectl, step)
+                return original(self, sessions, kubectl, step, **kwargs)
             finally:
                 nodes[step.name] = time.monotonic() - started
         return wrapper

@@ -312,9 +312,10 @@ class NodeUpgrade(object):
 def wave_size(max_unavailable, workers):
     """How many of ``workers`` Workers are upgraded at once:
     ``max_unavailable`` is a count (int) or a percentage of the Workers
-    ('25%', rounded down, as Cluster API's maxUnavailable); at least 1."""
+    ('25%', rounded up, as a DaemonSet's maxUnavailable: its rollout too
+    takes nodes out); at least 1."""
     if isinstance(max_unavailable, str) and max_unavailable.endswith('%'):
-        size = workers * int(max_unavailable[:-1]) // 100
+        size = -(-workers * int(max_unavailable[:-1]) // 100)
     else:
         size = int(max_unavailable)
     return max(1, min(size, workers))

@@ -81,9 +81,9 @@ def test_the_option_defaults_to_a_tenth_of_the_workers():
 
 @pytest.mark.parametrize('max_unavailable, workers, size', [
     (1, 5, 1), (2, 5, 2), (5, 5, 5), (10, 5, 5),
-    ('10%', 5, 1),  # rounded down, at least one
-    ('10%', 100, 10), ('25%', 8, 2), ('25%', 7, 1), ('40%', 5, 2),
-    ('100%', 4, 4), ('1%', 1, 1), (3, 0, 1),
+    ('10%', 5, 1), ('10%', 32, 4),  # rounded up
+    ('10%', 100, 10), ('25%', 8, 2), ('25%', 7, 2), ('40%', 5, 2),
+    ('1%', 250, 3), ('100%', 4, 4), ('1%', 1, 1), (3, 0, 1),
 ])
 def test_wave_size(max_unavailable, workers, size):
     assert up.wave_size(max_unavailable, workers) == size
