@@ -29,13 +29,13 @@ from kubernetes_mgmt_pv.cluster import upgrade_plan
 from kubernetes_mgmt_pv.doors import v2_failure
 from kubernetes_mgmt_pv import exceptions
 from testbed import apt_repo
+from testbed import disruption
 from testbed import faults
 from testbed import standins
 from testbed import vip_probe
 from testbed import virtual_vnf
 from tests.functional.conftest import skip_without_testbed
 from tests.functional import etcd_restore
-from tests.functional import test_cluster_nodes
 from tests.functional.test_pv_lifecycle import bind_claim
 
 OLD = standins.kubernetes_version()
@@ -217,32 +217,6 @@ def test_the_start_check_changes_no_package_and_finds_a_silent_etcd(ha):
         in reason
 
 
-def budget_over_both_workers(kube):
-    """Pods db-1 on worker1 and db-2 on worker2 of a ReplicaSet of two,
-    and a PodDisruptionBudget that keeps one: one eviction is allowed, the
-    other waits for a replacement that never comes (nothing replaces an
-    evicted pod here)."""
-    owner = kube.create({
-        'apiVersion': 'apps/v1', 'kind': 'ReplicaSet',
-        'metadata': {'name': 'db', 'namespace': 'default'},
-        'spec': {'replicas': 2, 'selector': {'matchLabels': {'app': 'db'}},
-                 'template': {'metadata': {'labels': {'app': 'db'}},
-                              'spec': {'containers': [{
-                                  'name': 'main',
-                                  'image': 'registry.example/app:1'}]}}}})
-    for index, worker in enumerate(WORKERS, 1):
-        pod = test_cluster_nodes.pod('db-%d' % index, worker, owner)
-        pod['metadata']['labels'] = {'app': 'db'}
-        kube.create(pod)
-    kube.create({
-        'apiVersion': 'policy/v1', 'kind': 'PodDisruptionBudget',
-        'metadata': {'name': 'db-budget', 'namespace': 'default'},
-        'spec': {'minAvailable': 1,
-                 'selector': {'matchLabels': {'app': 'db'}}}})
-    assert kube.wait_for(lambda: (kube.get('pdb', 'db-budget') or {}).get(
-        'status', {}).get('disruptionsAllowed') == 1)
-
-
 def cordoned_together(changes):
     """Each set of Nodes unschedulable at one time, replaying the Node
     changes (kube.changes) in order."""
@@ -262,7 +236,7 @@ def wave_blocked_by_budget(virtual):
     drain through and blocks the other until drain_timeout. Returns the
     name of the Worker it blocked."""
     kube = virtual.kube
-    budget_over_both_workers(kube)
+    disruption.budget_over(kube, WORKERS)
     since = kube.resource_version
     virtual_vnf.use_test_options(drain_timeout=5)
     try:
@@ -280,7 +254,8 @@ def wave_blocked_by_budget(virtual):
     failure = error.failures[virtual.host(blocked).ip]
     assert failure.step == 'drain of %s' % blocked
     assert 'Node %s' % blocked in str(error)
-    assert 'PodDisruptionBudget default/db-budget' in str(error)
+    assert 'PodDisruptionBudget default/%s' % disruption.BUDGET in str(
+        error)
     # The other Worker of the wave was upgraded and uncordoned.
     versions = kubelet_versions(virtual)
     assert {name: versions[name] for name in WORKERS} == {
@@ -290,7 +265,7 @@ def wave_blocked_by_budget(virtual):
         virtual.host('master1'), 'get', 'node', name, '-o', 'json'))[
             'spec'].get('unschedulable')} == {blocked}
     # The operator relaxes the budget.
-    kube.delete('pdb', 'db-budget')
+    kube.delete('pdb', disruption.BUDGET)
     return blocked
 
 

@@ -34,6 +34,7 @@ import json
 import pytest
 
 from kubernetes_mgmt_pv.cluster import ha
+from testbed import disruption
 from testbed import faults
 from testbed import lab_upgrade
 from testbed import polling
@@ -301,41 +302,6 @@ def _node_names(kube, hosts):
                       'addresses', [])} & addresses)
 
 
-def _db_pod(name, node, owner):
-    meta = owner['metadata']
-    owned_by = {'apiVersion': 'apps/v1', 'kind': 'ReplicaSet',
-                'name': meta['name'], 'uid': meta['uid'], 'controller': True}
-    return {'apiVersion': 'v1', 'kind': 'Pod',
-            'metadata': {'name': name, 'namespace': 'default',
-                         'labels': {'app': 'db'},
-                         'ownerReferences': [owned_by]},
-            'spec': {'nodeName': node, 'containers': [
-                {'name': 'main', 'image': 'registry.example/db:1'}]}}
-
-
-def _budget_over(kube, workers):
-    """A pod of ReplicaSet db on each Worker and a PodDisruptionBudget
-    that keeps one of them: one eviction allowed. Returns the owner."""
-    owner = kube.create({
-        'apiVersion': 'apps/v1', 'kind': 'ReplicaSet',
-        'metadata': {'name': 'db', 'namespace': 'default'},
-        'spec': {'replicas': 2, 'selector': {'matchLabels': {'app': 'db'}},
-                 'template': {'metadata': {'labels': {'app': 'db'}},
-                              'spec': {'containers': [{
-                                  'name': 'main',
-                                  'image': 'registry.example/db:1'}]}}}})
-    for worker in workers:
-        kube.create(_db_pod('db-' + worker, worker, owner))
-    kube.create({
-        'apiVersion': 'policy/v1', 'kind': 'PodDisruptionBudget',
-        'metadata': {'name': 'db', 'namespace': 'default'},
-        'spec': {'minAvailable': 1,
-                 'selector': {'matchLabels': {'app': 'db'}}}})
-    assert kube.wait_for(lambda: (kube.get('pdb', 'db') or {}).get(
-        'status', {}).get('disruptionsAllowed') == 1, 30)
-    return owner
-
-
 def test_a_patch_release_upgrades_both_workers_in_one_wave_past_a_budget(
         lab, v2, s, repository, tmp_path_factory):
     """1.36.1 to the sample's 1.36.4, from the same minor's repository,
@@ -349,7 +315,7 @@ def test_a_patch_release_upgrades_both_workers_in_one_wave_past_a_budget(
                                  tmp_path_factory.mktemp('upgrade-patch'))
     kube = lab.engine.kubes[lab.stack(s.instance_id).id]
     workers = _node_names(kube, _hosts(lab, v2, s, 'workerNode'))
-    owner = _budget_over(kube, workers)
+    owner = disruption.budget_over(kube, workers)
     request = lab_upgrade.next_minor_request(lab, s.patch_vnfd_id)
     request['additionalParams']['upgrade_max_unavailable'] = 2
     with concurrent.futures.ThreadPoolExecutor(1) as pool:
@@ -360,16 +326,18 @@ def test_a_patch_release_upgrades_both_workers_in_one_wave_past_a_budget(
         assert not change.done(), change.result()
         assert all(kube.get('node', name)['spec'].get('unschedulable')
                    for name in workers)
-        left = [name for name in workers if kube.get('pod', 'db-' + name)]
+        left = [name for name in workers
+                if kube.get('pod', disruption.pod_name(name))]
         assert len(left) == 1, left
-        kube.create(_db_pod('db-replacement', _node_names(
-            kube, s.masters[:1])[0], owner))
+        disruption.place(kube, owner, 'db-replacement', _node_names(
+            kube, s.masters[:1])[0])
         _completed(change.result(), 'CHANGE_VNFPKG')
     assert [pod['metadata']['name'] for pod in kube.objects(
-        'pod', 'default') if pod['metadata']['name'].startswith('db-')] == [
+        'pod', 'default') if pod['metadata']['name'].startswith(
+            disruption.APP + '-')] == [
         'db-replacement']
-    kube.delete('pdb', 'db')
-    kube.delete('replicaset', 'db')
+    kube.delete('pdb', disruption.BUDGET)
+    kube.delete('replicaset', disruption.APP)
     _on_package(lab, v2, s, s.patch_vnfd_id, PATCH)
     assert set(_apt_sources(s).values()) == {
         repository.repository.url_for(PATCH)}
