@@ -198,6 +198,15 @@ cluster_opts = [
              'controller are deleted and PodDisruptionBudgets are ignored '
              '(pods are deleted instead of evicted). Only for clusters '
              'whose workloads tolerate losing pods without warning.'),
+    cfg.StrOpt(
+        'upgrade_max_unavailable', default='10%',
+        regex=r'^([1-9][0-9]{0,5}|([1-9][0-9]?|100)%)$',
+        help='How many Workers the Kubernetes upgrade drains and upgrades '
+             'at once, unless the change_vnfpkg request\'s '
+             'additionalParams.upgrade_max_unavailable says: a number '
+             '("3") or a percentage of the Workers ("25%", rounded up, '
+             'at least one Worker); no more than max_concurrent_nodes at a '
+             'time. The Masters are upgraded one at a time.'),
     cfg.IntOpt(
         'cert_renewal_days', default=60, min=0,
         help='Every cluster hook reads "kubeadm certs check-expiration" on '
@@ -206,6 +215,15 @@ cluster_opts = [
              'Master at a time, and restarts its control-plane static pods, '
              'waiting for its API server to answer again. 0 only reads '
              'them.'),
+    cfg.IntOpt(
+        'etcd_snapshot_keep', default=3, min=1,
+        help='Before "kubeadm upgrade apply" and before a Master\'s etcd '
+             'member is removed (heal, scale-in), the driver saves an etcd '
+             'snapshot on the Master (/var/backups/etcd-snapshots, '
+             'root-only) and, when the VNF has a Storage server, a copy on '
+             'its volume (.etcd-snapshots at the top of the first volume '
+             'not exported whole). Each place keeps this many of the '
+             'newest snapshots; older ones are removed.'),
     cfg.FloatOpt(
         'vim_token_timeout', default=120.0, min=1.0,
         help='Seconds to wait for Kubernetes to fill in the token of the '

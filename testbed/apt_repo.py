@@ -13,9 +13,13 @@ the image's own archive. ``Packages`` is written by dpkg-scanpackages;
 ``InRelease`` and ``Release.gpg``.
 
 It serves two minors, each at its own path as pkgs.k8s.io does
-(``k8s/v1.35/`` and ``k8s/v1.36/``, one key): the install script's and
+(``k8s/v1.36/`` and ``k8s/v1.37/``, one key): the install script's and
 the next (``standins.next_minor``), which has only kubeadm, kubelet and
-kubectl, for the upgrade to the next minor's package.
+kubectl, for the upgrade to the next minor's package. ``versions`` adds
+the kubeadm, kubelet and kubectl of other versions, each in its minor's
+repository (several patch releases of one minor side by side, as
+pkgs.k8s.io has them): a cluster upgraded through several minors and
+patches.
 
 The HTTP server listens on an address of a bridge of its own, which no
 test host has a route to until ``route_from`` gives it one: a host
@@ -202,7 +206,7 @@ def populate(directory, image=None, version=None):
 
 
 def minor_path(package_version):
-    """'v1.35' of '1.35.4-1.1'."""
+    """'v1.36' of '1.36.4-1.1'."""
     return 'v' + re.match(r'\d+\.\d+', package_version).group()
 
 
@@ -278,11 +282,14 @@ class AptRepository(object):
     """The signed repository served on a bridge of its own; use as a
     context manager. ``url`` is what nodes put into their sources."""
 
-    def __init__(self, prefix=None, image=None):
+    def __init__(self, prefix=None, image=None, versions=()):
         """``image``: a testbed.guest_images.GuestImage whose containerd
-        the repository serves (default: the runner's Debian's)."""
+        the repository serves (default: the runner's Debian's);
+        ``versions``: package versions served besides the script's and
+        the next minor's."""
         self.prefix = prefix or f'ar{secrets.token_hex(3)}'
         self.image = image
+        self.versions = tuple(versions)
         self.bridge = f'{self.prefix}br'
         self.directory = None
         self.key = None
@@ -321,12 +328,11 @@ class AptRepository(object):
         try:
             self.directory = tempfile.mkdtemp(prefix='testbed-apt-')
             self.key = SigningKey()
-            current = standins.k8s_package_version()
-            for version in (None, standins.next_minor(current)):
-                packages = os.path.join(self.directory, 'k8s', minor_path(
-                    version or current))
+            for minor, versions in self._by_minor().items():
+                packages = os.path.join(self.directory, 'k8s', minor)
                 os.makedirs(packages)
-                populate(packages, self.image, version)
+                for version in versions:
+                    populate(packages, self.image, version)
                 write_index(packages, self.key)
             self.subnet = subnets.free_subnet()
             self.address = str(self.subnet[1])
@@ -335,6 +341,17 @@ class AptRepository(object):
         except BaseException:
             self.stop()
             raise
+
+    def _by_minor(self):
+        """{minor path: [populate's version]}: None (everything) for the
+        install script's; the next minor's and ``versions``."""
+        current = standins.k8s_package_version()
+        served = {minor_path(current): [None]}
+        for version in dict.fromkeys((standins.next_minor(current),) +
+                                     self.versions):
+            if version != current:
+                served.setdefault(minor_path(version), []).append(version)
+        return served
 
     def _add_bridge(self):
         hosts._run(['ip', 'link', 'add', self.bridge, 'type', 'bridge'])

@@ -18,6 +18,7 @@ from kubernetes_mgmt_pv.cluster import cluster
 from kubernetes_mgmt_pv.cluster import cluster_sequence
 from kubernetes_mgmt_pv.cluster import drain
 from kubernetes_mgmt_pv.cluster import etcd
+from kubernetes_mgmt_pv.cluster import etcd_snapshot
 from kubernetes_mgmt_pv.cluster import ha
 from kubernetes_mgmt_pv.cluster import serving_certificate
 from kubernetes_mgmt_pv import exceptions
@@ -623,26 +624,14 @@ class ClusterWorkflow(flow.Flow):
                 check=False, timeout=timeout + 60)
             if not result.ok:
                 outcome = drain.classify(result.stderr)
-                raise drain.failure(name, outcome, timeout, self._budgets(
-                    leader, outcome.budget_refused))
+                raise drain.failure(name, outcome, timeout, drain.budgets_of(
+                    self.kubectl(leader), outcome.budget_refused))
         report.record(leader.host, 'drain of %s' % name, True)
-
-    def _budgets(self, leader, pods):
-        """The PodDisruptionBudgets that block ``pods``, for the error."""
-        if not pods:
-            return []
-        listings = [self._kubectl(leader, ['get', kind, '-A', '-o', 'json'],
-                                  check=False)
-                    for kind in ('pods', 'poddisruptionbudgets')]
-        if not all(result.ok for result in listings):
-            return []
-        return cluster.blocking_budgets(listings[0].stdout,
-                                        listings[1].stdout, pods)
 
     def _remove_master(self, sessions, leader, removal, staying_masters,
                        facts, vip, report):
         """A Master leaves haproxy's backends on the others (before the
-        API server goes) and the etcd cluster."""
+        API server goes) and the etcd cluster, snapshot first."""
         node = removal.node
         if vip:
             self._silence_keepalived(sessions, node, report)
@@ -655,10 +644,11 @@ class ClusterWorkflow(flow.Flow):
             member = cluster_sequence.leaving_member(etcd.members(leader),
                                                      removal)
             if member is not None:
+                etcd_snapshot.take(self, sessions, leader,
+                                   etcd_snapshot.MEMBER_REMOVAL, report)
                 etcd.remove_member(leader, member)
             report.record(leader.host, 'etcd member of %s' % node.fixed_ip,
-                          member is not None,
-                          'removed %s' % member if member else '')
+                          bool(member), member and 'removed ' + member or '')
 
     def _silence_keepalived(self, sessions, node, report):
         """Stop keepalived on a leaving Master whose VM still runs: the

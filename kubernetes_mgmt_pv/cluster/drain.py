@@ -12,6 +12,7 @@ length, names must be Kubernetes names, and what is kept is capped.
 import dataclasses
 import re
 
+from kubernetes_mgmt_pv.cluster import budgets as budget_listing
 from kubernetes_mgmt_pv import exceptions
 
 # Most pods and server messages an error names; characters kept of one.
@@ -120,3 +121,17 @@ def failure(name, outcome, timeout, budgets=()):
         'cordoned' % (
             name, 'did not finish within %ds' % timeout if outcome.timed_out
             else 'failed', '; '.join(clauses) or outcome.last_line))
+
+
+def budgets_of(kubectl, pods):
+    """The PodDisruptionBudgets that block ``pods`` (a failed drain's
+    budget_refused), read with ``kubectl`` (a MasterKubectl), for the
+    error: kubectl drain names the pods, not the budgets."""
+    if not pods:
+        return []
+    listings = [kubectl.run(['get', kind, '-A', '-o', 'json'], check=False)
+                for kind in ('pods', 'poddisruptionbudgets')]
+    if not all(result.ok for result in listings):
+        return []
+    return budget_listing.blocking_budgets(listings[0].stdout,
+                                           listings[1].stdout, pods)

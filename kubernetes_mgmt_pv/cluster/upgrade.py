@@ -3,7 +3,8 @@ v2 door runs for ChangeCurrentVnfPackage when the new VNF package's
 install script installs the next minor.
 
 Every decision is taken by ``upgrade_plan`` from facts read first; this
-module only sequences the steps, one node at a time, so that a re-run
+module only sequences the steps, one Master at a time, then the Workers
+in waves (``upgrade_plan.UpgradePlan.waves``), so that a re-run
 after a failure anywhere converges. The package commands are the new
 install script's (``-U kubeadm``, ``-U kubelet``); kubeadm, the drain and
 the waits are the driver's. haproxy and keepalived are left alone: with
@@ -16,23 +17,30 @@ import time
 
 from oslo_log import log as logging
 
+from kubernetes_mgmt_pv.cluster import budgets
 from kubernetes_mgmt_pv.cluster import cert_renewal
 from kubernetes_mgmt_pv.cluster import cluster
 from kubernetes_mgmt_pv.cluster import drain
 from kubernetes_mgmt_pv.cluster import etcd
+from kubernetes_mgmt_pv.cluster import etcd_snapshot
 from kubernetes_mgmt_pv.cluster import upgrade_plan
 from kubernetes_mgmt_pv import exceptions
 from kubernetes_mgmt_pv.remote import host_lock
+from kubernetes_mgmt_pv.remote import parallel
+from kubernetes_mgmt_pv.request import lcm_requests
 from kubernetes_mgmt_pv.request import param_model
 from kubernetes_mgmt_pv import step_report
 
 LOG = logging.getLogger(__name__)
 
 SCRIPT_PATH_PARAM = param_model.ROOT + '.script_path'
+# The step of a wave of Workers in which some failed (NodeStepError).
+WAVE_STEP = 'upgrade of a wave of Workers'
+BUDGET_STEP = 'disruption budget check'
 
 
 def upgrade_cluster(workflow, new_script, drain_force=None,
-                    check_only=False):
+                    check_only=False, max_unavailable=None):
     """Upgrade the cluster of ``workflow`` in place to the Kubernetes
     version the new package's install script installs.
 
@@ -43,17 +51,16 @@ def upgrade_cluster(workflow, new_script, drain_force=None,
     target, and it is uploaded to every node before that node's packages
     change (its ``-U`` upgrade mode switches the apt source to the new
     minor's repository and installs the held packages). ``drain_force``:
-    None takes the driver's ``drain_force`` option; True lets a Worker's
-    drain delete pods that a PodDisruptionBudget protects.
-    ``check_only``: gather the facts and refuse or plan, changing nothing
-    (for a ``change_current_package_start`` hook).
+    None takes the driver's option; True lets a drain delete pods that a
+    PodDisruptionBudget protects. ``check_only``: refuse or plan, change
+    nothing (``change_current_package_start``). ``max_unavailable``:
+    Workers upgraded at once, a count or a percentage ('25%',
+    ``lcm_requests.max_unavailable``); None: the driver's option.
 
-    Order: the first Master ``kubeadm upgrade apply``, the other Masters
-    ``kubeadm upgrade node``, then each Worker cordoned (marked so),
-    drained, upgraded and uncordoned (an operator's cordon stays); each
-    node Ready at the target before the next starts. A node at the
-    target is skipped, or only uncordoned. Afterwards the certificates
-    are checked (kubeadm renewed them), admin.conf copied again.
+    Order: the Masters one at a time, then the Workers in waves
+    (``UpgradePlan.waves``; each cordoned, drained, upgraded, uncordoned),
+    each Ready at the target before the next Master or wave; then the
+    certificates are checked, admin.conf copied again.
 
     Returns ``(upgrade_plan.UpgradePlan, step_report.Report)``.
 
@@ -70,31 +77,45 @@ def upgrade_cluster(workflow, new_script, drain_force=None,
       ``exceptions.StepError`` (``step``, ``host``, ``reason``), e.g.
       step ``'kubeadm upgrade node'`` on the second Master; the nodes
       before it are upgraded, a re-run continues from that node.
+      ``exceptions.NodeStepError`` (WAVE_STEP, {Worker address:
+      StepError}) after a wave of several Workers, naming each that failed.
+      A failure after the etcd snapshot names it (``etcd_snapshot``).
       ``exceptions.RemoteConnectError`` when a node cannot be logged in.
     """
+    upgrade = _Upgrade(workflow, new_script, _package_version(new_script),
+                       drain_force, max_unavailable)
+    with etcd_snapshot.named_in_errors(upgrade):
+        return upgrade.run(check_only)
+
+
+def _package_version(new_script):
+    """The install script's K8S_PACKAGE_VERSION, the upgrade's target."""
     package_version = upgrade_plan.script_package_version(new_script)
     if package_version is None:
         raise exceptions.ParameterErrors([exceptions.ParameterError(
             SCRIPT_PATH_PARAM, 'the new VNF package\'s install script has '
             'no "readonly K8S_PACKAGE_VERSION=\'X.Y.Z-R\'" line')])
-    force = workflow.conf.drain_force if drain_force is None \
-        else bool(drain_force)
-    upgrade = _Upgrade(workflow, new_script, package_version, force)
-    return upgrade.run(check_only)
+    return package_version
 
 
 class _Upgrade(object):
     """One run of ``upgrade_cluster``."""
 
-    def __init__(self, workflow, script, package_version, drain_force):
+    def __init__(self, workflow, script, package_version, drain_force,
+                 max_unavailable):
         self.flow = workflow
         self.conf = workflow.conf
         self.script = script
         self.package_version = package_version
         self.target = upgrade_plan.parse_version(package_version)
-        self.drain_force = drain_force
+        self.drain_force = self.conf.drain_force if drain_force is None \
+            else bool(drain_force)
+        self.max_unavailable = lcm_requests.max_unavailable(
+            self.conf.upgrade_max_unavailable, 'upgrade_max_unavailable '
+            'option') if max_unavailable is None else max_unavailable
         self.report = step_report.Report()
         self.endpoint = None
+        self.etcd_snapshot = None
 
     def run(self, check_only):
         topology = self.flow.topology
@@ -108,13 +129,7 @@ class _Upgrade(object):
             leader = self.flow.session(
                 sessions, topology.at_address(kubectl.host))
             plan = self._plan(sessions, kubectl, leader, masters, workers)
-            LOG.info('Kubernetes upgrade %s -> %s: %s',
-                     upgrade_plan.shown(plan.cluster_version),
-                     upgrade_plan.shown(plan.target), '; '.join(
-                         '%s %s (%s)' % (step.name, 'done' if step.done
-                                         else step.action,
-                                         step.reason or 'at the target')
-                         for step in plan.steps))
+            self._log_plan(plan)
             if check_only:
                 return plan, self.report
             for step in plan.steps:
@@ -122,8 +137,8 @@ class _Upgrade(object):
                     self.report.record(step.node.address, 'upgrade to %s'
                                        % upgrade_plan.shown(self.target),
                                        False, 'already at the target')
-                else:
-                    self._upgrade_node(sessions, kubectl, step)
+            for wave in plan.waves:
+                self._upgrade_wave(sessions, kubectl, wave)
             cert_renewal.renew_expiring(self.flow, sessions, masters,
                                         self.report)
             self._refresh_kubeconfigs(sessions, masters)
@@ -168,7 +183,8 @@ class _Upgrade(object):
             raise upgrade_plan.refusal_error(problems, host)
         return upgrade_plan.plan_upgrade(
             masters, workers, cluster_version, self.target,
-            self.package_version, api_nodes, host_facts, cordons)
+            self.package_version, api_nodes, host_facts, cordons,
+            self.max_unavailable)
 
     def _etcd_problems(self, leader):
         """etcd's health as a refusal: every member must answer. Asked
@@ -186,15 +202,63 @@ class _Upgrade(object):
                                'not checked: no curl on the Master')
         return []
 
+    def _log_plan(self, plan):
+        LOG.info('Kubernetes upgrade %s -> %s: %s; Workers %d at a time',
+                 upgrade_plan.shown(plan.cluster_version),
+                 upgrade_plan.shown(plan.target), '; '.join(
+                     '%s %s (%s)' % (step.name, 'done' if step.done
+                                     else step.action,
+                                     step.reason or 'at the target')
+                     for step in plan.steps), plan.wave_size)
+
+    # -- one wave, one node ---------------------------------------------------
+
+    def _upgrade_wave(self, sessions, kubectl, wave):
+        """The nodes of one wave at once (a Master or a lone Worker
+        directly: its StepError names host and step). Every node of the
+        wave runs to its end; then the Workers that failed are named
+        together, and the operation stops. Their drains take turns on the
+        PodDisruptionBudgets they share (``budgets.WaveGate``)."""
+        upgrade_node = functools.partial(self._upgrade_node, sessions,
+                                         kubectl, gate=self._wave_gate(
+                                             kubectl, wave))
+        if len(wave) == 1:
+            upgrade_node(wave[0])
+            return
+        LOG.info('Upgrading a wave of %d Workers at once: %s', len(wave),
+                 ', '.join(step.name for step in wave))
+        parallel.run_on_nodes(WAVE_STEP, upgrade_node, {
+            step.node.address: step for step in wave},
+            min(len(wave), self.conf.max_concurrent_nodes))
+
+    def _wave_gate(self, kubectl, wave):
+        """The WaveGate of the wave's drains; None when none drains, with
+        drain_force (no budget is asked) or when there is no budget."""
+        drained = [step.name for step in wave if step.action == 'worker']
+        if not drained or self.drain_force:
+            return None
+        with step_report.step(kubectl.host, BUDGET_STEP):
+            listed = kubectl.run(['get', 'poddisruptionbudgets', '-A', '-o',
+                                  'json']).stdout
+            if not budgets.listed_any(listed):
+                return None
+            pods = kubectl.run(['get', 'pods', '-A', '-o', 'json']).stdout
+            return budgets.WaveGate(budgets.coverage(pods, listed, drained),
+                                    self.conf.drain_timeout)
+
     # -- one node -------------------------------------------------------------
 
-    def _upgrade_node(self, sessions, kubectl, step):
+    def _upgrade_node(self, sessions, kubectl, step, gate=None):
         executor = self.flow.session(sessions, step.node)
         host = executor.host
         LOG.info('Upgrading %s (%s) to %s: %s', step.name, host,
                  upgrade_plan.shown(self.target), step.reason)
+        if step.action == 'apply':
+            self.etcd_snapshot = etcd_snapshot.take(
+                self.flow, sessions, executor, etcd_snapshot.UPGRADE,
+                self.report)
         if step.action != 'uncordon':
-            self._upgrade_software(executor, kubectl, step)
+            self._upgrade_software(executor, kubectl, step, gate)
         if step.action in ('worker', 'uncordon'):
             self._uncordon(kubectl, host, step)
         with step_report.step(host, 'Node readiness'):
@@ -202,7 +266,7 @@ class _Upgrade(object):
         self.report.record(host, 'Node %s' % step.name, True,
                            'Ready at %s' % upgrade_plan.shown(self.target))
 
-    def _upgrade_software(self, executor, kubectl, step):
+    def _upgrade_software(self, executor, kubectl, step, gate):
         """The packages and kubeadm upgrade of a node; a Worker cordoned
         and drained first."""
         host = executor.host
@@ -215,7 +279,7 @@ class _Upgrade(object):
                 with step_report.step(host, 'cordon'):
                     kubectl.run(upgrade_plan.cordon_argv(step.name,
                                                          self.target))
-            self._drain(kubectl, step.name)
+            self._drain(kubectl, step.name, gate)
         argv = self._kubeadm_argv(step.action)
         with step_report.step(host, 'kubeadm upgrade %s' % (
                 'apply' if step.action == 'apply' else 'node')):
@@ -264,17 +328,27 @@ class _Upgrade(object):
                                      result.stdout.splitlines()
                                      if line.startswith(('kube',)))[-300:])
 
-    def _drain(self, kubectl, name):
+    def _drain(self, kubectl, name, gate):
         """Evict the Worker's pods (kubectl drain uses the Eviction API,
-        respecting PodDisruptionBudgets unless drain_force)."""
+        respecting PodDisruptionBudgets unless drain_force), once ``gate``
+        lets it, all within drain_timeout."""
         timeout = self.conf.drain_timeout
-        with step_report.step(kubectl.host, 'drain of %s' % name):
-            result = kubectl.run(cluster.drain_argv(name, timeout,
+
+        def run_drain(seconds):
+            result = kubectl.run(cluster.drain_argv(name, seconds,
                                                     self.drain_force),
-                                 check=False, timeout=timeout + 60)
+                                 check=False, timeout=seconds + 60)
             if not result.ok:
-                raise drain.failure(name, drain.classify(result.stderr),
-                                    timeout)
+                outcome = drain.classify(result.stderr)
+                raise drain.failure(name, outcome, timeout,
+                                    drain.budgets_of(kubectl,
+                                                     outcome.budget_refused))
+
+        with step_report.step(kubectl.host, 'drain of %s' % name):
+            if gate:
+                gate.drain(kubectl, name, run_drain)
+            else:
+                run_drain(timeout)
         self.report.record(kubectl.host, 'drain of %s' % name, True)
 
     def _wait_ready_at_target(self, kubectl, step):

@@ -169,7 +169,10 @@ def parse_cluster_version(output):
 
 def blocking_budgets(output):
     """'namespace/name' of the PodDisruptionBudgets (``kubectl get pdb -A
-    -o json``) that allow no eviction of the pods they cover now."""
+    -o json``) that allow no eviction even with every pod they cover
+    healthy (maxUnavailable 0, minAvailable all of them): no wait would
+    let a drain through. One short of healthy pods now is waited for by
+    the wave (``budgets.WaveGate``)."""
     try:
         items = json.loads(output)['items']
     except (ValueError, KeyError, TypeError):
@@ -179,8 +182,8 @@ def blocking_budgets(output):
         '%s/%s' % (item['metadata'].get('namespace'),
                    item['metadata'].get('name'))
         for item in items
-        if (item.get('status') or {}).get('disruptionsAllowed', 0) < 1 and
-        (item.get('status') or {}).get('expectedPods', 0) > 0)
+        if 0 < (item.get('status') or {}).get('expectedPods', 0) <=
+        (item.get('status') or {}).get('desiredHealthy', 0))
 
 
 @dataclasses.dataclass(frozen=True)
@@ -263,9 +266,13 @@ def refusals(cluster_version, target, api_nodes, budgets, drain_force):
                              'one minor before %s' % (
                                  node.name, shown(node.kubelet),
                                  shown(target))))
-    if budgets and not drain_force:
+    # Only a Node left to upgrade is drained: a package that keeps the
+    # version drains nothing, whatever the budgets allow.
+    drains_left = any(node.kubelet != target for node in api_nodes.values())
+    if budgets and not drain_force and drains_left:
         problems.append(('cluster', 'PodDisruptionBudget(s) %s allow no '
-                         'eviction now: the drains would stop the upgrade '
+                         'eviction even with all their pods healthy: the '
+                         'drains would stop the upgrade '
                          '(drain_force deletes such pods regardless)'
                          % ', '.join(budgets)))
     return problems
@@ -302,16 +309,43 @@ class NodeUpgrade(object):
     keep_cordon: bool = False
 
 
+def wave_size(max_unavailable, workers):
+    """How many of ``workers`` Workers are upgraded at once:
+    ``max_unavailable`` is a count (int) or a percentage of the Workers
+    ('25%', rounded up, as a DaemonSet's maxUnavailable: its rollout too
+    takes nodes out); at least 1."""
+    if isinstance(max_unavailable, str) and max_unavailable.endswith('%'):
+        size = -(-workers * int(max_unavailable[:-1]) // 100)
+    else:
+        size = int(max_unavailable)
+    return max(1, min(size, workers))
+
+
 @dataclasses.dataclass(frozen=True)
 class UpgradePlan(object):
     target: tuple
     package_version: str
     cluster_version: tuple
     steps: tuple  # NodeUpgrade, in the order they run
+    wave_size: int = 1  # Workers upgraded at once
 
     @property
     def pending(self):
         return tuple(step for step in self.steps if not step.done)
+
+    @property
+    def waves(self):
+        """The pending steps as they run: each Master alone, in order,
+        then the Workers in groups of ``wave_size``, in order."""
+        waves, workers = [], []
+        for step in self.pending:
+            if step.action in ('worker', 'uncordon'):
+                workers.append(step)
+            else:
+                waves.append((step,))
+        waves += [tuple(workers[start:start + self.wave_size])
+                  for start in range(0, len(workers), self.wave_size)]
+        return tuple(waves)
 
 
 def node_done(facts, api_node, target, package_version, master,
@@ -338,8 +372,10 @@ def node_done(facts, api_node, target, package_version, master,
 
 
 def plan_upgrade(masters, workers, cluster_version, target,
-                 package_version, api_nodes, host_facts, cordons=()):
-    """The UpgradePlan: Masters in their order, then Workers.
+                 package_version, api_nodes, host_facts, cordons=(),
+                 max_unavailable=1):
+    """The UpgradePlan: Masters in their order, then Workers, in waves
+    of ``max_unavailable`` (wave_size) of all the Workers.
     ``api_nodes`` {InternalIP: ApiNode}; ``host_facts`` {address:
     HostFacts}; ``cordons`` the names of the Nodes the upgrade cordoned
     (driver_cordons). The first Master applies the upgrade unless the
@@ -366,4 +402,5 @@ def plan_upgrade(masters, workers, cluster_version, target,
             keep_cordon=not master and api_node.unschedulable and
             not cordoned))
     return UpgradePlan(target, package_version, cluster_version,
-                       tuple(steps))
+                       tuple(steps), wave_size(max_unavailable,
+                                               len(workers)))

@@ -264,7 +264,7 @@ def _package_parser(commands):
     package.add_argument('--kubernetes-version', metavar='X.Y.Z-R',
                          help='the Kubernetes package version the '
                               'install script installs (its '
-                              'K8S_PACKAGE_VERSION, e.g. 1.36.1-1.1): '
+                              'K8S_PACKAGE_VERSION, e.g. 1.37.1-1.1): '
                               'the package of the next minor, which a '
                               'change_vnfpkg upgrades the cluster to '
                               '(supported minors: %s)' % ', '.join(

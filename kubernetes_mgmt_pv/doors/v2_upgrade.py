@@ -34,6 +34,7 @@ from kubernetes_mgmt_pv.cluster import cluster_feature
 from kubernetes_mgmt_pv.cluster import upgrade
 from kubernetes_mgmt_pv.cluster import upgrade_plan
 from kubernetes_mgmt_pv import exceptions
+from kubernetes_mgmt_pv.request import lcm_requests
 from kubernetes_mgmt_pv.request import param_model
 from kubernetes_mgmt_pv.storage import manifests
 from kubernetes_mgmt_pv.storage import package_change
@@ -104,20 +105,36 @@ def run(operation, driver, script_dict, model_instance, root, progress):
         driver.vnf_package_dir(None, model_instance), params.script_path,
         upgrade.SCRIPT_PATH_PARAM)
     force = drain_force(request_dict)
+    waves = lcm_requests.request_max_unavailable(
+        request_dict.get('additionalParams'))
     target = upgrade_plan.script_package_version(new_script)
     progress[UPGRADE_KEY] = {'to': target, 'rollback': rollback_note(
         upgrade_plan.shown(upgrade_plan.parse_version(target))
         if target else 'the new version')}
     if action == CHECK:
         plan, _ = upgrade.upgrade_cluster(workflow, new_script, force,
-                                          check_only=True)
+                                          check_only=True,
+                                          max_unavailable=waves)
         _check_volumes(driver, workflow, script_dict, params)
     else:
-        plan, _ = upgrade.upgrade_cluster(workflow, new_script, force)
+        plan = _upgrade(workflow, new_script, force, waves, progress)
         driver.register_vim(None, model_instance, cluster_feature.vim_name(
             params, model_instance), workflow.vim_access())
     progress[UPGRADE_KEY]['from'] = upgrade_plan.shown(plan.cluster_version)
     return plan
+
+
+def _upgrade(workflow, new_script, force, waves, progress):
+    """The upgrade's plan; a failure after the etcd snapshot was taken
+    leaves where it is in the record (userScriptErrHandlingData)."""
+    try:
+        return upgrade.upgrade_cluster(workflow, new_script, force,
+                                       max_unavailable=waves)[0]
+    except exceptions.MgmtDriverError as error:
+        snapshot = getattr(error, 'etcd_snapshot', None)
+        if snapshot is not None:
+            progress[UPGRADE_KEY]['etcdSnapshot'] = snapshot.fields()
+        raise
 
 
 def _check_volumes(driver, workflow, script_dict, params):

@@ -24,6 +24,7 @@ closed. Reading the output: ``command_output``; the host key policies:
 ``ssh_client``.
 """
 
+import contextlib
 import hashlib
 import re
 import shlex
@@ -388,6 +389,26 @@ class RemoteCommandExecutor(object):
             if channel is not None:
                 channel.close()
 
+    @contextlib.contextmanager
+    def channel(self, argv, sudo=False):
+        """An SSH channel running ``argv``, for a stream too big to hold
+        in memory (``relay``): its reads and writes time out after
+        ``command_timeout`` without progress; closed on leaving."""
+        command, _ = self._command_line(list(argv), sudo, None, None)
+        self.connect()
+        transport = self._client.get_transport()
+        if transport is None or not transport.is_active():
+            raise exceptions.RemoteCommandError(
+                self.host, self._redact(shlex.join(argv)), None,
+                reason='SSH session not active')
+        opened = transport.open_session(timeout=self._conf.command_timeout)
+        try:
+            opened.settimeout(self._conf.command_timeout)
+            opened.exec_command(command)
+            yield opened
+        finally:
+            opened.close()
+
     def hide(self, *secrets):
         """Redact these values too from now on."""
         self._secrets += tuple(s for s in secrets if s)
@@ -483,6 +504,12 @@ class _CappedSession(RemoteCommandExecutor):
     def run(self, *args, **kwargs):
         with self._limits.session_in_use(self._owner, self):
             return super().run(*args, **kwargs)
+
+    @contextlib.contextmanager
+    def channel(self, *args, **kwargs):
+        with self._limits.session_in_use(self._owner, self):
+            with super().channel(*args, **kwargs) as opened:
+                yield opened
 
     def detach(self):
         """Forget the connection, for the caller to close."""

@@ -4,6 +4,7 @@ cluster and the persistent-volume features.
 """
 
 import dataclasses
+import re
 
 from kubernetes_mgmt_pv import exceptions
 from kubernetes_mgmt_pv.openstack import vnf_topology
@@ -151,3 +152,37 @@ def skip_pv_check(request_params):
             'additionalParams.' + SKIP_PV_CHECK,
             'must be a boolean, got %s' % type(value).__name__)])
     return value
+
+
+# The change_vnfpkg request's additionalParams key: how many Workers the
+# upgrade drains and upgrades at once.
+MAX_UNAVAILABLE = 'upgrade_max_unavailable'
+_MAX_UNAVAILABLE = re.compile(r'^([1-9][0-9]{0,5})(%?)$')
+MAX_UNAVAILABLE_PATTERN = _MAX_UNAVAILABLE.pattern
+
+
+def max_unavailable(value, where):
+    """A count (int, at least 1) or a percentage of the Workers ('25%',
+    1 to 100) as the upgrade takes it (``upgrade_plan.wave_size``); a
+    count may come as a JSON number or a string. ``where`` names the
+    value in the error (its JSON path, or the option)."""
+    text = str(value) if isinstance(value, (int, str)) and \
+        not isinstance(value, bool) else ''
+    match = _MAX_UNAVAILABLE.match(text.strip())
+    if match and not (match[2] and int(match[1]) > 100):
+        return text.strip() if match[2] else int(match[1])
+    raise exceptions.ParameterErrors([exceptions.ParameterError(
+        where, 'must be a number of Workers (at least 1) or a percentage '
+        'of them ("25%%", from 1%% to 100%%), got %s' % (
+            type(value).__name__ if not isinstance(value, (int, str)) or
+            isinstance(value, bool) else repr(value)[:40]))])
+
+
+def request_max_unavailable(request_params):
+    """The request's additionalParams.upgrade_max_unavailable, or None
+    (unset or null: the driver's option)."""
+    value = request_params.get(MAX_UNAVAILABLE) \
+        if isinstance(request_params, dict) else None
+    if value is None:
+        return None
+    return max_unavailable(value, 'additionalParams.' + MAX_UNAVAILABLE)

@@ -24,6 +24,7 @@ import zlib
 from kubernetes_mgmt_pv import feature_hooks
 from kubernetes_mgmt_pv import mgmt_driver
 from kubernetes_mgmt_pv import safe_yaml
+from kubernetes_mgmt_pv.vnf_package import k8s_releases
 from kubernetes_mgmt_pv.vnf_package import vnfd_id
 
 META_PATH = 'TOSCA-Metadata/TOSCA.meta'
@@ -140,10 +141,8 @@ def artifact_source(block):
 _VERSION_LINE = re.compile(
     rb"^readonly K8S_PACKAGE_VERSION='(?P<version>[^'\n]*)'$", re.M)
 _PACKAGE_VERSION = re.compile(r'(\d+)\.(\d+)\.\d+-[0-9A-Za-z.+~]+')
-# The Kubernetes minors the driver and the sample install script support:
-# those maintained upstream (1.34's end of life was 2026-10-27, 1.35's is
-# 2027-02-28, 1.36's 2027-06-28, 1.37's 2027-10-28).
-SUPPORTED_MINORS = ((1, 35), (1, 36), (1, 37))
+# The Kubernetes minors the driver and the sample install script support.
+SUPPORTED_MINORS = k8s_releases.SUPPORTED_MINORS
 
 
 @dataclasses.dataclass(frozen=True)
@@ -165,7 +164,7 @@ def build(source_dir, output_path, api='v1', kubernetes_version=None,
     Algorithm and Hash block per artifact (every file outside
     TOSCA-Metadata/ and Definitions/). Entries are sorted and
     timestamps fixed, so equal inputs give identical zips.
-    ``kubernetes_version`` ('1.36.1-1.1'): the K8S_PACKAGE_VERSION the
+    ``kubernetes_version`` ('1.37.1-1.1'): the K8S_PACKAGE_VERSION the
     package's install script installs (the one Scripts/ file that sets
     it), e.g. the next minor's package a change_vnfpkg upgrades to.
     ``vnfd_id``: the package's VNFD id (default: see vnfd_id.chosen),

@@ -23,6 +23,7 @@ from kubernetes_mgmt_pv.storage import manifests
 from kubernetes_mgmt_pv.vnf_package import cnf_check
 from kubernetes_mgmt_pv.vnf_package import csar
 from kubernetes_mgmt_pv.vnf_package import driver_artifact
+from kubernetes_mgmt_pv.vnf_package import k8s_releases
 from kubernetes_mgmt_pv.vnf_package import lcm_bodies
 from kubernetes_mgmt_pv.vnf_package import request_checks
 from kubernetes_mgmt_pv.vnf_package import storage_class_check
@@ -239,6 +240,10 @@ def _check_script(package_dir, model, invalid_paths, found):
         found.error('script-missing', where,
                     '%s is not a file of the package; the cluster install '
                     'uploads it to every node' % model.script_path)
+        return
+    warning = k8s_releases.script_warning(path)
+    if warning:
+        found.warning(warning[0], model.script_path, warning[1])
 
 
 def _check_offline_files(package_dir, model, found):

@@ -225,6 +225,22 @@ class KubeApiServer(store.Store, controllers.Controllers,
         """Snapshot of the stored Nodes."""
         return self.objects('node')
 
+    @property
+    def resource_version(self) -> int:
+        """The resourceVersion of the latest change."""
+        with self._cond:
+            return len(self._events)
+
+    def changes(self, kind: str, since: int = 0) -> list:
+        """(event type, object) of each change to a kind after
+        resourceVersion ``since``, in order: what a watch from there
+        saw, for a test to replay states it could not catch live."""
+        res = kinds.resource_for(kind)
+        with self._cond:
+            events = self._events[since:]
+        return [(event_type, copy.deepcopy(obj))
+                for event_type, event_res, obj in events if event_res == res]
+
     def get(self, kind: str, name: str,
             namespace: str = 'default') -> Optional[dict]:
         """A copy of one stored object, or None. ``namespace`` is ignored

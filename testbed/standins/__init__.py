@@ -79,7 +79,7 @@ def k8s_package_version(script=INSTALL_SCRIPT):
 
 def next_minor(package_version=None):
     """The package version of the next minor's first patch release the
-    test apt repository serves: '1.36.1-1.1' after '1.35.4-1.1'."""
+    test apt repository serves: '1.37.1-1.1' after '1.36.4-1.1'."""
     major, minor = (package_version or k8s_package_version()).split('.')[:2]
     return f'{major}.{int(minor) + 1}.1-1.1'
 
@@ -99,7 +99,7 @@ def script_at(package_version, script=INSTALL_SCRIPT):
 
 
 def kubernetes_version(package_version=None):
-    """'v1.35.4' for package version '1.35.4-1.1' (default: the script's)."""
+    """'v1.36.4' for package version '1.36.4-1.1' (default: the script's)."""
     return 'v' + (package_version or k8s_package_version()).split('-')[0]
 
 

@@ -28,7 +28,7 @@ import urllib.request
 import kubeadm_etcd as etcd
 import kubeadm_pki as pki
 
-PACKAGE_VERSION = '1.35.4-1.1'  # rewritten by testbed.standins when built
+PACKAGE_VERSION = '1.36.4-1.1'  # rewritten by testbed.standins when built
 VERSION = 'v' + PACKAGE_VERSION.split('-')[0]
 CONTAINERD_SOCKET = 'unix:///var/run/containerd/containerd.sock'
 

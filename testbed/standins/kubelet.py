@@ -14,7 +14,7 @@ import os
 import socket
 import sys
 
-PACKAGE_VERSION = '1.35.4-1.1'  # rewritten by testbed.standins when built
+PACKAGE_VERSION = '1.36.4-1.1'  # rewritten by testbed.standins when built
 VERSION = 'v' + PACKAGE_VERSION.split('-')[0]
 KUBELET_CONF = '/etc/kubernetes/kubelet.conf'
 

@@ -92,3 +92,19 @@ def test_a_guest_images_containerd_prints_its_versions_defaults(
                             check=True).stdout
     assert config_version in config.splitlines()
     assert ('SystemdCgroup' in config) is systemd_key
+
+
+def test_each_version_is_served_from_its_minors_repository():
+    """The install script's minor everything, the next minor's and the
+    other versions asked for kubeadm, kubelet and kubectl, several patch
+    releases of one minor side by side."""
+    current = standins.k8s_package_version()
+    major, minor = (int(part) for part in current.split('.')[:2])
+    older = '%d.%d.9-1.1' % (major, minor - 1)
+    earlier_patch = '%d.%d.1-1.1' % (major, minor)
+    repository = apt_repo.AptRepository(versions=(older, earlier_patch,
+                                                  current))
+    assert repository._by_minor() == {
+        apt_repo.minor_path(current): [None, earlier_patch],
+        apt_repo.minor_path(standins.next_minor()): [standins.next_minor()],
+        'v%d.%d' % (major, minor - 1): [older]}

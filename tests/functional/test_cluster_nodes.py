@@ -7,6 +7,7 @@ import time
 import pytest
 
 from kubernetes_mgmt_pv.cluster import etcd
+from kubernetes_mgmt_pv.cluster import etcd_snapshot
 from kubernetes_mgmt_pv import exceptions
 from testbed import faults
 from testbed.kubeapi import daemonsets
@@ -54,6 +55,21 @@ def etcd_members(master):
     result = master.run(' '.join(etcd.etcdctl('member', 'list', '-w',
                                               'json')))
     return sorted(m.name for m in etcd.parse_members(result.stdout))
+
+
+def removal_snapshots(cluster):
+    """{host name: its etcd snapshots taken before a member removal}, of
+    the Masters and the Storage server (a copy on its volume)."""
+    places = [(master, etcd_snapshot.DIRECTORY)
+              for master in cluster.nodes('master')]
+    places.append((cluster.host('storage'),
+                   '/volume1/' + etcd_snapshot.STORAGE_DIRECTORY))
+    found = {}
+    for host, directory in places:
+        names = host.run('ls -A %s 2>/dev/null || true' % directory).stdout
+        found[host.name] = [name for name in names.split()
+                            if name.endswith('-member-removal.db')]
+    return found
 
 
 def haproxy_backends(master):
@@ -254,6 +270,10 @@ def test_heal_of_a_master_of_three(ha_cluster):
     vnfc = ha_cluster.vnfcs['master2'].vnfc_id
     ha_cluster.heal_start([vnfc])
     assert etcd_members(master1) == ['master1', 'master3']
+    # A snapshot first, on the Master the removal ran on, and its copy.
+    snapshots = removal_snapshots(ha_cluster)
+    copy = snapshots.pop('storage')
+    assert len(copy) == 1 and sorted(snapshots.values()) == [[], [], copy]
     for master in (master1, master3):
         assert haproxy_backends(master) == sorted([master1.ip, master3.ip])
         assert haproxy_pid(master) == pids[master.name]  # reloaded

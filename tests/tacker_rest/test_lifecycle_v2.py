@@ -302,7 +302,8 @@ def _package_change(lab, s, tmp_path_factory, version):
     the sample requests, no server replaced)."""
     vnfd_id, package = lab.build_package(
         str(tmp_path_factory.mktemp('v2upgrade')), api='v2',
-        kubernetes_version=version, vnfd_id=tacker_lab.own_vnfd_id())
+        transform=lab_upgrade.script_version(version),
+        vnfd_id=tacker_lab.own_vnfd_id())
     assert lab.client.onboard_package(package)['vnfdId'] == vnfd_id
     return lab_upgrade.next_minor_request(lab, vnfd_id)
 

@@ -1,46 +1,67 @@
-"""The Kubernetes minor upgrade of an HA cluster through Tacker v2's
+"""The Kubernetes upgrades of an HA cluster through Tacker v2's
 ChangeCurrentVnfPackage (``POST /vnflcm/v2/vnf_instances/{id}/
-change_vnfpkg``; the v2 door's change_current_package hooks).
+change_vnfpkg``; the v2 door's change_current_package hooks), one minor
+after another and a patch release between, as an operator keeps a
+cluster current over the years.
 
 One VNF instance of the ``ha`` flavour (samples/requests-v2/
 instantiate_ha.json: three Masters behind the VIP, two Workers, the
-Storage server), whose request's ``offline`` object names the test apt
-repository (testbed.lab_upgrade: it serves the install script's minor and
-the next one; the package carries its key), where the upgrade's install
-script finds the next minor's packages. In file order: a claim is
-Bound to nfs-pv1 and a file written to its export on the Storage server;
-the change to the next minor's package, with ``kubeadm upgrade node``
-failing on the second Master, ends FAILED_TEMP naming that Master and
-the step; its retry converges to COMPLETED. A probe through the VIP
-answers every second from before the change until the retry completed.
-Afterwards every Node's kubelet is at the new version, the PVs are still
+Storage server), installed at OLD (the sample package built with a 1.35
+install script, its hosts an offline image of OLD); its request's
+``offline`` object names the test apt repository (testbed.lab_upgrade;
+the package carries its key). The
+repository serves OLD's minor, FIRST (the next minor's first patch),
+PATCH (the sample's version, a later patch of that minor) and LAST (the
+minor after). In file order: a claim is Bound to nfs-pv1 and a file
+written to its export on the Storage server; a package at LAST, two
+minors ahead, is refused before any change and rolled back; the change
+to FIRST, with ``kubeadm upgrade node`` failing on the second Master,
+ends FAILED_TEMP naming that Master and the step; its retry converges to
+COMPLETED, a probe through the VIP answering every second from before
+the change until the retry completed. Then the patch release, both
+Workers in one wave held by a PodDisruptionBudget until a replacement
+pod runs, a package
+that keeps the version (nothing fetched, nothing upgraded), and LAST.
+After each, every Node's kubelet is at the package's version, the
+instance is on that package with its saved state, the PVs are still
 Bound, the file is intact and the Kubernetes VIM still registered; then
 terminate and delete.
 """
 
+import concurrent.futures
 import json
 
 import pytest
 
 from kubernetes_mgmt_pv.cluster import ha
+from testbed import disruption
 from testbed import faults
 from testbed import lab_upgrade
+from testbed import polling
 from testbed import pv_manifest
+from testbed import standins
 from testbed import tacker_lab
 from testbed import tacker_v2
 from testbed import vip_probe
 from tests.tacker_rest import lifecycle_checks as checks
 from tests.tacker_rest import test_lifecycle_ha as ha_checks
 
-NEXT, NEW = lab_upgrade.next_minor()
+OLD = '1.35.9-1.1'  # 1.35's newest patch (2026-09-15)
+FIRST = standins.next_minor(OLD)
+PATCH = standins.k8s_package_version()
+LAST = standins.next_minor(PATCH)
+NEW = standins.kubernetes_version(FIRST)
 STATE_KEY = 'kubernetesMgmtPv'
 KEPT = 'kept through the upgrade\n'
 APT_SOURCE = '/etc/apt/sources.list.d/kubernetes.list'
+# kubectl wait's list and watch of a budget in namespace default.
+BUDGET_WATCH = '/apis/policy/v1/namespaces/default/poddisruptionbudgets'
 
 
 @pytest.fixture(scope='module')
 def repository(lab):
-    with lab_upgrade.LabRepository(lab) as served:
+    with lab_upgrade.LabRepository(lab, versions=(OLD, FIRST),
+                                   image_version=OLD) as served:
         yield served
 
 
@@ -60,7 +81,8 @@ def v2(lab):
 
 def _onboarded(lab, repository, tmp_path, version=None):
     """The sample v2 package with the repository's files, its install
-    script at ``version`` (default: the sample's), onboarded."""
+    script at ``version`` (default: the sample's), onboarded: a new
+    package each time."""
     # Other modules of the lab onboard the same builds of the sample.
     vnfd_id, package = repository.build_package(
         str(tmp_path), kubernetes_version=version,
@@ -126,15 +148,40 @@ def _vim(lab, v2, s):
     return vim
 
 
+def _on_package(lab, v2, s, vnfd_id, version):
+    """The instance is on package ``vnfd_id``, its saved state that of
+    the instantiate (the parameters, the VIM), every Node Ready at
+    ``version``, the PV Bound and the file intact."""
+    instance = v2.instance(s.instance_id)
+    assert instance['vnfdId'] == vnfd_id
+    saved = instance['metadata'][STATE_KEY]
+    assert {key: saved.get(key) for key in s.state if key != 'vim'} == {
+        key: value for key, value in s.state.items() if key != 'vim'}
+    assert _vim(lab, v2, s)['id'] == s.vim['id']
+    nodes = _nodes(lab, s)
+    assert len(nodes) == 5 and set(nodes.values()) == {
+        (standins.kubernetes_version(version), True)}, nodes
+    assert _phases(lab, s)['nfs-pv1'] == 'Bound'
+    assert s.storage.read_file(s.kept) == KEPT
+
+
+def _change(lab, v2, s, vnfd_id):
+    occ = v2.lcm(s.instance_id, 'change_vnfpkg',
+                 lab_upgrade.next_minor_request(lab, vnfd_id))
+    _completed(occ, 'CHANGE_VNFPKG')
+    return occ
+
+
 # -- the steps ------------------------------------------------------------
 
 def test_instantiate_ha_from_the_test_apt_repository(
         lab, v2, s, repository, tmp_path_factory):
     s.vim_id = ha_checks.openstack_vim_id(lab)
     s.old_vnfd_id = _onboarded(lab, repository,
-                               tmp_path_factory.mktemp('upgrade-old'))
+                               tmp_path_factory.mktemp('upgrade-old'), OLD)
     s.instance_id = v2.create(s.old_vnfd_id, 'kubernetes-pv-ha-v2')['id']
-    request = repository.instantiate_request(s.vim_id, 'instantiate_ha.json')
+    request = repository.instantiate_request(s.vim_id, 'instantiate_ha.json',
+                                             version=OLD)
     assert request['flavourId'] == 'ha'
     occ = s.ops['instantiate'] = v2.lcm(s.instance_id, 'instantiate',
                                         request)
@@ -144,15 +191,16 @@ def test_instantiate_ha_from_the_test_apt_repository(
                        key=lambda host: host.ip)
     s.nodes = _hosts(lab, v2, s, 'masterNode', 'workerNode')
     assert len(s.masters) == 3 and len(s.nodes) == 5
-    # The nodes were prepared as an offline image is (the stand-ins
-    # installed): none has set an apt source yet.
+    # The nodes were prepared as an offline image of OLD is (its
+    # stand-ins installed): none has set an apt source yet.
     assert set(_apt_sources(s).values()) == {None}
     checks.check_storage_and_pvs(lab, s.instance_id)
     nodes = _nodes(lab, s)
     assert len(nodes) == 5 and len(set(nodes.values())) == 1, nodes
     (s.old_version, ready), = set(nodes.values())
-    assert ready and s.old_version != NEW
+    assert ready and s.old_version == standins.kubernetes_version(OLD)
     s.vim = _vim(lab, v2, s)
+    s.state = v2.instance(s.instance_id)['metadata'][STATE_KEY]
     s.done.add('instantiate')
 
 
@@ -168,6 +216,28 @@ def test_a_claim_bound_and_a_file_on_the_storage_server(lab, s):
     s.done.add('bound')
 
 
+def test_a_package_two_minors_ahead_is_refused_before_any_change(
+        lab, v2, s, repository, tmp_path_factory):
+    """1.35 to 1.37: change_current_package_start refuses it, naming
+    both versions; no node changed, nothing fetched; the rollback puts
+    the instance back on its package."""
+    s.need('bound')
+    s.last_vnfd_id = _onboarded(lab, repository,
+                                tmp_path_factory.mktemp('upgrade-last'), LAST)
+    fetched = len(repository.repository.log)
+    occ = v2.lcm(s.instance_id, 'change_vnfpkg',
+                 lab_upgrade.next_minor_request(lab, s.last_vnfd_id))
+    assert occ['operationState'] == 'FAILED_TEMP', occ
+    detail = occ['error']['detail']
+    assert detail.startswith('change_current_package_start failed: '), detail
+    for version in (OLD, LAST):
+        assert standins.kubernetes_version(version) in detail, detail
+    assert repository.repository.log[fetched:] == []
+    occ = v2.op_action(occ['id'], 'rollback')
+    assert occ['operationState'] == 'ROLLED_BACK', occ.get('error')
+    _on_package(lab, v2, s, s.old_vnfd_id, OLD)
+
+
 def test_an_upgrade_failing_on_the_second_master_ends_failed_temp(
         lab, v2, s, repository, tmp_path_factory):
     """``kubeadm upgrade node`` fails on every Master: the first Master
@@ -175,7 +245,7 @@ def test_an_upgrade_failing_on_the_second_master_ends_failed_temp(
     operation stops there."""
     s.need('bound')
     s.new_vnfd_id = _onboarded(lab, repository,
-                               tmp_path_factory.mktemp('upgrade-new'), NEXT)
+                               tmp_path_factory.mktemp('upgrade-new'), FIRST)
     s.probe = vip_probe.VipProbe(s.vip)
     s.probe.start()
     with faults.Faults() as injected:
@@ -217,11 +287,84 @@ def test_a_retry_converges_while_the_vip_answers(lab, v2, s, repository):
     # Each node's packages came from the next minor's repository.
     assert _apt_sources(s) == dict.fromkeys(
         (host.name for host in s.nodes),
-        repository.repository.url_for(NEXT))
+        repository.repository.url_for(FIRST))
     assert _phases(lab, s)['nfs-pv1'] == 'Bound'
     assert s.storage.read_file(s.kept) == KEPT
     assert _vim(lab, v2, s)['id'] == s.vim['id']
     s.done.add('upgraded')
+
+
+def _node_names(kube, hosts):
+    """The Node names of the test hosts ``hosts``, by InternalIP."""
+    addresses = {host.ip for host in hosts}
+    return sorted(node['metadata']['name'] for node in kube.objects('node')
+                  if {entry['address'] for entry in node['status'].get(
+                      'addresses', [])} & addresses)
+
+
+def test_a_patch_release_upgrades_both_workers_in_one_wave_past_a_budget(
+        lab, v2, s, repository, tmp_path_factory):
+    """1.36.1 to the sample's 1.36.4, from the same minor's repository,
+    with upgrade_max_unavailable 2: both Workers are cordoned at once; a
+    PodDisruptionBudget over a pod on each lets one drain through, and
+    the driver watches it (kubectl wait) until the evicted pod's
+    replacement runs on a Master; then the other drain goes on and the
+    change completes."""
+    s.need('upgraded')
+    s.patch_vnfd_id = _onboarded(lab, repository,
+                                 tmp_path_factory.mktemp('upgrade-patch'))
+    kube = lab.engine.kubes[lab.stack(s.instance_id).id]
+    workers = _node_names(kube, _hosts(lab, v2, s, 'workerNode'))
+    owner = disruption.budget_over(kube, workers)
+    request = lab_upgrade.next_minor_request(lab, s.patch_vnfd_id)
+    request['additionalParams']['upgrade_max_unavailable'] = 2
+    with concurrent.futures.ThreadPoolExecutor(1) as pool:
+        change = pool.submit(v2.lcm, s.instance_id, 'change_vnfpkg', request)
+        polling.wait_until(lambda: change.done() or (
+            'GET', BUDGET_WATCH) in kube.request_log,
+            'the driver to watch the budget', 900, max_delay=0.5)
+        assert not change.done(), change.result()
+        assert all(kube.get('node', name)['spec'].get('unschedulable')
+                   for name in workers)
+        left = [name for name in workers
+                if kube.get('pod', disruption.pod_name(name))]
+        assert len(left) == 1, left
+        disruption.place(kube, owner, 'db-replacement', _node_names(
+            kube, s.masters[:1])[0])
+        _completed(change.result(), 'CHANGE_VNFPKG')
+    assert [pod['metadata']['name'] for pod in kube.objects(
+        'pod', 'default') if pod['metadata']['name'].startswith(
+            disruption.APP + '-')] == [
+        'db-replacement']
+    kube.delete('pdb', disruption.BUDGET)
+    kube.delete('replicaset', disruption.APP)
+    _on_package(lab, v2, s, s.patch_vnfd_id, PATCH)
+    assert set(_apt_sources(s).values()) == {
+        repository.repository.url_for(PATCH)}
+    s.done.add('patch')
+
+
+def test_a_package_at_the_same_version_upgrades_nothing(
+        lab, v2, s, repository, tmp_path_factory):
+    """A new package that keeps the version: COMPLETED, the instance on
+    it, no node fetched a package or changed."""
+    s.need('patch')
+    same_vnfd_id = _onboarded(lab, repository,
+                              tmp_path_factory.mktemp('upgrade-same'))
+    fetched = len(repository.repository.log)
+    _change(lab, v2, s, same_vnfd_id)
+    assert repository.repository.log[fetched:] == []
+    _on_package(lab, v2, s, same_vnfd_id, PATCH)
+    s.done.add('same')
+
+
+def test_the_next_minor_after_the_patch(lab, v2, s, repository):
+    """1.36 to 1.37: the package refused at 1.35 is taken now."""
+    s.need('same')
+    _change(lab, v2, s, s.last_vnfd_id)
+    _on_package(lab, v2, s, s.last_vnfd_id, LAST)
+    assert set(_apt_sources(s).values()) == {
+        repository.repository.url_for(LAST)}
 
 
 def test_terminate_and_delete(lab, v2, s):

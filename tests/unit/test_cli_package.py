@@ -27,7 +27,7 @@ SAMPLE_ID = '32ab1f35-a1f4-4798-9433-2bab9c77e6e8'
 CNF_ID = '6d7c8f38-3a4e-4b0c-9f55-0c6f4c1e2a01'
 TOP = 'Definitions/sample_kubernetes_top.vnfd.yaml'
 TYPES = 'Definitions/sample_kubernetes_types.yaml'
-NEXT = '1.36.1-1.1'
+NEXT = '1.37.1-1.1'
 PRINTED = re.compile(r'^VNFD id: (\S+)$', re.M)
 
 

@@ -522,31 +522,6 @@ def test_nodes_not_ready():
         == ['w1', 'w2', 'w3']
 
 
-def test_blocking_budgets_are_found_by_their_selectors():
-    pods = {'items': [
-        {'metadata': {'name': 'db-0', 'namespace': 'shop',
-                      'labels': {'app': 'db', 'tier': 'data'}}},
-        {'metadata': {'name': 'web-0', 'namespace': 'shop',
-                      'labels': {'app': 'web'}}}]}
-
-    def budget(name, selector, allowed=0, namespace='shop'):
-        return {'metadata': {'name': name, 'namespace': namespace},
-                'spec': {'selector': selector},
-                'status': {'disruptionsAllowed': allowed}}
-    budgets = {'items': [
-        budget('db-budget', {'matchLabels': {'app': 'db'}}),
-        budget('tier-budget', {'matchExpressions': [
-            {'key': 'tier', 'operator': 'In', 'values': ['data']}]}),
-        budget('relaxed', {'matchLabels': {'app': 'db'}}, allowed=1),
-        budget('elsewhere', {'matchLabels': {'app': 'db'}},
-               namespace='other'),
-        budget('web-budget', {'matchLabels': {'app': 'web'}})]}
-    assert cluster.blocking_budgets(json.dumps(pods), json.dumps(budgets),
-                                    ['shop/db-0']) == [
-        'shop/db-budget', 'shop/tier-budget']
-    assert cluster.blocking_budgets('not json', '{}', ['shop/db-0']) == []
-
-
 def test_the_floating_ip_goes_into_the_certificate_at_init_only():
     argv = cluster.script_argv('leader', plan(), M1, '10.0.0.5:16443',
                                param_model.ClusterNetwork(),

@@ -18,7 +18,7 @@ from kubernetes_mgmt_pv.request import param_model
 from tests.unit import cli_support
 
 SAMPLES = os.path.join(cli_support.ROOT, 'samples')
-NEXT = '1.36.1-1.1'
+NEXT = '1.37.1-1.1'
 # The package source, `package --api` and --kubernetes-version of each
 # directory of bodies; change_vnfpkg goes to the next minor's package.
 PACKAGES = {

@@ -13,6 +13,7 @@ M1, M2 = Node('10.0.0.11', '192.168.0.11'), Node('10.0.0.12', '192.168.0.12')
 W1 = Node('10.0.0.21', '192.168.0.21')
 V35, V36, V37 = (1, 35, 4), (1, 36, 1), (1, 37, 0)
 PKG36 = '1.36.1-1.1'
+P364, PKG364 = (1, 36, 4), '1.36.4-1.1'
 
 
 @pytest.mark.parametrize('script, expected', [
@@ -77,15 +78,30 @@ def test_parse_cluster_version(data, expected):
     assert up.parse_cluster_version(json.dumps({'data': data})) == expected
 
 
-def test_blocking_budgets():
+@pytest.mark.parametrize('status, blocking', [
+    ({'expectedPods': 2, 'desiredHealthy': 2, 'disruptionsAllowed': 0},
+     True),  # maxUnavailable 0: never an eviction
+    ({'expectedPods': 2, 'desiredHealthy': 3, 'disruptionsAllowed': 0},
+     True),
+    # Short of healthy pods now: the wave waits for the budget instead.
+    ({'expectedPods': 2, 'desiredHealthy': 1, 'disruptionsAllowed': 0},
+     False),
+    ({'expectedPods': 2, 'desiredHealthy': 1, 'disruptionsAllowed': 1},
+     False),
+    ({'expectedPods': 0, 'desiredHealthy': 0, 'disruptionsAllowed': 0},
+     False),  # covers no pod
+    ({}, False),  # not yet processed by the disruption controller
+])
+def test_blocking_budgets(status, blocking):
     output = json.dumps({'items': [
-        {'metadata': {'namespace': 'a', 'name': 'none-left'},
-         'status': {'disruptionsAllowed': 0, 'expectedPods': 2}},
-        {'metadata': {'namespace': 'a', 'name': 'one-left'},
-         'status': {'disruptionsAllowed': 1, 'expectedPods': 2}},
-        {'metadata': {'namespace': 'b', 'name': 'no-pods'},
-         'status': {'disruptionsAllowed': 0, 'expectedPods': 0}}]})
-    assert up.blocking_budgets(output) == ['a/none-left']
+        {'metadata': {'namespace': 'a', 'name': 'budget'},
+         'status': status}]})
+    assert up.blocking_budgets(output) == (['a/budget'] if blocking else [])
+
+
+def test_blocking_budgets_of_no_list():
+    with pytest.raises(exceptions.ClusterInstallError):
+        up.blocking_budgets('{"kind": "Status"}')
 
 
 def test_parse_host_facts():
@@ -121,8 +137,20 @@ def api(ready=True, version=V35, name='n'):
      [('a', 'more than one minor before')]),
     (V35, V36, {'a': api(version=V37)}, [], False, [('a', 'newer')]),
     (V35, V36, {'a': api(version=None)}, [], False, [('a', 'no kubelet')]),
-    (V35, V36, {}, ['ns/pdb'], False, [('cluster', 'ns/pdb')]),
-    (V35, V36, {}, ['ns/pdb'], True, []),
+    (V35, V36, {'a': api()}, ['ns/pdb'], False, [('cluster', 'ns/pdb')]),
+    (V35, V36, {'a': api()}, ['ns/pdb'], True, []),
+    # Every Node at the target (a package that keeps the version, or a
+    # re-run left with an uncordon): nothing is drained, budgets or not.
+    (V36, V36, {'a': api(version=V36)}, ['ns/pdb'], False, []),
+    (V36, V36, {'a': api(version=V36), 'b': api()}, ['ns/pdb'], False,
+     [('cluster', 'ns/pdb')]),
+    # Patch releases of one minor: up, or the same version again.
+    (V36, P364, {'a': api(version=V36)}, [], False, []),
+    (P364, P364, {'a': api(version=P364)}, [], False, []),
+    (P364, P364, {'a': api(version=P364)}, ['ns/pdb'], False, []),
+    (V35, P364, {'a': api()}, [], False, []),  # a minor to its newest patch
+    (P364, V36, {'a': api(version=P364)}, [], False,
+     [('cluster', 'downgrade'), ('a', 'newer')]),
 ])
 def test_refusals(cluster, target, nodes, budgets, force, expected):
     problems = up.refusals(cluster, target, nodes, budgets, force)
@@ -184,6 +212,36 @@ def test_plan_upgrade(cluster, state, expected):
     assert [(step.action, step.done) for step in plan.steps] == expected
     assert [step.node for step in plan.steps] == [M1, M2, W1]
     assert len(plan.pending) == [done for _, done in expected].count(False)
+
+
+AT_364 = facts(P364, PKG364, P364)
+
+
+@pytest.mark.parametrize('cluster, state, expected', [
+    # A patch release: the same path as a minor, apply first.
+    (V36, {M1: (NEW, V36), M2: (NEW, V36), W1: (facts(V36, PKG36), V36)},
+     [('apply', False), ('node', False), ('worker', False)]),
+    # Stopped after the apply on the first Master: the others follow.
+    (P364, {M1: (AT_364, P364), M2: (NEW, V36),
+            W1: (facts(V36, PKG36), V36)},
+     [('node', True), ('node', False), ('worker', False)]),
+    # A package that keeps the cluster's version: nothing to do.
+    (P364, {M1: (AT_364, P364), M2: (AT_364, P364),
+            W1: (facts(P364, PKG364), P364)},
+     [('node', True), ('node', True), ('worker', True)]),
+])
+def test_plan_of_a_patch_release_and_of_the_same_version(
+        cluster, state, expected):
+    api_nodes = {node.fixed_ip: up.ApiNode('n' + node.fixed_ip[-2:],
+                                           node.fixed_ip, True, kubelet)
+                 for node, (_, kubelet) in state.items()}
+    host_facts = {node.address: host for node, (host, _) in state.items()}
+    plan = up.plan_upgrade([M1, M2], [W1], cluster, P364, PKG364,
+                           api_nodes, host_facts)
+    assert [(step.action, step.done) for step in plan.steps] == expected
+    assert len(plan.pending) == [done for _, done in expected].count(False)
+    for step in plan.pending:
+        assert 'v1.36.1' in step.reason or 'package kube' in step.reason
 
 
 def test_plan_upgrade_refuses_a_node_the_cluster_lacks():

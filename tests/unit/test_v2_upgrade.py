@@ -9,6 +9,7 @@ import os
 
 import pytest
 
+from kubernetes_mgmt_pv.cluster import etcd_snapshot
 from kubernetes_mgmt_pv.cluster import upgrade_plan
 from kubernetes_mgmt_pv.doors import v2_failure
 from kubernetes_mgmt_pv.doors import v2_hook
@@ -144,9 +145,9 @@ def calls(monkeypatch, tmp_path):
     found = []
 
     def upgrade_cluster(workflow, script, drain_force=None,
-                        check_only=False):
+                        check_only=False, max_unavailable=None):
         found.append((upgrade_plan.script_package_version(script),
-                      drain_force, check_only))
+                      drain_force, check_only, max_unavailable))
         return upgrade_plan.UpgradePlan(
             upgrade_plan.parse_version(NEW), NEW,
             upgrade_plan.parse_version(OLD), ()), None
@@ -195,7 +196,7 @@ def test_start_checks_the_new_packages_version_without_change(
         calls, tmp_path):
     _, progress = run(v2_upgrade.START, change_request(drain_force=True),
                       package(tmp_path / 'new', NEW))
-    assert calls == [(NEW, True, True)]
+    assert calls == [(NEW, True, True, None)]
     assert FakeDriver.last.registered_access is None
     assert progress['done'] == [v2_upgrade.START]
     assert progress[v2_upgrade.UPGRADE_KEY]['from'] == 'v1.35.4'
@@ -226,10 +227,30 @@ def test_drain_force_must_be_a_boolean(calls, tmp_path):
     assert calls == []
 
 
+@pytest.mark.parametrize('operation, check_only', [
+    (v2_upgrade.START, True), (v2_upgrade.END, False)])
+def test_upgrade_max_unavailable_reaches_the_upgrade(calls, tmp_path,
+                                                     operation, check_only):
+    run(operation, change_request(upgrade_max_unavailable='25%'),
+        package(tmp_path / 'new', NEW))
+    assert calls == [(NEW, None, check_only, '25%')]
+
+
+@pytest.mark.parametrize('value', [0, '0%', 'half', True])
+def test_upgrade_max_unavailable_is_refused_before_the_upgrade(
+        calls, tmp_path, value):
+    with pytest.raises(exceptions.ParameterErrors) as raised:
+        run(v2_upgrade.START, change_request(upgrade_max_unavailable=value),
+            package(tmp_path / 'new', NEW))
+    assert [error.path for error in raised.value.errors] == [
+        'additionalParams.upgrade_max_unavailable']
+    assert calls == []
+
+
 def test_end_upgrades_then_refreshes_the_vim(calls, tmp_path):
     result, progress = run(v2_upgrade.END, change_request(),
                            package(tmp_path / 'new', NEW))
-    assert calls == [(NEW, None, False)]
+    assert calls == [(NEW, None, False, None)]
     assert FakeDriver.last.registered_access is ACCESS
     state = result['vnf_instance']['metadata'][v2_mapping.STATE_KEY]
     assert state['vim']['id'] == 'k8s-vim-id'
@@ -250,6 +271,34 @@ def test_a_failed_end_says_what_a_rollback_leaves(calls, tmp_path,
     assert 'stay at v1.36.1' in note
     # A Worker cordoned for its upgrade stays cordoned, by a named mark.
     assert 'cordoned' in note and upgrade_plan.CORDON_ANNOTATION in note
+
+
+def test_a_failed_end_names_the_etcd_snapshot_it_took(calls, tmp_path,
+                                                      monkeypatch):
+    """The error line and the record name where the snapshot taken
+    before kubeadm upgrade apply is."""
+    class Run(object):
+        etcd_snapshot = etcd_snapshot.Snapshot(
+            '10.10.0.5', '/var/backups/etcd-snapshots/a.db', '10.10.0.9',
+            '/volume/.etcd-snapshots/a.db')
+
+    def fails(*args, **kwargs):
+        with etcd_snapshot.named_in_errors(Run):
+            raise exceptions.StepError('kubeadm upgrade node', '10.10.0.6',
+                                       exceptions.MgmtDriverError('x'))
+    monkeypatch.setattr(v2_upgrade.upgrade, 'upgrade_cluster', fails)
+    progress = {}
+    with pytest.raises(exceptions.StepError) as raised:
+        run(v2_upgrade.END, change_request(), package(tmp_path / 'new', NEW),
+            progress)
+    assert progress[v2_upgrade.UPGRADE_KEY]['etcdSnapshot'] == {
+        'host': '10.10.0.5', 'path': '/var/backups/etcd-snapshots/a.db',
+        'copyHost': '10.10.0.9', 'copyPath': '/volume/.etcd-snapshots/a.db'}
+    line = v2_failure.error_line(v2_failure.failure(v2_upgrade.END,
+                                                    raised.value))
+    assert line.startswith('kubeadm upgrade node failed on 10.10.0.6: x; ')
+    assert '10.10.0.5:/var/backups/etcd-snapshots/a.db' in line
+    assert '10.10.0.9:/volume/.etcd-snapshots/a.db' in line
 
 
 def test_the_rollback_changes_no_node_and_says_so(calls, tmp_path, caplog):

@@ -165,9 +165,9 @@ shopt -s inherit_errexit  # and -e holds inside $(...)
 # The Kubernetes version: the ONE setting to change for another release.
 # pkgs.k8s.io has one repository per minor version (K8S_MINOR, derived
 # from it); its package versions are <version>-<revision>.
-readonly K8S_PACKAGE_VERSION='1.35.4-1.1'
-readonly K8S_VERSION="${K8S_PACKAGE_VERSION%%-*}"  # 1.35.4
-readonly K8S_MINOR="v${K8S_VERSION%.*}"              # v1.35
+readonly K8S_PACKAGE_VERSION='1.36.4-1.1'
+readonly K8S_VERSION="${K8S_PACKAGE_VERSION%%-*}"  # 1.36.4
+readonly K8S_MINOR="v${K8S_VERSION%.*}"              # v1.36
 readonly PAUSE_IMAGE='registry.k8s.io/pause:3.10.1'
 readonly CALICO_VERSION='v3.28.2'
 readonly CALICO_URL="https://raw.githubusercontent.com/projectcalico/calico/${CALICO_VERSION}/manifests/calico.yaml"
