@@ -14,20 +14,18 @@ path of the request, or a file of the package.
 import dataclasses
 import os
 
-from kubernetes_mgmt_pv import exceptions
 from kubernetes_mgmt_pv import feature_hooks
 from kubernetes_mgmt_pv.request import param_checks
 from kubernetes_mgmt_pv.request import param_model
 from kubernetes_mgmt_pv import safe_yaml
-from kubernetes_mgmt_pv.storage import manifests
 from kubernetes_mgmt_pv.vnf_package import cnf_check
 from kubernetes_mgmt_pv.vnf_package import csar
 from kubernetes_mgmt_pv.vnf_package import driver_artifact
 from kubernetes_mgmt_pv.vnf_package import k8s_releases
 from kubernetes_mgmt_pv.vnf_package import lcm_bodies
 from kubernetes_mgmt_pv.vnf_package import request_checks
-from kubernetes_mgmt_pv.vnf_package import storage_class_check
 from kubernetes_mgmt_pv.vnf_package import vnfd
+from kubernetes_mgmt_pv.vnf_package import volume_check
 
 ERROR, WARNING, NOTE = 'error', 'warning', 'note'
 _CP_TYPES = ('OS::Neutron::Port', 'OS::Neutron::FloatingIP')
@@ -123,8 +121,8 @@ def _check_instantiate(package_dir, request, found, key_dir):
     invalid_paths = {error.path for error in parsed.errors}
     _check_script(package_dir, parsed.params, invalid_paths, found)
     _check_offline_files(package_dir, parsed.params, found)
-    _check_manifests(package_dir, parsed.params, found)
-    storage_class_check.check(package_dir, parsed.params, found)
+    volume_check.check_manifests(package_dir, parsed.params, found)
+    volume_check.check_storage_classes(package_dir, parsed.params, found)
     _check_heat(package_dir, flavour, parsed.params, invalid_paths, found)
     api = _check_vnfd(package_dir, flavour, parsed.params, found)
     if api is not None:
@@ -254,36 +252,6 @@ def _check_offline_files(package_dir, model, found):
             found.error('offline-file-missing', where,
                         '%s is not a file of the package; the cluster '
                         'install uploads it to every node' % relative)
-
-
-def _check_manifests(package_dir, model, found):
-    registrations = [r for r in model.pv_registrations if r.manifest_path]
-    try:
-        loaded = manifests.load(package_dir, registrations)
-    except exceptions.ParameterErrors as errors:
-        for error in errors.errors:
-            found.error('manifest-invalid', error.path, error.reason)
-        return
-    exports = [(export.json_path + '.export_dir', export.export_dir)
-               for export in (model.storage.exports if model.storage else ())
-               if export.export_dir]
-    # An export outside every mount_to is a parameter error
-    # (param_model.parse).
-    classes = model.storage.storage_classes if model.storage else ()
-    for where, directory in exports:
-        if not any(csar.within(pv.nfs_path, directory) for pv in loaded) \
-                and directory not in {c.export_dir for c in classes}:
-            found.warning('export-unused', where,
-                          '%s is exported but no PersistentVolume of '
-                          'pv_registration_params or storage class uses it'
-                          % directory)
-    for registration, pv in zip(registrations, loaded):
-        if not any(csar.within(pv.nfs_path, d) for _, d in exports):
-            found.warning('pv-not-exported',
-                          registration.json_path + '.pv_manifest_file_path',
-                          'spec.nfs.path %s of PersistentVolume %s is not in '
-                          'any export_dir: Pods using it cannot mount it'
-                          % (pv.nfs_path, pv.name))
 
 
 # -- BaseHOT ------------------------------------------------------------------
