@@ -648,7 +648,8 @@ class ClusterWorkflow(flow.Flow):
                                    etcd_snapshot.MEMBER_REMOVAL, report)
                 etcd.remove_member(leader, member)
             report.record(leader.host, 'etcd member of %s' % node.fixed_ip,
-                          bool(member), member and 'removed ' + member or '')
+                          member is not None,
+                          'removed %s' % member if member else '')
 
     def _silence_keepalived(self, sessions, node, report):
         """Stop keepalived on a leaving Master whose VM still runs: the

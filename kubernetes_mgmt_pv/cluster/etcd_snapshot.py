@@ -33,6 +33,7 @@ from kubernetes_mgmt_pv.cluster import etcd
 from kubernetes_mgmt_pv import exceptions
 from kubernetes_mgmt_pv import flow
 from kubernetes_mgmt_pv.remote import relay
+from kubernetes_mgmt_pv.request import param_checks
 from kubernetes_mgmt_pv import step_report
 
 LOG = logging.getLogger(__name__)
@@ -140,14 +141,11 @@ def storage_directory(storage):
     for volume in storage.volumes:
         mount = volume.mount_to.rstrip('/')
         directory = '%s/%s' % (mount, STORAGE_DIRECTORY)
-        if not any(_within(directory, export) or _within(export, directory)
+        if not any(param_checks.is_within(directory, export) or
+                   param_checks.is_within(export, directory)
                    for export in exported):
             return mount or '/', directory
     return None
-
-
-def _within(path, directory):
-    return path == directory or path.startswith(directory + '/')
 
 
 def take(workflow, sessions, leader, reason, report, now=None):

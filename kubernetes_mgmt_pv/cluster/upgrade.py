@@ -155,7 +155,7 @@ class _Upgrade(object):
             config = kubectl.run(upgrade_plan.KUBEADM_CONFIG, check=False)
             cluster_version = upgrade_plan.parse_cluster_version(
                 config.stdout) if config.ok else None
-            budgets = upgrade_plan.blocking_budgets(kubectl.run(
+            budgets = upgrade_plan.never_evicting_budgets(kubectl.run(
                 ['get', 'poddisruptionbudgets', '-A', '-o', 'json']).stdout)
             cordons = upgrade_plan.driver_cordons(listing)
         problems = upgrade_plan.refusals(cluster_version, self.target,

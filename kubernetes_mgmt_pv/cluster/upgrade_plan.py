@@ -167,7 +167,7 @@ def parse_cluster_version(output):
     return parse_version(match[1]) if match else None
 
 
-def blocking_budgets(output):
+def never_evicting_budgets(output):
     """'namespace/name' of the PodDisruptionBudgets (``kubectl get pdb -A
     -o json``) that allow no eviction even with every pod they cover
     healthy (maxUnavailable 0, minAvailable all of them): no wait would

@@ -158,7 +158,6 @@ def skip_pv_check(request_params):
 # upgrade drains and upgrades at once.
 MAX_UNAVAILABLE = 'upgrade_max_unavailable'
 _MAX_UNAVAILABLE = re.compile(r'^([1-9][0-9]{0,5})(%?)$')
-MAX_UNAVAILABLE_PATTERN = _MAX_UNAVAILABLE.pattern
 
 
 def max_unavailable(value, where):
@@ -166,16 +165,15 @@ def max_unavailable(value, where):
     1 to 100) as the upgrade takes it (``upgrade_plan.wave_size``); a
     count may come as a JSON number or a string. ``where`` names the
     value in the error (its JSON path, or the option)."""
-    text = str(value) if isinstance(value, (int, str)) and \
-        not isinstance(value, bool) else ''
-    match = _MAX_UNAVAILABLE.match(text.strip())
+    plain = isinstance(value, (int, str)) and not isinstance(value, bool)
+    text = str(value).strip() if plain else ''
+    match = _MAX_UNAVAILABLE.match(text)
     if match and not (match[2] and int(match[1]) > 100):
-        return text.strip() if match[2] else int(match[1])
+        return text if match[2] else int(match[1])
     raise exceptions.ParameterErrors([exceptions.ParameterError(
         where, 'must be a number of Workers (at least 1) or a percentage '
         'of them ("25%%", from 1%% to 100%%), got %s' % (
-            type(value).__name__ if not isinstance(value, (int, str)) or
-            isinstance(value, bool) else repr(value)[:40]))])
+            repr(value)[:40] if plain else type(value).__name__))])
 
 
 def request_max_unavailable(request_params):

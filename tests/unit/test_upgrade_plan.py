@@ -92,16 +92,17 @@ def test_parse_cluster_version(data, expected):
      False),  # covers no pod
     ({}, False),  # not yet processed by the disruption controller
 ])
-def test_blocking_budgets(status, blocking):
+def test_never_evicting_budgets(status, blocking):
     output = json.dumps({'items': [
         {'metadata': {'namespace': 'a', 'name': 'budget'},
          'status': status}]})
-    assert up.blocking_budgets(output) == (['a/budget'] if blocking else [])
+    assert up.never_evicting_budgets(output) == (
+        ['a/budget'] if blocking else [])
 
 
-def test_blocking_budgets_of_no_list():
+def test_never_evicting_budgets_of_no_list():
     with pytest.raises(exceptions.ClusterInstallError):
-        up.blocking_budgets('{"kind": "Status"}')
+        up.never_evicting_budgets('{"kind": "Status"}')
 
 
 def test_parse_host_facts():
