@@ -27,11 +27,11 @@ def create_request(vnfd_id, version='v2'):
     return dict(request('create.json', version), vnfdId=vnfd_id)
 
 
-def instantiate_request(vim, version='v2'):
-    """The sample's instantiate request on ``vim``: in v2 the entry "vim1"
-    of vimConnectionInfo is ``vim``; in v1 the list's one entry keeps its
-    "id" and takes the fields of ``vim``."""
-    body = request('instantiate.json', version)
+def instantiate_request(vim, version='v2', name='instantiate.json'):
+    """The sample's instantiate request ``name`` on ``vim``: in v2 the
+    entry "vim1" of vimConnectionInfo is ``vim``; in v1 the list's one
+    entry keeps its "id" and takes the fields of ``vim``."""
+    body = request(name, version)
     if version == 'v2':
         body['vimConnectionInfo'] = {'vim1': vim}
     else:
@@ -42,7 +42,13 @@ def instantiate_request(vim, version='v2'):
 
 def workers(hosts, kube):
     """{Node name: Worker host} for the Workers (of ``hosts``) that are
-    Nodes of ``kube``, matched by InternalIP (the driver renames Nodes
+    Nodes of ``kube``."""
+    return nodes(hosts, kube, roles=('worker',))
+
+
+def nodes(hosts, kube, roles=('master', 'worker')):
+    """{Node name: host} for the hosts of ``roles`` (of ``hosts``) that
+    are Nodes of ``kube``, matched by InternalIP (the driver renames Nodes
     whose VMs share a host name)."""
     by_address = {}
     for node in kube.objects('node'):
@@ -50,7 +56,7 @@ def workers(hosts, kube):
             if address.get('type') == 'InternalIP':
                 by_address[address['address']] = node['metadata']['name']
     return {by_address.get(host.cluster_ip) or by_address[host.ip]: host
-            for host in hosts if host.role == 'worker' and (
+            for host in hosts if host.role in roles and (
                 host.ip in by_address or host.cluster_ip in by_address)}
 
 

@@ -23,6 +23,9 @@ import stat
 import sys
 
 NFS_V4 = 4
+# The mountOptions of a StorageClass whose volumes this client mounts
+# (a class's default, nfsvers=4.1, is refused).
+V4_0_MOUNT_OPTIONS = ('nfsvers=4',)
 # mountOptions a kernel client would take that change nothing here.
 _NEUTRAL = {'hard', 'soft', 'intr', 'nointr', 'noatime', 'relatime',
             'nodiratime', 'tcp', 'proto=tcp', 'sync', 'async', 'rw'}

@@ -19,6 +19,7 @@ import uuid
 
 from testbed import heat_engine
 from testbed import hosts
+from testbed import nfs_fuse
 from testbed import openstack_api
 from testbed import polling
 from testbed import processes
@@ -227,8 +228,10 @@ class TackerLab(object):
         network ids (the testbed network), the VIM id, the logins
         (``sample_request``), every export_to (the sample's
         10.10.0.0/24 is the user guide's network; the nodes here are on
-        the testbed's subnet) and the security groups' management CIDR
-        (Tacker's host here: the runner's address on the bridge)."""
+        the testbed's subnet), the security groups' management CIDR
+        (Tacker's host here: the runner's address on the bridge) and the
+        storage classes' mount options (NFSv4.0, all the node agents'
+        NFS client speaks)."""
         request = self.sample_request(sample, api, login)
         for link in request.get('extVirtualLinks', []):
             link['resourceId'] = TESTBED_NETWORK_ID
@@ -239,6 +242,9 @@ class TackerLab(object):
             'k8s_cluster_installation_param']['storage_server']
         for export in storage['nfs_server_setup_params']:
             export['export_to'] = self.engine.testbed.subnet
+        for storage_class in storage.get('storage_classes', []):
+            storage_class['mount_options'] = list(
+                nfs_fuse.V4_0_MOUNT_OPTIONS)
         if 'nfv' in request['additionalParams']:
             request['additionalParams']['nfv']['management_cidr'] = \
                 self.management_cidr

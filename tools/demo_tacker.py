@@ -12,7 +12,11 @@ package with ``kubernetes-mgmt-pv package`` and onboard it, create and
 instantiate the VNF with samples/requests/instantiate_simple.json, instantiate
 the sample CNF (samples/cnf_with_pv) on the cluster's Kubernetes VIM through
 /vnflcm/v2 (its pod Running with node agents in the kubelets' place, its claim
-Bound to nfs-pv1, a file it writes on the Storage server) and terminate it,
+Bound to nfs-pv1, a file it writes on the Storage server) and terminate it
+(on the v2 cluster, whose request has a default StorageClass, also the CNF's
+flavour "dynamic": a StatefulSet whose claim csi-driver-nfs provisions in a
+directory of its own on the Storage server, scaled out to a second pod with a
+directory of its own, terminated with both directories kept),
 scale the Workers out and in, heal a Worker, try to heal the Storage server
 while a PersistentVolume is Bound (refused), release the claim, fail that
 operation and heal the Storage server, heal the entire VNF, terminate and
@@ -51,6 +55,7 @@ import tempfile
 import time
 import uuid
 
+from testbed import cnf_dynamic
 from testbed import cnf_package
 from testbed import cnf_sample
 from testbed import hosts
@@ -130,6 +135,7 @@ class V1Door(object):
 
     api = 'v1'
     upgrades = False  # ChangeCurrentVnfPackage is v2's
+    storage_classes = False  # only samples/requests-v2 has one
 
     def __init__(self, lab):
         self.lab = lab
@@ -178,6 +184,7 @@ class V2Door(V1Door):
 
     api = 'v2'
     upgrades = True
+    storage_classes = True
 
     def __init__(self, lab, repository):
         super().__init__(lab)
@@ -216,11 +223,13 @@ class V2Door(V1Door):
         self.v2.delete(instance_id)
 
 
-def cnf_step(lab, workdir, api, instance_id):
+def cnf_step(lab, workdir, api, instance_id, dynamic):
     """The sample CNF on the cluster's VIM: instantiated through Tacker
     v2, its pod Running and its claim Bound to nfs-pv1, a file its pod
     writes found on the Storage server; then terminated, and nfs-pv1
-    made Available again. Returns the LCM seconds."""
+    made Available again. With ``dynamic`` (a cluster with the v2
+    sample's storage class) its flavour "dynamic" too (dynamic_cnf_step).
+    Returns the LCM seconds."""
     v2 = tacker_v2.V2Api(lab.service.api_url)
     kube = lab.engine.kubes[lab.stack(instance_id).id]
     storage = lab.host_at(lab.cp_address(instance_id))
@@ -233,14 +242,14 @@ def cnf_step(lab, workdir, api, instance_id):
     print('CNF package %s (kubernetes-mgmt-pv package --api cnf): %s' % (
         package['id'], package['onboardingState']))
     k8s_vim, = [v for v in lab.vims() if v['type'] == 'kubernetes']
+    vim = cnf_package.registered_vim(k8s_vim['id'])
     nfs.start_ganesha(storage)  # the testbed's NFS server: the exports
     seconds = 0
     try:
         with cnf_sample.node_agents(kube, nodes):
             cnf_id = v2.create(vnfd_id, 'cnf-with-pv')['id']
             for operation, body in (
-                    ('instantiate', cnf_sample.instantiate_request(
-                        cnf_package.registered_vim(k8s_vim['id']))),
+                    ('instantiate', cnf_sample.instantiate_request(vim)),
                     ('terminate', {'terminationType': 'FORCEFUL'})):
                 occ = v2.lcm(cnf_id, operation, body)
                 show_op('v2', occ)
@@ -258,6 +267,52 @@ def cnf_step(lab, workdir, api, instance_id):
             cnf_sample.release_volume(kube, lab.kubectl)
     finally:
         nfs.stop_ganesha(storage)
+    if dynamic:
+        seconds += dynamic_cnf_step(lab, v2, vnfd_id, instance_id, vim)
+    return seconds
+
+
+def dynamic_cnf_step(lab, v2, vnfd_id, instance_id, vim):
+    """The sample CNF's flavour "dynamic" (the StatefulSet db): its claim
+    of the default class Bound to a PV csi-driver-nfs made, a file its
+    pod writes in the claim's own directory on the Storage server; scaled
+    out, the new pod's claim gets a directory of its own; terminated
+    (Tacker deletes the claims), both directories stay (on_delete
+    retain). Returns the LCM seconds."""
+    banner('The sample CNF\'s flavour "dynamic" (a StatefulSet whose '
+           'claims the default StorageClass provisions; '
+           'samples/requests-cnf-v2/%s, %s)' % (cnf_dynamic.INSTANTIATE,
+                                                cnf_dynamic.SCALE_OUT))
+    kube = lab.engine.kubes[lab.stack(instance_id).id]
+    storage = lab.host_at(lab.cp_address(instance_id))
+    nodes = cnf_sample.workers(lab.engine.testbed.hosts.values(), kube)
+    section('kubectl get storageclass', lab.kubectl('get', 'storageclass'))
+    seconds, written = 0, {}
+    with cnf_dynamic.provisioning(lab, instance_id):
+        cnf_id = v2.create(vnfd_id, 'db-with-dynamic-pv')['id']
+        for ordinal, (operation, body) in enumerate((
+                ('instantiate', cnf_sample.instantiate_request(
+                    vim, name=cnf_dynamic.INSTANTIATE)),
+                ('scale', cnf_sample.request(cnf_dynamic.SCALE_OUT)),
+                ('terminate', {'terminationType': 'FORCEFUL'}))):
+            occ = v2.lcm(cnf_id, operation, body)
+            show_op('v2', occ)
+            expect(occ)
+            seconds += occ['seconds']
+            section('kubectl get statefulset,pod,pvc,pv', lab.kubectl(
+                'get', 'statefulset,pod,pvc,pv'))
+            if operation != 'terminate':
+                text = 'written by %s\n' % cnf_dynamic.pod_name(ordinal)
+                written[cnf_dynamic.write_through_the_pod(
+                    kube, nodes, ordinal, text)] = text
+            section('the claims\' directories on the Storage server',
+                    storage.run('cd %s && grep -r . .' % cnf_dynamic.EXPORT)
+                    .stdout)
+        v2.delete(cnf_id)
+    kept = {path: storage.read_file(path) for path in written}
+    if kept != written:
+        raise Failed('the claims\' files are not all on the Storage server '
+                     'after terminate: %s' % kept)
     return seconds
 
 
@@ -313,7 +368,8 @@ def run(lab, workdir, door, vim):
 
     banner('%s: a CNF on the cluster\'s Kubernetes VIM, through Tacker v2 '
            '(samples/cnf_with_pv, samples/requests-cnf-v2)' % name)
-    timings['cnf'] = cnf_step(lab, workdir, door.api, instance_id)
+    timings['cnf'] = cnf_step(lab, workdir, door.api, instance_id,
+                              dynamic=door.storage_classes)
 
     banner('%s: scale out the Workers '
            '(samples/requests/scale_out_worker.json)' % name)

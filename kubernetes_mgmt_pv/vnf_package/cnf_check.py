@@ -3,8 +3,8 @@ cnf``) against its v2 (or v1) Instantiate request on the cluster's
 Kubernetes VIM: what Tacker's Kubernetes infra driver would only hit
 after the grant, on the cluster (a definition file it cannot find, a VIM
 that is not Kubernetes), and what would leave a pod Pending (a claim that
-no manifest defines, a claim that could bind any PV rather than the
-driver's).
+no manifest defines, a claim of no class that could bind any PV rather
+than the driver's; a claim of a StorageClass is provisioned, not bound).
 
 ``findings`` is a package_check._Findings; each finding names the JSON
 path of the request or the package's file.
@@ -135,14 +135,15 @@ def _load_def_files(package_dir, params, found):
 
 
 def _check_claims(documents, found):
-    """Each claim a pod mounts is defined here; each claim defined names
-    the PV it binds."""
+    """Each claim a pod mounts is defined here; each claim of no class
+    (``storageClassName: ""``) names the PV it binds."""
     claims = {}
     for at, document in documents:
         if document['kind'] == 'PersistentVolumeClaim':
             claims[document['metadata']['name']] = document
             spec = document.get('spec') or {}
-            if not spec.get('volumeName') and not spec.get('selector'):
+            if spec.get('storageClassName') == '' and not spec.get(
+                    'volumeName') and not spec.get('selector'):
                 found.warning(
                     'claim-unpinned', at,
                     'PersistentVolumeClaim %s names no volumeName nor '

@@ -8,7 +8,9 @@ directory through the real NFS data path and the PV, the pod's Worker
 mounts it (the node agent) and a file the pod writes is in that
 directory on the Storage server's volume; a heal that re-creates the
 volume is refused while the claim is Bound, naming the PV and the claim;
-with ``on_delete: retain`` the directory stays once the claim is gone.
+a heal that keeps the volume leaves the class and the claim as they were,
+the file still there; with ``on_delete: retain`` the directory stays once
+the claim is gone.
 """
 
 import contextlib
@@ -20,6 +22,7 @@ import pytest
 from kubernetes_mgmt_pv import exceptions
 from testbed import csi_nfs
 from testbed import nfs
+from testbed import nfs_fuse
 from testbed import node_agent
 from testbed import virtual_vnf
 from tests.functional.conftest import skip_without_testbed
@@ -29,7 +32,8 @@ EXPORT = '/volume1/nfs/dynamic'
 # The testbed's NFS client (libnfs) speaks NFSv4.0 only, not the
 # default nfsvers=4.1.
 CLASS = {'name': 'nfs-dynamic', 'export_dir': EXPORT,
-         'mount_options': ['nfsvers=4'], 'default_class': True}
+         'mount_options': list(nfs_fuse.V4_0_MOUNT_OPTIONS),
+         'default_class': True}
 CLAIM = {'apiVersion': 'v1', 'kind': 'PersistentVolumeClaim',
          'metadata': {'name': 'data', 'namespace': 'default'},
          'spec': {'accessModes': ['ReadWriteMany'],
@@ -70,7 +74,7 @@ def test_instantiate_end_installs_csi_driver_nfs_and_the_class(dynamic):
         'onDelete': 'retain'}
     assert storage_class['metadata']['annotations'][
         'storageclass.kubernetes.io/is-default-class'] == 'true'
-    assert storage_class['mountOptions'] == ['nfsvers=4']
+    assert storage_class['mountOptions'] == CLASS['mount_options']
     plugin = kube.get('daemonset', 'csi-nfs-node', 'kube-system')
     assert plugin['status']['numberAvailable'] == 3  # every node
     # A re-run looks, and changes nothing.
@@ -114,6 +118,29 @@ def test_a_heal_that_recreates_the_volume_is_refused_while_bound(dynamic):
     assert caught.value.names == [claim['spec']['volumeName']]
     assert caught.value.claims == ['default/data']
     assert dynamic.kube.get('pv', 'nfs-pv1') is not None  # nothing deleted
+
+
+def test_a_storage_heal_keeping_the_volume_keeps_classes_and_claims(
+        dynamic, provisioning):
+    """A v2 heal of the Storage VNFC without ``all`` (its volume
+    re-attached to the new VM at the same address) goes ahead while the
+    claim is Bound: the class and the claim's PV stay as they were, the
+    claim's directory and file are on the new VM's mounted volume."""
+    kube = dynamic.kube
+    claim = kube.get('pvc', 'data')
+    before = {(kind, name): kube.get(kind, name)['metadata'][
+        'resourceVersion'] for kind, name in (
+            ('storageclass', 'nfs-dynamic'),
+            ('pv', claim['spec']['volumeName']))}
+    storage_vnfc = dynamic.vnfcs['storage'].vnfc_id
+    dynamic.heal_start([storage_vnfc], removed_storage=())
+    dynamic.replace_host('storage', keep_volumes=True)
+    dynamic.heal_end([storage_vnfc], removed_storage=())
+    assert {key: kube.get(*key)['metadata']['resourceVersion']
+            for key in before} == before
+    assert kube.get('pvc', 'data')['status']['phase'] == 'Bound'
+    assert dynamic.host('storage').read_file(CLAIM_DIR + '/pod.txt') == \
+        'written by the pod\n'
 
 
 def test_retain_keeps_the_directory_when_the_claim_goes(dynamic,

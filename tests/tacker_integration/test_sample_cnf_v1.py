@@ -29,6 +29,8 @@ CNF = os.path.join(ROOT, 'samples', 'cnf_with_pv')
 REQUESTS = os.path.join(ROOT, 'samples', 'requests-cnf-v1')
 SCHEMAS = {'create.json': vnf_lcm.create,
            'instantiate.json': vnf_lcm.instantiate,
+           'instantiate_dynamic.json': vnf_lcm.instantiate,
+           'scale_out_dynamic.json': vnf_lcm.scale,
            'terminate.json': vnf_lcm.terminate}
 
 
@@ -57,7 +59,10 @@ def test_instantiate_names_a_kubernetes_vim_and_the_manifests(context):
         'Files/kubernetes/pvc.yaml', 'Files/kubernetes/deployment.yaml']
 
 
-def test_the_conductor_reads_the_vnfd_of_the_flavour(monkeypatch):
+@pytest.mark.parametrize('request_name, vdu', [
+    ('instantiate.json', 'web'), ('instantiate_dynamic.json', 'db')])
+def test_the_conductor_reads_the_vnfd_of_the_flavour(monkeypatch,
+                                                     request_name, vdu):
     """_get_vnfd_dict pops substitution_mappings.requirements and the
     instance's VNFCs are counted from the instantiation levels'
     scale_info: without either key the v1 instantiate fails at once.
@@ -65,10 +70,10 @@ def test_the_conductor_reads_the_vnfd_of_the_flavour(monkeypatch):
     maps; the sample carries its own: see test_vnf_package.py.)"""
     monkeypatch.setattr(toscautils, 'tosca_tmpl_local_defs', dict)
     vnfd = vnflcm_utils._get_flavour_based_vnfd(
-        CNF, load('instantiate.json')['flavourId'])
+        CNF, load(request_name)['flavourId'])
     mappings = vnfd['topology_template']['substitution_mappings']
     assert mappings.pop('requirements') == {}
-    assert vnflcm_utils._convert_desired_capacity(None, vnfd, 'web') == 1
+    assert vnflcm_utils._convert_desired_capacity(None, vnfd, vdu) == 1
 
 
 def test_the_driver_makes_client_objects_of_the_manifests():

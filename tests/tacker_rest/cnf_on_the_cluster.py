@@ -65,9 +65,20 @@ def _check_the_data_path(lab, kube, storage, workers):
     return pod
 
 
+def onboard_sample(lab, tmp_path):
+    """The sample CNF built and onboarded under a VNFD id of its own (a
+    module onboards it once per API); returns that id."""
+    vnfd_id, package = lab.zip_package(
+        cnf_sample.SAMPLE, str(tmp_path / 'cnf.zip'), api='cnf',
+        vnfd_id=str(uuid.uuid4()))
+    lab.client.onboard_package(package)
+    return vnfd_id
+
+
 @contextlib.contextmanager
-def on_the_cluster(lab, api, cluster_instance_id, tmp_path, vim):
-    """The sample CNF instantiated on the cluster of the VNF instance
+def on_the_cluster(lab, api, cluster_instance_id, vnfd_id, vim):
+    """The sample CNF (onboarded as ``vnfd_id``), flavour "simple",
+    instantiated on the cluster of the VNF instance
     ``cluster_instance_id`` through ``vim``, a vimConnectionInfo entry,
     with the sample requests of ``api`` (a V2Api, or a V1Api); yields its
     id, then terminates and deletes it (and makes nfs-pv1 Available
@@ -78,11 +89,6 @@ def on_the_cluster(lab, api, cluster_instance_id, tmp_path, vim):
     storage = lab.host_at(lab.cp_address(cluster_instance_id))
     workers = cnf_sample.workers(lab.engine.testbed.hosts.values(), kube)
     assert workers, kube.objects('node')
-    # The module onboards the sample CNF once per API: under two ids.
-    vnfd_id, package = lab.zip_package(
-        cnf_sample.SAMPLE, str(tmp_path / 'cnf.zip'), api='cnf',
-        vnfd_id=str(uuid.uuid4()))
-    lab.client.onboard_package(package)
     nfs.start_ganesha(storage)
     occ = None
     with cnf_sample.node_agents(kube, workers):

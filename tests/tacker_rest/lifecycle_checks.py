@@ -10,6 +10,7 @@ import re
 
 import pytest
 
+from testbed import faults
 from testbed import tacker_lab
 
 PV_NAMES = ('nfs-pv1', 'nfs-pv2', 'nfs-pv3')
@@ -131,3 +132,44 @@ def check_no_password_shown(client, base, instance_id, op_ids):
     assert not any(shown.values()), {k: v for k, v in shown.items() if v}
     # Tacker shows the requests' additionalParams: they named key files.
     assert '"ssh_key"' in json.dumps(documents)
+
+
+def _failing_new_workers(lab, injected):
+    """Every Worker VM Heat boots from now on fails the query of its NFS
+    client package: only the persistent-volume part asks, after the
+    cluster part has installed (or joined) it and registered the VIM.
+    Returns the boot hook, to remove."""
+    def arm(host):
+        if host.role == 'worker':
+            injected.command(host, 'dpkg-query', match='nfs-common',
+                             count=None)
+    lab.engine.boot_hooks.append(arm)
+    return arm
+
+
+def fails_after_the_cluster_part(lab, v2, s, operation, body):
+    """Run ``operation`` with the new Workers failing; its occurrence,
+    FAILED_TEMP, and the hosts the fault hit (faults cleared again)."""
+    with faults.Faults() as injected:
+        hook = _failing_new_workers(lab, injected)
+        try:
+            occ = v2.lcm(s.instance_id, operation, body)
+        finally:
+            lab.engine.boot_hooks.remove(hook)
+        assert occ['operationState'] == 'FAILED_TEMP', occ
+        hit = [fault.host for fault in injected if fault.hits]
+    assert hit, 'no Worker failed the injected dpkg-query'
+    return occ, hit
+
+
+def node_plugin_waited_for(lab, kube, address, since):
+    """After request ``since`` of the cluster's API server ``kube`` the
+    hook watched csi-driver-nfs's node plugin roll out (kubectl rollout
+    status), and its pod runs on the Node at ``address``."""
+    assert ('GET', '/apis/apps/v1/namespaces/kube-system/daemonsets/'
+            'csi-nfs-node') in kube.request_log[since:]
+    node, = [name for name, item in lab.nodes().items() if address in [
+        a['address'] for a in item['status']['addresses']]]
+    assert [pod['status']['phase'] for pod in kube.objects(
+        'pod', 'kube-system') if pod['spec'].get('nodeName') == node and
+        pod['metadata']['name'].startswith('csi-nfs-node-')] == ['Running']

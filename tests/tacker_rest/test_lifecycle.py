@@ -397,7 +397,8 @@ def test_a_v2_cnf_on_the_cluster(lab, s, tmp_path_factory):
     v2 = tacker_v2.V2Api(lab.service.api_url, log=lab.log)
     s.cnf = contextlib.ExitStack()
     s.cnf_id = s.cnf.enter_context(cnf.on_the_cluster(
-        lab, v2, s.instance_id, tmp_path_factory.mktemp('cnf'),
+        lab, v2, s.instance_id,
+        cnf.onboard_sample(lab, tmp_path_factory.mktemp('cnf')),
         cnf_package.registered_vim(k8s_vim['id'])))
     kube = lab.engine.kubes[lab.stack(s.instance_id).id]
     s.cnf_file = cnf.kept_file(kube, cnf_sample.running_pod(kube))
@@ -479,8 +480,8 @@ def test_a_v1_cnf_on_the_cluster(lab, s, tmp_path_factory):
     then terminated and deleted."""
     s.need('instantiate')
     k8s_vim, = checks.k8s_vims(lab)
-    with cnf.on_the_cluster(lab, cnf.V1Api(lab), s.instance_id,
-                            tmp_path_factory.mktemp('v1-cnf'),
+    vnfd_id = cnf.onboard_sample(lab, tmp_path_factory.mktemp('v1-cnf'))
+    with cnf.on_the_cluster(lab, cnf.V1Api(lab), s.instance_id, vnfd_id,
                             cnf_package.registered_vim(k8s_vim['id'])) \
             as cnf_id:
         instance = lab.instance(cnf_id)

@@ -19,8 +19,12 @@ whole VNF; then a v2 CNF on the cluster (given by VIM id): a terminate
 refused while it runs, a heal of the Worker running its pod (the pod and
 its file move to the other Worker), a Storage heal re-creating the volume
 refused and one keeping it done (the CNF's claim stays Bound, its file
-stays); the CNF terminated, an entire heal refused while a CNF given the
-cluster inline runs, terminate and delete. After
+stays); the CNF terminated; the CNF's flavour "dynamic" (a StatefulSet
+whose claim the sample request's default StorageClass provisions in a
+directory of its own; tests/tacker_rest/db_on_the_cluster.py), scaled
+out to a second pod with a directory of its own, terminated with both
+directories kept; an entire heal refused while a CNF given the cluster
+inline runs, terminate and delete. After
 each, the checks of the user guide
 (tests/tacker_rest/lifecycle_checks.py) and the VIMs: the OpenStack one
 stays the instance's only vimConnectionInfo entry, the cluster's
@@ -43,9 +47,9 @@ import stat
 
 import pytest
 
+from testbed import cnf_dynamic as dynamic
 from testbed import cnf_package
 from testbed import cnf_sample
-from testbed import faults
 from testbed import lab_upgrade
 from testbed import nfs
 from testbed import pv_manifest
@@ -53,6 +57,7 @@ from testbed import standins
 from testbed import tacker_lab
 from testbed import tacker_v2
 from tests.tacker_rest import cnf_on_the_cluster as cnf
+from tests.tacker_rest import db_on_the_cluster as db
 from tests.tacker_rest import lifecycle_checks as checks
 
 STATE_KEY = 'kubernetesMgmtPv'
@@ -66,6 +71,12 @@ def s():
 @pytest.fixture(scope='module')
 def v2(lab):
     return tacker_v2.V2Api(lab.service.api_url, log=lab.log)
+
+
+@pytest.fixture(scope='module')
+def cnf_vnfd_id(lab, tmp_path_factory):
+    """The sample CNF, onboarded once for both its flavours."""
+    return cnf.onboard_sample(lab, tmp_path_factory.mktemp('cnf'))
 
 
 def _completed(occ, operation):
@@ -103,34 +114,6 @@ def _check_vims(lab, v2, s):
     return registered[0]
 
 
-def _failing_new_workers(lab, injected):
-    """Every Worker VM Heat boots from now on fails the query of its NFS
-    client package: only the persistent-volume part asks, after the
-    cluster part has installed (or joined) it and registered the VIM.
-    Returns the boot hook, to remove."""
-    def arm(host):
-        if host.role == 'worker':
-            injected.command(host, 'dpkg-query', match='nfs-common',
-                             count=None)
-    lab.engine.boot_hooks.append(arm)
-    return arm
-
-
-def _fails_after_the_cluster_part(lab, v2, s, operation, body):
-    """Run ``operation`` with the new Workers failing; its occurrence,
-    FAILED_TEMP, and the hosts the fault hit (faults cleared again)."""
-    with faults.Faults() as injected:
-        hook = _failing_new_workers(lab, injected)
-        try:
-            occ = v2.lcm(s.instance_id, operation, body)
-        finally:
-            lab.engine.boot_hooks.remove(hook)
-        assert occ['operationState'] == 'FAILED_TEMP', occ
-        hit = [fault.host for fault in injected if fault.hits]
-    assert hit, 'no Worker failed the injected dpkg-query'
-    return occ, hit
-
-
 # -- the steps ------------------------------------------------------------
 
 def test_openstack_vim_and_package(lab, s, tmp_path_factory):
@@ -151,8 +134,8 @@ def test_failed_instantiate_is_rolled_back(lab, v2, s):
     s.need('package')
     s.instance_id = v2.create(s.vnfd_id, 'kubernetes-pv-v2')['id']
     request = lab.instantiate_request(s.vim_id, api='v2', login='key')
-    occ, _ = _fails_after_the_cluster_part(lab, v2, s, 'instantiate',
-                                           request)
+    occ, _ = checks.fails_after_the_cluster_part(lab, v2, s, 'instantiate',
+                                                 request)
     stack_id = lab.stack(s.instance_id).id
     registered = checks.k8s_vims(lab)
     assert [v['name'] for v in registered] == [_vim_name(s)]
@@ -197,7 +180,7 @@ def test_failed_scale_out_is_rolled_back(lab, v2, s):
     s.need('instantiate')
     workers = {v['id'] for v in _vnfcs(v2, s, 'workerNode')}
     nodes_before = checks.ready_nodes(lab)
-    occ, (new_host,) = _fails_after_the_cluster_part(
+    occ, (new_host,) = checks.fails_after_the_cluster_part(
         lab, v2, s, 'scale', _sample(lab, 'scale_out_worker.json'))
     joined = checks.ready_nodes(lab)
     assert joined.get(new_host.ip) is True and len(joined) == 4, joined
@@ -215,6 +198,10 @@ def _master_host(lab, v2, s):
         master['computeResource']['resourceId']]]
 
 
+def _kube(lab, s):
+    return lab.engine.kubes[lab.stack(s.instance_id).id]
+
+
 def test_scale_out_renews_certificates_expiring_in_10_days_and_in(
         lab, v2, s):
     """The Master's kubeadm certificates, signed again to expire in 10
@@ -227,6 +214,7 @@ def test_scale_out_renews_certificates_expiring_in_10_days_and_in(
     assert all(date - now < datetime.timedelta(days=11)
                for date in standins.certificate_expiry(master).values())
     before = {v['id'] for v in _vnfcs(v2, s, 'workerNode')}
+    since = len(_kube(lab, s).request_log)
     occ = s.ops['scale_out'] = v2.lcm(
         s.instance_id, 'scale', _sample(lab, 'scale_out_worker.json'))
     _completed(occ, 'SCALE')
@@ -241,6 +229,7 @@ def test_scale_out_renews_certificates_expiring_in_10_days_and_in(
         added[0]['computeResource']['resourceId']]]
     nodes = checks.record_nodes(lab, s, 'scale_out')
     assert nodes.get(host.ip) is True and len(nodes) == 4, nodes
+    checks.node_plugin_waited_for(lab, _kube(lab, s), host.ip, since)
 
     occ = s.ops['scale_in'] = v2.lcm(
         s.instance_id, 'scale', _sample(lab, 'scale_in_worker.json'))
@@ -261,6 +250,7 @@ def test_heal_a_worker(lab, v2, s):
     worker = _vnfcs(v2, s, 'workerNode')[0]
     old_server = worker['computeResource']['resourceId']
     host_name = lab.engine.hosts[old_server]
+    since = len(_kube(lab, s).request_log)
     # No login in the request: the saved key file names are used.
     occ = s.ops['heal_worker'] = v2.lcm(s.instance_id, 'heal', {
         'vnfcInstanceId': [worker['vnfcInfoId']],
@@ -276,6 +266,7 @@ def test_heal_a_worker(lab, v2, s):
     checks.check_storage_and_pvs(lab, s.instance_id)
     nodes = checks.record_nodes(lab, s, 'heal_worker')
     assert nodes.get(address) is True and len(nodes) == 3, nodes
+    checks.node_plugin_waited_for(lab, _kube(lab, s), address, since)
     s.done.add('heal_worker')
 
 
@@ -496,7 +487,7 @@ def _refused_while_the_cnf_runs(lab, v2, s, cnf_id, operation, body):
         'INSTANTIATED'
 
 
-def test_a_cnf_on_the_registered_vim(lab, v2, s, tmp_path_factory):
+def test_a_cnf_on_the_registered_vim(lab, v2, s, cnf_vnfd_id):
     """A v2 CNF instantiated on the Kubernetes VIM the door registered
     (by vimId): Tacker's Kubernetes infra driver completes it on the
     cluster. It runs until test_terminate_the_cnf."""
@@ -504,8 +495,8 @@ def test_a_cnf_on_the_registered_vim(lab, v2, s, tmp_path_factory):
     vim = cnf_package.registered_vim(_check_vims(lab, v2, s)['id'])
     s.cnf = contextlib.ExitStack()
     s.cnf_id = s.cnf.enter_context(cnf.on_the_cluster(
-        lab, v2, s.instance_id, tmp_path_factory.mktemp('cnf'), vim))
-    kube = lab.engine.kubes[lab.stack(s.instance_id).id]
+        lab, v2, s.instance_id, cnf_vnfd_id, vim))
+    kube = _kube(lab, s)
     s.cnf_file = cnf.kept_file(kube, cnf_sample.running_pod(kube))
     s.done.add('cnf')
 
@@ -540,7 +531,7 @@ def test_heal_storage_recreating_its_volume_refused_while_the_cnf_runs(
     heal_start refuses, naming the CNF's claim, before anything
     changes."""
     s.need('cnf')
-    kube = lab.engine.kubes[lab.stack(s.instance_id).id]
+    kube = _kube(lab, s)
     storage, = _vnfcs(v2, s, 'storage_server')
     request = _sample(lab, 'heal_storage_server.json')
     request['vnfcInstanceId'] = [storage['vnfcInfoId']]
@@ -566,7 +557,7 @@ def test_heal_storage_server_keeping_its_volume_while_the_cnf_runs(
     heal goes ahead while the CNF's claim is Bound: the claim stays Bound,
     the pod's file stays, the export is served and writable again."""
     s.need('cnf_worker_healed')
-    kube = lab.engine.kubes[lab.stack(s.instance_id).id]
+    kube = _kube(lab, s)
     assert kube.get('pvc', cnf_sample.CLAIM)['status']['phase'] == \
         'Bound'
     storage, = _vnfcs(v2, s, 'storage_server')
@@ -614,17 +605,63 @@ def test_terminate_the_cnf(s):
     s.cnf.close()
 
 
+def test_a_statefulset_claims_a_volume_of_the_default_class(
+        lab, v2, s, cnf_vnfd_id):
+    """The sample CNF's flavour "dynamic" (the StatefulSet db, its claim
+    template naming no class) on the registered VIM: the cluster's
+    default class, nfs-dynamic, provisions data-db-0 in
+    /volume/nfs/dynamic/default/data-db-0. It runs until
+    test_terminate_the_statefulset_keeps_its_directories."""
+    s.need('instantiate')
+    vim = cnf_package.registered_vim(_check_vims(lab, v2, s)['id'])
+    s.db = contextlib.ExitStack()
+    s.db_cnf = s.db.enter_context(db.on_the_cluster(
+        lab, v2, s.instance_id, cnf_vnfd_id))
+    _completed(s.db_cnf.instantiate(vim), 'INSTANTIATE')
+    s.db_cnf.check_pod(0)
+    assert s.db_cnf.vnfc_pods() == [dynamic.pod_name(0)]
+    s.done.add('db')
+
+
+def test_scale_out_gives_the_new_pod_a_directory_of_its_own(s):
+    s.need('db')
+    _completed(s.db_cnf.lcm('scale', cnf_sample.request(dynamic.SCALE_OUT)),
+               'SCALE')
+    s.db_cnf.check_pod(1)
+    claims = s.db_cnf.claims()
+    assert sorted(claims) == [dynamic.claim_name(0), dynamic.claim_name(1)]
+    assert len(set(claims.values())) == 2, claims  # a PV each
+    assert s.db_cnf.vnfc_pods() == [dynamic.pod_name(0),
+                                    dynamic.pod_name(1)]
+
+
+def test_terminate_the_statefulset_keeps_its_directories(s):
+    """Tacker's terminate deletes the StatefulSet and its claims: their
+    PVs go, and with on_delete retain both directories and their files
+    stay on the Storage server's volume."""
+    s.need('db')
+    kube, volumes = s.db_cnf.kube, set(s.db_cnf.claims().values())
+    _completed(s.db_cnf.lcm('terminate', {'terminationType': 'FORCEFUL'}),
+               'TERMINATE')
+    assert kube.wait_for(lambda: not s.db_cnf.claims() and not [
+        name for name in volumes if kube.get('pv', name)], 60), \
+        kube.objects('pv')
+    assert s.db_cnf.stored_files() == s.db_cnf.written
+    s.db.close()
+
+
 def test_entire_heal_refused_while_a_cnf_is_on_the_cluster_inline(
-        lab, v2, s, tmp_path):
+        lab, v2, s, cnf_vnfd_id):
     """A v2 CNF given the cluster inline (API server URL, token, CA; no
     vimId) keeps the VIM too: the entire-VNF heal is refused."""
     s.need('instantiate')
-    kube = lab.engine.kubes[lab.stack(s.instance_id).id]
+    kube = _kube(lab, s)
     vim = cnf_package.inline_vim(_check_vims(lab, v2, s)['auth_url'],
                                  kube.token, kube.ca_pem)
     body = _sample(lab, 'heal_entire_cluster.json')
     body['additionalParams']['all'] = True
-    with cnf.on_the_cluster(lab, v2, s.instance_id, tmp_path, vim) as cnf_id:
+    with cnf.on_the_cluster(lab, v2, s.instance_id, cnf_vnfd_id, vim) \
+            as cnf_id:
         _refused_while_the_cnf_runs(lab, v2, s, cnf_id, 'heal', body)
 
 

@@ -180,8 +180,53 @@ def test_a_claim_that_pins_no_volume(cnf_source, validate, tmp_path):
     assert (code, found) == (0, {('claim-unpinned', f'{DEF_FILES}[0]')})
 
 
+@pytest.mark.parametrize('class_line', [
+    '  storageClassName: nfs-dynamic\n',  # a class named
+    '',  # the cluster's default class
+])
+def test_a_claim_of_a_storage_class_is_provisioned_not_pinned(
+        cnf_source, validate, tmp_path, class_line):
+    path = cnf_source / PVC
+    path.write_text(path.read_text().replace(
+        '  volumeName: nfs-pv1\n', '').replace(
+        '  storageClassName: ""\n', class_line))
+    code, found = validate(build(cnf_source, tmp_path / 'c.zip'), request())
+    assert (code, found) == (0, set())
+
+
 def test_a_manifest_without_a_name(cnf_source, validate, tmp_path):
     path = cnf_source / DEPLOYMENT
     path.write_text(path.read_text().replace('  name: web\n', '', 1))
     code, found = validate(build(cnf_source, tmp_path / 'd.zip'), request())
     assert (code, found) == (1, {('def-file-invalid', f'{DEF_FILES}[1]')})
+
+
+def test_the_dynamic_flavour_scales_a_statefulset_of_the_default_class():
+    """Flavour "dynamic": its VDU is the StatefulSet (by name), whose
+    claim template names no class (the cluster's default one), and its
+    aspect takes it from the initial pod to the VDU's maximum."""
+    with open(os.path.join(CNF, 'Definitions', 'cnf_df_dynamic.yaml')) as \
+            stream:
+        flavour = yaml.safe_load(stream)['topology_template']
+    with open(os.path.join(CNF, 'Files', 'kubernetes',
+                           'statefulset.yaml')) as stream:
+        stateful_set = yaml.safe_load(stream)
+    vdu = flavour['node_templates']['db']['properties']
+    policies = {name: policy for entry in flavour['policies']
+                for name, policy in entry.items()}
+    aspect = policies['scaling_aspects']['properties']['aspects']['db_aspect']
+    step = policies['db_scaling_aspect_deltas']['properties']['deltas'][
+        'delta_1']['number_of_instances']
+    assert flavour['substitution_mappings']['properties'] == {
+        'flavour_id': 'dynamic'}
+    assert vdu['name'] == stateful_set['metadata']['name']
+    assert stateful_set['spec']['replicas'] == vdu['vdu_profile'][
+        'min_number_of_instances']
+    assert stateful_set['spec']['replicas'] + \
+        aspect['max_scale_level'] * step == \
+        vdu['vdu_profile']['max_number_of_instances']
+    template, = stateful_set['spec']['volumeClaimTemplates']
+    assert 'storageClassName' not in template['spec']
+    assert [mount['name'] for mount in stateful_set['spec']['template'][
+        'spec']['containers'][0]['volumeMounts']] == [
+        template['metadata']['name']]
