@@ -87,8 +87,10 @@ class HeatEngine(heat_servers.ServersMixin, heat_groups.GroupsMixin,
     """Heat's engine over a testbed; see the module docstring.
 
     ``testbed``: a started hosts.Testbed to boot VMs in (default: one of its
-    own, whose Masters and Workers lack nfs-common (NODE_IMAGE_PURGES),
-    started by ``start()`` and stopped by ``stop()``).
+    own, started by ``start()`` and stopped by ``stop()``, whose VMs boot
+    from the user guide's stock image while ``stock_image`` is true: no
+    NFS packages (virtual_vnf.STOCK_ROLE_PURGES), so the driver installs
+    them; else they come with them, as from a site's own image).
     ``prepare``: called as ``prepare(host, kube)`` on every booted host
     (default: ``virtual_vnf.prepare_guest(host, kube, install_cluster=True)``).
     ``boot_hooks``: callables run as ``hook(host)`` on every server's host
@@ -105,7 +107,7 @@ class HeatEngine(heat_servers.ServersMixin, heat_groups.GroupsMixin,
     groups say (heat_security); off, every VM takes any traffic.
     """
 
-    def __init__(self, testbed=None, purge_packages=('nfs-kernel-server',),
+    def __init__(self, testbed=None, stock_image=True,
                  volume_size_mb=256, prepare=None, prepared_images=(),
                  boot_delays=BOOT_DELAYS, node_grace_period=0.0,
                  enforce_security_groups=True):
@@ -114,7 +116,7 @@ class HeatEngine(heat_servers.ServersMixin, heat_groups.GroupsMixin,
         self.boot_delays = boot_delays
         self.node_grace_period = node_grace_period
         self._own_testbed = testbed is None
-        self._purge = purge_packages
+        self.stock_image = stock_image
         self.volume_size_mb = volume_size_mb
         self._prepare = prepare
         self.boot_hooks = []
@@ -140,8 +142,7 @@ class HeatEngine(heat_servers.ServersMixin, heat_groups.GroupsMixin,
     def start(self):
         if self.testbed is None:
             self.testbed = hosts.Testbed(
-                purge_packages=self._purge,
-                role_purge_packages=virtual_vnf.NODE_IMAGE_PURGES)
+                role_purge_packages=virtual_vnf.STOCK_ROLE_PURGES)
         if self._own_testbed and self.testbed.bridge_ip is None:
             self.testbed.start()
         self._start_filter()

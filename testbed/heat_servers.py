@@ -124,7 +124,7 @@ class ServersMixin(object):
             host_name, role, volumes=len(volumes),
             volume_size_mb=self.volume_size_mb,
             hostname=cloud_init.guest_host_name(display_name),
-            hold_sshd=True)
+            hold_sshd=True, role_image=self.stock_image)
         self._check_address(host.ip)
         self._prepare_host(host, stack, first_boot)
         for hook in list(self.boot_hooks):

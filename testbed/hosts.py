@@ -134,6 +134,7 @@ class Host:
         self.volumes = []  # in-host device paths, e.g. ['/dev/vdb']
         self.cluster_ip = None  # eth1's, with a cluster network
         self.pid = None  # the host's PID 1 (sshd) as seen by the runner
+        self.role_image = True  # booted from its role's image (else base)
         self._username = username
         self._password = password
         self._disks = []  # loop_volumes.Volume objects behind self.volumes
@@ -233,7 +234,8 @@ class Testbed:
     ``purge_packages`` are missing from every host's image;
     ``role_purge_packages`` ({role: packages}) also from that role's: each
     distinct set is purged once, into an image layer of its own, rather
-    than with an apt-get run on every host that boots.
+    than with an apt-get run on every host that boots. A host booted with
+    ``add_host(..., role_image=False)`` has the base image instead.
     """
 
     __test__ = False  # not a pytest test class, despite its name
@@ -316,10 +318,11 @@ class Testbed:
         cleanup.raise_first()
 
     def add_host(self, name, role, volumes=0, volume_size_mb=256,
-                 hostname=None, hold_sshd=False):
+                 hostname=None, hold_sshd=False, role_image=True):
         """Boot a VM with an sshd and `volumes` blank disks (/dev/vdb, ...);
         `hostname`: its guest host name (default: `name`); with `hold_sshd`
-        sshd starts once a line is written to host_scripts.SSHD_GO in it."""
+        sshd starts once a line is written to host_scripts.SSHD_GO in it;
+        `role_image`: from its role's image (else from the base one)."""
         if role not in ROLES:
             raise ValueError(f'role must be one of {ROLES}, not {role!r}')
         if name in self.hosts:
@@ -327,7 +330,7 @@ class Testbed:
         disks = [self._new_volume(name, volume_size_mb)
                  for _ in range(volumes)]
         host = self._start_host(name, role, self._free_ip(), disks,
-                                hostname or name, hold_sshd)
+                                hostname or name, hold_sshd, role_image)
         self._refresh_hosts_files()
         return host
 
@@ -357,7 +360,7 @@ class Testbed:
         else:
             disks = [self._new_volume(name, d.size_mb) for d in old._disks]
         host = self._start_host(name, old.role, ip, disks, old.hostname,
-                                hold_sshd)
+                                hold_sshd, old.role_image)
         self._refresh_hosts_files()
         return host
 
@@ -499,10 +502,12 @@ class Testbed:
                             self._hosts_file(host.hostname, host.ip) +
                             (block.group() if block else ''))
 
-    def _start_host(self, name, role, ip, disks, hostname, hold_sshd=False):
+    def _start_host(self, name, role, ip, disks, hostname, hold_sshd=False,
+                    role_image=True):
         """Boot a host; on any failure, undo what was done and re-raise."""
         self._seq += 1
         host = Host(name, role, ip, self.username, self.password, hostname)
+        host.role_image = role_image
         if self.cluster_subnet is not None:
             host.cluster_ip = str(self.cluster_subnet.network_address + (
                 int(ipaddress.ip_address(ip)) -
@@ -515,8 +520,9 @@ class Testbed:
             for sub in ('work', 'root'):
                 os.makedirs(os.path.join(host._dir, sub))
             upper = os.path.join(host._dir, 'upper')
-            _run(['cp', '-a', os.path.join(self._image_dir(role), 'upper'),
-                  upper])
+            image = self._image_dir(role) if role_image else os.path.join(
+                self.workdir, 'base')
+            _run(['cp', '-a', os.path.join(image, 'upper'), upper])
             with open(os.path.join(upper, 'etc', 'hostname'), 'w') as f:
                 f.write(hostname + '\n')
             with open(os.path.join(upper, 'etc', 'hosts'), 'w') as f:

@@ -69,9 +69,14 @@ class TackerLab(object):
     """
 
     def __init__(self, workdir=None, driver_options=None, log=None,
-                 conductor_count=1):
+                 conductor_count=1, stock_image=False):
         self.log = log or (lambda message: None)
-        self.engine = heat_engine.HeatEngine(prepared_images=[SAMPLE_IMAGE])
+        # stock_image: the VMs lack the NFS packages, as the user guide's
+        # image does (the driver installs them); by default they come
+        # with them, and only the modules testing that installation (or
+        # the demo) boot the stock image (lab.engine.stock_image).
+        self.engine = heat_engine.HeatEngine(prepared_images=[SAMPLE_IMAGE],
+                                             stock_image=stock_image)
         self.cloud = openstack_api.FakeOpenStack(heat_engine=self.engine)
         # The driver's own boot window (SSH retries, the console's host
         # keys): the engine's VMs boot after ACTIVE, as Nova's do.

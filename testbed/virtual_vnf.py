@@ -146,6 +146,9 @@ NODE_IMAGE_PURGES = {'master': ('nfs-common',), 'worker': ('nfs-common',)}
 # installation, VirtualCluster(**STOCK_IMAGE). Any other test boots VMs
 # that have them (each installation costs a VM ~1.5 s of CPU).
 STOCK_IMAGE = {'purge_packages': ('nfs-kernel-server',), 'nfs_common': False}
+# The same stock image by role, for a testbed whose VMs boot from it or not
+# (heat_engine.HeatEngine.stock_image).
+STOCK_ROLE_PURGES = dict(NODE_IMAGE_PURGES, storage=('nfs-kernel-server',))
 
 
 def prepare_guest(host, kube, install_cluster=True, fresh=False,
@@ -203,34 +206,35 @@ class _Vnfc(object):
 
 
 class VirtualCluster(object):
-    """Storage server + masters + workers, with Heat and Kubernetes fakes."""
+    """Storage server + masters + workers, with Heat and Kubernetes fakes.
+
+    ``install_cluster``: the driver installs Kubernetes with the
+    sample install script (on the kubeadm stand-ins); otherwise the
+    Masters come as Masters of an existing kubeadm cluster.
+    ``nova_host_names``: the Masters and Workers boot with the host
+    names cloud-init gives the sample's group members on a real cloud
+    (all Workers ``workernode``), instead of the testbed's names.
+    ``cluster_network``: every VM has a second NIC on a network of its
+    own; ``nic_cp_name`` names the ports on it, ``ssh_cp_name`` the
+    ports on the first network, and the VIP is on it.
+    ``purge_packages``: packages no VM has (STOCK_IMAGE: the Storage
+    server's nfs-kernel-server).
+    ``nfs_common``: the Masters and Workers boot with nfs-common
+    installed (False: the driver installs it, see STOCK_IMAGE).
+    ``openstack``: a started FakeOpenStack shared with other clusters
+    (their stacks side by side in one Heat); by default one of its
+    own.
+    ``fresh_nodes``: the Masters and Workers boot with nothing of
+    Kubernetes and no apt source (testbed.fresh_nodes; nfs-common is
+    kept), so the install script prepares them from the sources of
+    ``offline`` (the request's ``offline`` object, None: none).
+    ``guest_image``: every VM looks like a VM of that image
+    (testbed.guest_images; default: the user guide's Ubuntu 22.04)."""
 
     def __init__(self, masters=1, workers=2, volumes=2, purge_packages=(),
                  install_cluster=False, nova_host_names=False,
                  cluster_network=False, nfs_common=True, openstack=None,
                  fresh_nodes=False, guest_image=None):
-        """``install_cluster``: the driver installs Kubernetes with the
-        sample install script (on the kubeadm stand-ins); otherwise the
-        Masters come as Masters of an existing kubeadm cluster.
-        ``nova_host_names``: the Masters and Workers boot with the host
-        names cloud-init gives the sample's group members on a real cloud
-        (all Workers ``workernode``), instead of the testbed's names.
-        ``cluster_network``: every VM has a second NIC on a network of its
-        own; ``nic_cp_name`` names the ports on it, ``ssh_cp_name`` the
-        ports on the first network, and the VIP is on it.
-        ``purge_packages``: packages no VM has (STOCK_IMAGE: the Storage
-        server's nfs-kernel-server).
-        ``nfs_common``: the Masters and Workers boot with nfs-common
-        installed (False: the driver installs it, see STOCK_IMAGE).
-        ``openstack``: a started FakeOpenStack shared with other clusters
-        (their stacks side by side in one Heat); by default one of its
-        own.
-        ``fresh_nodes``: the Masters and Workers boot with nothing of
-        Kubernetes and no apt source (testbed.fresh_nodes; nfs-common is
-        kept), so the install script prepares them from the sources of
-        ``offline`` (the request's ``offline`` object, None: none).
-        ``guest_image``: every VM looks like a VM of that image
-        (testbed.guest_images; default: the user guide's Ubuntu 22.04)."""
         self.fresh_nodes = fresh_nodes
         self.guest_image = guest_image
         self.offline = None

@@ -340,96 +340,131 @@ def upgrade_step(lab, workdir, door, instance_id, lcm):
             version, versions))
 
 
-def run(lab, workdir, door, vim):
-    timings = {}
-    name = 'Tacker %s' % door.api
+class Lifecycle(object):
+    """The user guide's lifecycle through one door: each step prints its
+    LCM operations with the operator's checks; ``timings`` keeps their
+    seconds."""
 
-    def lcm(step, operation, body, state='COMPLETED'):
-        occ = door.lcm(instance_id, operation, body)
-        show_op(door.api, occ)
-        timings[step] = occ['seconds']
+    def __init__(self, lab, workdir, door):
+        self.lab, self.workdir, self.door = lab, workdir, door
+        self.name = 'Tacker %s' % door.api
+        self.timings = {}
+        self.instance_id = None
+
+    def lcm(self, step, operation, body, state='COMPLETED'):
+        occ = self.door.lcm(self.instance_id, operation, body)
+        show_op(self.door.api, occ)
+        self.timings[step] = occ['seconds']
         expect(occ, state)
         return occ
 
-    banner('%s: build the package and onboard it' % name)
-    vnfd_id, zip_path = door.package(os.path.join(workdir, door.api))
-    package = lab.client.onboard_package(zip_path)
-    print('package %s: %s, vnfdId %s' % (
-        package['id'], package['onboardingState'], package['vnfdId']))
+    def checks(self):
+        operator_checks(self.lab, self.instance_id)
 
-    banner('%s: create and instantiate the VNF '
-           '(samples/requests/instantiate_simple.json)' % name)
-    instance_id = door.create(vnfd_id)
-    print('VNF instance %s' % instance_id)
-    request = door.instantiate_request(vim['id'])
-    print_exports(request['additionalParams'])
-    lcm('instantiate', 'instantiate', request)
-    operator_checks(lab, instance_id)
+    def instantiate(self, vim):
+        lab, door = self.lab, self.door
+        banner('%s: build the package and onboard it' % self.name)
+        vnfd_id, zip_path = door.package(os.path.join(self.workdir,
+                                                      door.api))
+        package = lab.client.onboard_package(zip_path)
+        print('package %s: %s, vnfdId %s' % (
+            package['id'], package['onboardingState'], package['vnfdId']))
+        banner('%s: create and instantiate the VNF '
+               '(samples/requests/instantiate_simple.json)' % self.name)
+        self.instance_id = door.create(vnfd_id)
+        print('VNF instance %s' % self.instance_id)
+        request = door.instantiate_request(vim['id'])
+        print_exports(request['additionalParams'])
+        self.lcm('instantiate', 'instantiate', request)
+        self.checks()
 
-    banner('%s: a CNF on the cluster\'s Kubernetes VIM, through Tacker v2 '
-           '(samples/cnf_with_pv, samples/requests-cnf-v2)' % name)
-    timings['cnf'] = cnf_step(lab, workdir, door.api, instance_id,
-                              dynamic=door.storage_classes)
+    def cnf(self):
+        banner('%s: a CNF on the cluster\'s Kubernetes VIM, through Tacker '
+               'v2 (samples/cnf_with_pv, samples/requests-cnf-v2)'
+               % self.name)
+        self.timings['cnf'] = cnf_step(
+            self.lab, self.workdir, self.door.api, self.instance_id,
+            dynamic=self.door.storage_classes)
 
-    banner('%s: scale out the Workers '
-           '(samples/requests/scale_out_worker.json)' % name)
-    lcm('scale_out', 'scale', door.sample_request('scale_out_worker.json'))
-    operator_checks(lab, instance_id)
+    def scale(self):
+        for direction in ('out', 'in'):
+            banner('%s: scale %s the Workers (samples/requests/'
+                   'scale_%s_worker.json)' % (self.name, direction,
+                                              direction))
+            self.lcm('scale_' + direction, 'scale', self.door.sample_request(
+                'scale_%s_worker.json' % direction))
+            self.checks()
 
-    banner('%s: scale in the Workers (samples/requests/scale_in_worker.json)'
-           % name)
-    lcm('scale_in', 'scale', door.sample_request('scale_in_worker.json'))
-    operator_checks(lab, instance_id)
+    def heal_worker(self):
+        door = self.door
+        banner('%s: heal a Worker (vnfcInstanceId)' % self.name)
+        request = door.sample_request('scale_out_worker.json')
+        worker = dict(cause='Heal a Worker node', vnfcInstanceId=[
+            door.heal_target(self.instance_id, 'workerNode')])
+        if 'additionalParams' in request:  # v2: the node logins
+            worker['additionalParams'] = request['additionalParams']
+        self.lcm('heal_worker', 'heal', worker)
+        self.checks()
 
-    banner('%s: heal a Worker (vnfcInstanceId)' % name)
-    request = door.sample_request('scale_out_worker.json')
-    worker = dict(cause='Heal a Worker node', vnfcInstanceId=[
-        door.heal_target(instance_id, 'workerNode')])
-    if 'additionalParams' in request:  # v2: the node logins
-        worker['additionalParams'] = request['additionalParams']
-    lcm('heal_worker', 'heal', worker)
-    operator_checks(lab, instance_id)
+    def heal_storage(self):
+        """Refused while nfs-pv1 is Bound; done once the claim is gone."""
+        lab, door = self.lab, self.door
+        banner('%s: heal the Storage server while nfs-pv1 is Bound: '
+               'refused' % self.name)
+        lab.ssh(lab.masters()[0], "cat > /tmp/claim.yaml <<'EOF'\n%sEOF\n"
+                % pv_manifest.BOUND_CLAIM)
+        section('kubectl apply -f claim.yaml',
+                lab.kubectl('apply', '-f', '/tmp/claim.yaml'))
+        section('kubectl get pv', lab.kubectl('get', 'pv'))
+        request = door.heal_request('heal_storage_server.json',
+                                    door.heal_target(self.instance_id,
+                                                     'storage_server'))
+        failed = self.lcm('heal_storage_refused', 'heal', request,
+                          state='FAILED_TEMP')
+        if 'nfs-pv1' not in failed['error']['detail']:
+            raise Failed('the error does not name nfs-pv1')
+        banner('%s: release the claim, fail the operation '
+               '(POST /vnf_lcm_op_occs/{id}/fail), heal the Storage server'
+               % self.name)
+        section('kubectl delete pvc data',
+                lab.kubectl('delete', 'pvc', 'data'))
+        print('fail: %s' % door.fail(failed['id'])['operationState'])
+        self.lcm('heal_storage', 'heal', request)
+        self.checks()
 
-    banner('%s: heal the Storage server while nfs-pv1 is Bound: refused'
-           % name)
-    lab.ssh(lab.masters()[0], "cat > /tmp/claim.yaml <<'EOF'\n%sEOF\n"
-            % pv_manifest.BOUND_CLAIM)
-    section('kubectl apply -f claim.yaml',
-            lab.kubectl('apply', '-f', '/tmp/claim.yaml'))
-    section('kubectl get pv', lab.kubectl('get', 'pv'))
-    request = door.heal_request('heal_storage_server.json', door.heal_target(
-        instance_id, 'storage_server'))
-    failed = lcm('heal_storage_refused', 'heal', request,
-                 state='FAILED_TEMP')
-    if 'nfs-pv1' not in failed['error']['detail']:
-        raise Failed('the error does not name nfs-pv1')
+    def heal_entire(self):
+        banner('%s: heal the entire VNF '
+               '(samples/requests/heal_entire_cluster.json)' % self.name)
+        self.lcm('heal_entire', 'heal',
+                 self.door.heal_request('heal_entire_cluster.json'))
+        self.checks()
 
-    banner('%s: release the claim, fail the operation '
-           '(POST /vnf_lcm_op_occs/{id}/fail), heal the Storage server'
-           % name)
-    section('kubectl delete pvc data', lab.kubectl('delete', 'pvc', 'data'))
-    print('fail: %s' % door.fail(failed['id'])['operationState'])
-    lcm('heal_storage', 'heal', request)
-    operator_checks(lab, instance_id)
+    def terminate(self):
+        lab = self.lab
+        banner('%s: terminate and delete' % self.name)
+        self.lcm('terminate', 'terminate', {'terminationType': 'FORCEFUL'})
+        section('GET /v1.0/vims', '\n'.join(
+            '%-20s %-10s %s' % (v['name'], v['type'], v['status'])
+            for v in lab.vims()))
+        if any(v['type'] == 'kubernetes' for v in lab.vims()):
+            raise Failed('the Kubernetes VIM is still registered')
+        self.door.delete(self.instance_id)
+        print('VNF instance %s deleted' % self.instance_id)
 
-    banner('%s: heal the entire VNF '
-           '(samples/requests/heal_entire_cluster.json)' % name)
-    lcm('heal_entire', 'heal', door.heal_request('heal_entire_cluster.json'))
-    operator_checks(lab, instance_id)
 
+def run(lab, workdir, door, vim):
+    """The whole lifecycle through ``door``; the LCM seconds by step."""
+    steps = Lifecycle(lab, workdir, door)
+    steps.instantiate(vim)
+    steps.cnf()
+    steps.scale()
+    steps.heal_worker()
+    steps.heal_storage()
+    steps.heal_entire()
     if door.upgrades:
-        upgrade_step(lab, workdir, door, instance_id, lcm)
-
-    banner('%s: terminate and delete' % name)
-    lcm('terminate', 'terminate', {'terminationType': 'FORCEFUL'})
-    section('GET /v1.0/vims', '\n'.join(
-        '%-20s %-10s %s' % (v['name'], v['type'], v['status'])
-        for v in lab.vims()))
-    if any(v['type'] == 'kubernetes' for v in lab.vims()):
-        raise Failed('the Kubernetes VIM is still registered')
-    door.delete(instance_id)
-    print('VNF instance %s deleted' % instance_id)
-    return timings
+        upgrade_step(lab, workdir, door, steps.instance_id, steps.lcm)
+    steps.terminate()
+    return steps.timings
 
 
 def main(argv=None):
@@ -447,7 +482,9 @@ def main(argv=None):
     started = time.monotonic()
     banner('Start Tacker (MariaDB, RabbitMQ, tacker-server, '
            'tacker-conductor), the fake Keystone/Heat/Nova and the testbed')
-    lab = tacker_lab.TackerLab(workdir=os.path.join(workdir, 'service'))
+    # The user guide's stock image: the driver installs the NFS packages.
+    lab = tacker_lab.TackerLab(workdir=os.path.join(workdir, 'service'),
+                               stock_image=True)
     status = 1
     try:
         lab.start()

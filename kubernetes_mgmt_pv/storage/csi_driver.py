@@ -6,8 +6,9 @@ manifests on a Master, with every container image moved to the request's
 registry mirror when one is given, so an air-gapped site works. The
 StorageClasses are rendered from the request with the Storage server's
 real address. Everything here is a pure function of the package's
-documents and the request, read through ``safe_yaml`` before any host is
-touched; ``validate`` calls ``load`` too.
+documents (read as the PV manifests are, manifests.load_documents) and
+the request, before any host is touched; ``validate`` calls ``load``
+too.
 """
 
 import dataclasses
@@ -15,7 +16,7 @@ import os
 import urllib.parse
 
 from kubernetes_mgmt_pv import exceptions
-from kubernetes_mgmt_pv import safe_yaml
+from kubernetes_mgmt_pv.storage import manifests as pv_manifests
 
 PROVISIONER = 'nfs.csi.k8s.io'
 DEFAULT_CLASS_ANNOTATION = 'storageclass.kubernetes.io/is-default-class'
@@ -60,15 +61,7 @@ def load(package_dir, files, json_path):
 
 
 def _load_file(root, relative):
-    path = os.path.realpath(os.path.join(root, relative))
-    if os.path.commonpath([root, path]) != root:
-        raise ValueError('%r resolves outside the VNF package' % relative)
-    try:
-        loaded = [d for d in safe_yaml.load_all(
-            path, safe_yaml.MANIFEST_LIMITS, follow_symlinks=False)
-            if d is not None]
-    except safe_yaml.LoadError as error:
-        raise ValueError('%r %s' % (relative, error))
+    loaded = pv_manifests.load_documents(root, relative)
     for document in loaded:
         kind = document.get('kind') if isinstance(document, dict) else None
         name = _name(document)

@@ -73,18 +73,25 @@ def load(package_dir, registrations):
     return manifests
 
 
-def _load_one(root, registration):
-    relative = registration.manifest_path
+def load_documents(root, relative):
+    """The YAML documents of the package file ``relative`` (under the
+    resolved package directory ``root``); ValueError naming it if it
+    lies outside the package or does not load."""
     path = os.path.realpath(os.path.join(root, relative))
     if os.path.commonpath([root, path]) != root:
         raise ValueError('%r resolves outside the VNF package' % relative)
     try:
         # The path is resolved: a symbolic link here is a swap since then.
-        documents = [d for d in safe_yaml.load_all(
+        return [d for d in safe_yaml.load_all(
             path, safe_yaml.MANIFEST_LIMITS, follow_symlinks=False)
             if d is not None]
     except safe_yaml.LoadError as error:
         raise ValueError('%r %s' % (relative, error))
+
+
+def _load_one(root, registration):
+    relative = registration.manifest_path
+    documents = load_documents(root, relative)
     if len(documents) != 1:
         raise ValueError('%r must hold exactly one YAML document, found %d'
                          % (relative, len(documents)))

@@ -1,4 +1,4 @@
-#!/usr/bin/python3
+#!/usr/bin/python3 -S
 """containerd stand-in, installed as /usr/bin/containerd in every test host.
 
 No container runtime can run in the test hosts. The install script only

@@ -1,4 +1,4 @@
-#!/usr/bin/python3
+#!/usr/bin/python3 -S
 """crictl stand-in, installed as /usr/bin/crictl (kubeadm's cri-tools).
 
 The test hosts run the control plane's "static pods" as plain processes
@@ -22,8 +22,9 @@ import subprocess
 import sys
 import time
 
-# No __pycache__: an upgrade's modules have the size and, built in the
-# same second, the mtime of the old ones, so a cached .pyc would outlive it.
+# No .pyc of its own: an upgrade's modules have the size and, built in the
+# same second, the mtime of the old ones, so a timestamp .pyc would outlive
+# it. The package's own, which check the source's hash, are read.
 sys.dont_write_bytecode = True
 sys.path[:0] = ['/usr/lib/testbed', os.path.dirname(os.path.abspath(__file__))]
 import kubeadm_etcd as etcd  # noqa: E402

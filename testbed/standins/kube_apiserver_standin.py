@@ -1,4 +1,4 @@
-#!/usr/bin/python3
+#!/usr/bin/python3 -S
 """kube-apiserver stand-in: the "static pod" of a test Master.
 
 Installed as /usr/lib/testbed/kube-apiserver-standin and started by the

@@ -1,4 +1,4 @@
-#!/usr/bin/python3
+#!/usr/bin/python3 -S
 """kubeadm stand-in, installed as /usr/bin/kubeadm in every test host.
 
 The testbed cannot run Kubernetes, so this imitates what the install script
@@ -64,8 +64,9 @@ import time
 # The etcd half (kubeadm_etcd.py) and the node side (kubeadm_node.py) are
 # installed next to the API server stand-in; from a source tree they are
 # next to this file.
-# No __pycache__: an upgrade's modules have the size and, built in the
-# same second, the mtime of the old ones, so a cached .pyc would outlive it.
+# No .pyc of its own: an upgrade's modules have the size and, built in the
+# same second, the mtime of the old ones, so a timestamp .pyc would outlive
+# it. The package's own, which check the source's hash, are read.
 sys.dont_write_bytecode = True
 sys.path[:0] = ['/usr/lib/testbed', os.path.dirname(os.path.abspath(__file__))]
 import kubeadm_config  # noqa: E402

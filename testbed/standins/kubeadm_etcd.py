@@ -1,4 +1,4 @@
-#!/usr/bin/python3
+#!/usr/bin/python3 -S
 """Stacked etcd of the kubeadm stand-in: a REAL etcd, run as kubeadm does.
 
 Installed as /usr/lib/testbed/kubeadm_etcd.py with the kubeadm package and

@@ -1,4 +1,4 @@
-#!/usr/bin/python3
+#!/usr/bin/python3 -S
 """kubelet stand-in, installed as /usr/bin/kubelet in every test host.
 
 The test hosts cannot run a kubelet (no containers, no systemd); the

@@ -493,9 +493,16 @@ def test_role_purged_packages_are_missing_from_that_roles_hosts(
     testbed = make_testbed(role_purge_packages={'worker': ('libnfs-utils',)})
     worker = testbed.add_host('worker', 'worker')
     storage = testbed.add_host('storage', 'storage')
+    based = testbed.add_host('based', 'worker', role_image=False)
     status = "dpkg-query -W -f='${Status}' libnfs-utils"
     assert worker.run(status, check=False).stdout != 'install ok installed'
     assert storage.run(status).stdout == 'install ok installed'
+    assert based.run(status).stdout == 'install ok installed'
+    # A heal's new VM boots from the image the old one had.
+    assert testbed.replace_host('based').run(status).stdout == \
+        'install ok installed'
+    assert testbed.replace_host('worker').run(
+        status, check=False).stdout != 'install ok installed'
 
 
 def test_package_lists_name_only_what_an_offline_host_can_install(tb):

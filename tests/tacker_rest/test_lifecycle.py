@@ -20,6 +20,10 @@ every operation the checks the user guide tells operators to make:
 ``kubectl get pv`` and ``kubectl get nodes`` on a Master, and ``GET
 /v1.0/vims`` for the Kubernetes VIM the driver registers.
 
+Its VMs boot from the user guide's stock image, without the NFS
+packages, so the driver installs them through Tacker at every step that
+boots one (the other modules of the lab boot VMs that have them).
+
 The requests log in with key files only (``ssh_key``: the lab placed the
 testbed's client key in the conductor's ssh_key_dir), and no GET of the
 VNF instance or of its LCM operation occurrences shows a node password.
@@ -57,6 +61,16 @@ from tests.tacker_rest import lifecycle_checks as checks
 @pytest.fixture(scope='module')
 def s():
     return checks.Session()
+
+
+@pytest.fixture(scope='module', autouse=True)
+def stock_image(lab):
+    """This module's VMs boot from the user guide's stock image, without
+    the NFS packages: the driver installs them through Tacker (the other
+    modules' VMs come with them)."""
+    lab.engine.stock_image = True
+    yield
+    lab.engine.stock_image = False
 
 
 def _completed(occ, operation):
