@@ -69,11 +69,12 @@ def alive(pid):
         return False
     except PermissionError:
         return True
-    # A zombie child of ours counts as gone.
+    # A zombie child of ours counts as gone; so does one reaped since the
+    # kill above (reading its stat then fails with ESRCH).
     try:
         with open('/proc/%d/stat' % pid) as stat:
             return stat.read().split(') ', 1)[1][0] != 'Z'
-    except (FileNotFoundError, IndexError):
+    except (FileNotFoundError, ProcessLookupError, IndexError):
         return False
 
 

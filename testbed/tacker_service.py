@@ -20,6 +20,7 @@ completely) the whole stack. Logs of every process are kept in
 its API; testbed.tacker_lab the whole user-guide set-up.
 """
 
+import concurrent.futures
 import contextlib
 import os
 import shutil
@@ -124,11 +125,18 @@ class TackerService(object):
             os.makedirs(self._p(sub), exist_ok=True)
         os.chmod(self._p('secrets'), 0o700)
         try:
-            self._timed('mariadb', self.mariadb.start)
-            self._timed('rabbitmq', self.rabbitmq.start)
+            # RabbitMQ boots while the database is set up: tacker-db-manage
+            # reads only [database] of the configuration written before
+            # RabbitMQ settled on its port; it is written again after.
+            with concurrent.futures.ThreadPoolExecutor(1) as pool:
+                rabbitmq = pool.submit(self._timed, 'rabbitmq',
+                                       self.rabbitmq.start)
+                self._timed('mariadb', self.mariadb.start)
+                if not os.path.exists(self._p('state', 'db-migrated')):
+                    self._write_conf()
+                    self._timed('db_upgrade', self._db_upgrade)
+                rabbitmq.result()
             self._write_conf()
-            if not os.path.exists(self._p('state', 'db-migrated')):
-                self._timed('db_upgrade', self._db_upgrade)
             self._timed('tacker_server', self._start_server)
             self._timed('tacker_conductor', self._start_conductors)
         except BaseException:
