@@ -134,6 +134,7 @@ class V1Door(object):
     """Tacker's v1 API: the driver's entry point, samples/requests."""
 
     api = 'v1'
+    requests = 'samples/requests'  # the sample bodies it sends
     upgrades = False  # ChangeCurrentVnfPackage is v2's
     storage_classes = False  # only samples/requests-v2 has one
 
@@ -183,6 +184,7 @@ class V2Door(V1Door):
     the next minor's packages."""
 
     api = 'v2'
+    requests = 'samples/requests-v2'
     upgrades = True
     storage_classes = True
 
@@ -370,7 +372,8 @@ class Lifecycle(object):
         print('package %s: %s, vnfdId %s' % (
             package['id'], package['onboardingState'], package['vnfdId']))
         banner('%s: create and instantiate the VNF '
-               '(samples/requests/instantiate_simple.json)' % self.name)
+               '(%s/instantiate_simple.json)' % (self.name,
+                                                 self.door.requests))
         self.instance_id = door.create(vnfd_id)
         print('VNF instance %s' % self.instance_id)
         request = door.instantiate_request(vim['id'])
@@ -388,9 +391,8 @@ class Lifecycle(object):
 
     def scale(self):
         for direction in ('out', 'in'):
-            banner('%s: scale %s the Workers (samples/requests/'
-                   'scale_%s_worker.json)' % (self.name, direction,
-                                              direction))
+            banner('%s: scale %s the Workers (%s/scale_%s_worker.json)'
+                   % (self.name, direction, self.door.requests, direction))
             self.lcm('scale_' + direction, 'scale', self.door.sample_request(
                 'scale_%s_worker.json' % direction))
             self.checks()
@@ -434,7 +436,8 @@ class Lifecycle(object):
 
     def heal_entire(self):
         banner('%s: heal the entire VNF '
-               '(samples/requests/heal_entire_cluster.json)' % self.name)
+               '(%s/heal_entire_cluster.json)' % (self.name,
+                                                  self.door.requests))
         self.lcm('heal_entire', 'heal',
                  self.door.heal_request('heal_entire_cluster.json'))
         self.checks()
