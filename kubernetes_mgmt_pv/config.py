@@ -252,7 +252,40 @@ v2_opts = [
              'only its one-line error when it fails.'),
 ]
 
-ALL_OPTS = ssh_opts + step_opts + cluster_opts + v2_opts
+auto_heal_opts = [
+    cfg.StrOpt(
+        'auto_heal_targets_dir',
+        help='Tacker v2 auto-heal: the directory (on tacker-conductor\'s '
+             'host) where the driver keeps one Prometheus file_sd file per '
+             'VNF instance, <instance id>.json, listing the probe target of '
+             'each of its VMs (a Master\'s or Worker\'s kubelet port 10250, '
+             'the Storage server\'s SSH port) with the labels Tacker\'s '
+             'Prometheus plugin acts on. Written at instantiate_end, '
+             'scale_end and heal_end, set aside as <instance id>.json.paused '
+             'while the instance\'s isAutohealEnabled is not true, removed '
+             'at terminate_end. Unset: no monitoring is written. The '
+             'directory must exist, be writable by the conductor\'s user '
+             'and be read by a Prometheus job (file_sd_configs, '
+             'blackbox-exporter tcp_connect); see the operator guide\'s '
+             '"Auto-heal" section.'),
+    cfg.StrOpt(
+        'auto_heal_max_unhealthy', default='40%',
+        regex=r'^([1-9][0-9]{0,5}|([1-9][0-9]?|100)%)$',
+        help='An automatic heal (Tacker v2\'s Prometheus plugin: a heal '
+             'request with isAutomaticInvocation) is refused before any '
+             'change while more nodes than this are not Ready at once: a '
+             'number ("2") or a percentage of the Workers ("40%", rounded '
+             'down, at least one node). So many nodes down at once is a '
+             'network or cloud outage, which replacing VMs makes worse. An '
+             'operator\'s heal is never refused for it.'),
+    cfg.FloatOpt(
+        'auto_heal_startup_grace', default=600.0, min=0.0,
+        help='Seconds after a Node registered during which an automatic '
+             'heal of it is refused: it may still be joining (as Cluster '
+             'API\'s nodeStartupTimeout).'),
+]
+
+ALL_OPTS = ssh_opts + step_opts + cluster_opts + v2_opts + auto_heal_opts
 
 
 def register_opts(conf):

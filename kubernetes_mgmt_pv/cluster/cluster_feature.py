@@ -228,6 +228,37 @@ class ClusterFeature(object):
         upgrade), with the package the hook runs from."""
         return self._workflow(None, vnf_instance, params)
 
+    def node_topology(self, context, vnf_instance):
+        """The VMs of the cluster as Heat has them now; None when the
+        cluster feature is off."""
+        params = self._params(vnf_instance)
+        if params is None:
+            return None
+        return self._workflow(context, vnf_instance, params).topology
+
+    def heal_health_facts(self, context, vnf_instance, heal_vnf_request):
+        """(``kubectl get nodes -o json`` on a Master, the cluster
+        addresses of the Masters/Workers the heal names) for the
+        auto-heal guard; None when the cluster feature is off. Masters
+        the heal does not name are asked first: the others are likely
+        down."""
+        params = self._params(vnf_instance)
+        if params is None:
+            return None
+        workflow = self._workflow(context, vnf_instance, params,
+                                  heal_vnf_request)
+        servers = () if lcm_requests.heals_entire_vnf(heal_vnf_request) \
+            else lcm_requests.heal_targets(vnf_instance, heal_vnf_request,
+                                           params).servers
+        healed = workflow.topology.healed(servers) if servers else []
+        masters = sorted(workflow.topology.masters,
+                         key=lambda node: node in healed)
+        with workflow.sessions() as sessions:
+            kubectl = workflow.kubectl_session(sessions, masters,
+                                               'auto-heal Node check')
+            listing = kubectl.run(['get', 'nodes', '-o', 'json']).stdout
+        return listing, {node.fixed_ip for node in healed}
+
     def _install(self, context, vnf_instance, params, lcm_request=None):
         """Install (or complete) the cluster, then register its VIM."""
         access, _ = self._workflow(context, vnf_instance, params,

@@ -15,7 +15,11 @@ for CNF instantiate requests (``"vimConnectionInfo": {"vim1": {"vimId":
 import logging
 import types
 
+from kubernetes_mgmt_pv.autoheal import heal_check
+from kubernetes_mgmt_pv.autoheal import monitoring
+from kubernetes_mgmt_pv import config
 from kubernetes_mgmt_pv.doors import tacker_compat
+from kubernetes_mgmt_pv.doors import v2_autoheal
 from kubernetes_mgmt_pv.doors import v2_guards
 from kubernetes_mgmt_pv.doors import v2_mapping
 from kubernetes_mgmt_pv.doors import v2_upgrade
@@ -113,6 +117,37 @@ class V2Driver(mgmt_driver.KubernetesPvMgmtDriver):
         return tacker_compat.vnf_package_dir(
             self._tacker_context(), types.SimpleNamespace(vnfd_id=vnfd_id))
 
+    # -- auto-heal: v2 only (Tacker v1 has none) ---------------------------
+
+    def heal_start(self, context, vnf_instance, heal_vnf_request, grant,
+                   grant_request, **kwargs):
+        """An automatic heal passes the guard rails first."""
+        if v2_autoheal.is_automatic(self._script):
+            heal_check.check(self.cluster, context, vnf_instance,
+                             heal_vnf_request, config.options())
+        super().heal_start(context, vnf_instance, heal_vnf_request, grant,
+                           grant_request, **kwargs)
+
+    def instantiate_end(self, context, vnf_instance, *args, **kwargs):
+        super().instantiate_end(context, vnf_instance, *args, **kwargs)
+        self._refresh_monitoring(context, vnf_instance)
+
+    def scale_end(self, context, vnf_instance, *args, **kwargs):
+        super().scale_end(context, vnf_instance, *args, **kwargs)
+        self._refresh_monitoring(context, vnf_instance)
+
+    def heal_end(self, context, vnf_instance, *args, **kwargs):
+        super().heal_end(context, vnf_instance, *args, **kwargs)
+        self._refresh_monitoring(context, vnf_instance)
+
+    def _refresh_monitoring(self, context, vnf_instance):
+        """The probes of the instance's VMs, by the VNFC ids Tacker gives
+        them now (a healed VM has a new one)."""
+        inst = self._script['vnf_instance']
+        monitoring.refresh(self.cluster, context, vnf_instance,
+                           v2_autoheal.vnfcs(inst), v2_autoheal.enabled(inst),
+                           config.options())
+
     def group_members(self, aspect_id):
         """(resource name, member stack id) of the members of the scaling
         group ``aspect_id`` as Heat has them now."""
@@ -142,15 +177,21 @@ def run(script_dict, secrets, progress, driver_factory=V2Driver):
     request_params = req.get('additionalParams') or {}
     secrets.extend(v2_mapping.secret_values(request_params, inst))
     v2_guards.check_state_kept(operation, inst)
+    if operation in v2_autoheal.FORGET_HOOKS:
+        v2_autoheal.forget(inst)
     if operation in v2_mapping.GUARD_HOOKS:
         v2_guards.check(operation, req, inst)
+        if operation == 'modify_information_start':
+            v2_autoheal.follow_modify(inst, req)
         if operation not in v2_upgrade.HOOKS:
             progress.setdefault('done', []).append(operation)
             return {}
     try:
         root = v2_mapping.params_in_effect(operation, request_params, state)
-    except exceptions.ParameterErrors:
+    except exceptions.ParameterErrors as errors:
         progress['refused'] = operation
+        if v2_autoheal.is_automatic(script_dict):
+            raise v2_autoheal.needs_parameters(errors) from None
         raise
     if operation == 'terminate_end' and 'vim' not in state:
         LOG.info('terminate_end: terminate_start deleted the Kubernetes VIM')

@@ -127,6 +127,7 @@ def _check_instantiate(package_dir, request, found, key_dir):
     api = _check_vnfd(package_dir, flavour, parsed.params, found)
     if api is not None:
         _check_request_api(request, api, found)
+        request_checks.auto_heal(parsed.params, api, found)
         _check_user_data(package_dir, flavour, request, api, found)
 
 

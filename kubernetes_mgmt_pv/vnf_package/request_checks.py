@@ -10,6 +10,7 @@ JSON path.
 import collections
 import ipaddress
 import os
+import urllib.parse
 
 from kubernetes_mgmt_pv.openstack import vnf_topology
 from kubernetes_mgmt_pv.remote import ssh_keys
@@ -148,3 +149,24 @@ def _load_keys(named, key_dir, found):
             found.error('ssh-key-unusable', where,
                         '%s (checked as uid %d on this host)'
                         % (error, os.geteuid()))
+
+
+def auto_heal(params, api, found):
+    """Tacker v2's automatic heal sends no additionalParams: a login that
+    is a password, or a proxy URL with user info, which Tacker v2 keeps
+    nowhere, rules it out for the instance (the heal would be refused)."""
+    if api != 'v2':
+        return
+    paths = param_model.password_logins(params)
+    paths += ['%s.%s' % (param_model.PROXY_PATH, key)
+              for key in ('http_proxy', 'https_proxy')
+              if '@' in urllib.parse.urlsplit(
+                  getattr(params.proxy, key, None) or '').netloc]
+    for path in paths:
+        found.warning('auto-heal-impossible', path,
+                      'Tacker v2 heals by itself (Prometheus plugin) with '
+                      'no additionalParams, and keeps no password or proxy '
+                      'credentials between operations: each automatic heal '
+                      'of this instance would be refused; log in with '
+                      'ssh_key and use a proxy without user info to allow '
+                      'it')

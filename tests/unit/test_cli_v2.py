@@ -10,6 +10,7 @@ import pytest
 import yaml
 
 from kubernetes_mgmt_pv.doors import cli
+from kubernetes_mgmt_pv.request import param_model
 from kubernetes_mgmt_pv.vnf_package import csar
 from tests.unit import cli_support
 
@@ -320,3 +321,23 @@ def test_v2_group_members_pass_their_image_as_tacker_v2_keeps_it(
             nested = yaml.safe_load(archive.read(
                 'BaseHOT/%s/nested/%s' % (flavour, member['type'])))
             assert 'image-' + vdu in nested['parameters']
+
+
+def test_logins_that_rule_out_auto_heal_are_warned_of(v2_zip, validate):
+    """Tacker v2's automatic heal gives no additionalParams: a password
+    login or a proxy with user info is warned of at validate time; a
+    v1 request, which Tacker never heals by itself, is not."""
+    body = v2_request()
+    params = cli_support.cluster_params(body)
+    params['worker_node'].pop('ssh_key', None)
+    params['worker_node']['password'] = 'secret'
+    params['proxy'] = {'http_proxy': 'http://user:pw@192.0.2.1:3128',
+                       'https_proxy': 'http://192.0.2.1:3128'}
+    findings = validate(v2_zip, body)[1]
+    assert {path for code, path in findings
+            if code == 'auto-heal-impossible'} == {
+        param_model.WORKER_PATH + '.password',
+        param_model.PROXY_PATH + '.http_proxy'}
+    v1 = cli_support.sample_request()
+    assert 'auto-heal-impossible' not in {
+        code for code, _ in validate(cli_support.SAMPLE, v1)[1]}

@@ -33,6 +33,7 @@ def imported(path):
     ('remote/*.py', ('kubernetes_mgmt_pv.doors',)),
     ('request/*.py', ('kubernetes_mgmt_pv.doors',)),
     ('openstack/*.py', ('kubernetes_mgmt_pv.doors',)),
+    ('autoheal/*.py', ('kubernetes_mgmt_pv.doors',)),
     # What both features share: neither feature.
     ('flow.py', ('kubernetes_mgmt_pv.cluster', 'kubernetes_mgmt_pv.storage',
                  'kubernetes_mgmt_pv.doors')),

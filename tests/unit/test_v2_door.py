@@ -342,6 +342,22 @@ def test_missing_logins_fail_before_any_step():
     assert progress == {'refused': 'scale_end'}
 
 
+def test_an_automatic_heal_without_the_logins_says_so_in_one_line():
+    """Tacker's auto-heal request has no additionalParams: an instance
+    logging in with passwords cannot heal by itself."""
+    progress = {}
+    with pytest.raises(exceptions.MgmtDriverError) as raised:
+        run('heal_start', {'vnfcInstanceId': [WORKER1]},
+            inst=instantiated(), progress=progress,
+            grant_request={'isAutomaticInvocation': True})
+    message = str(raised.value)
+    assert message.startswith('automatic heal refused: ') and \
+        '\n' not in message, message
+    assert 'worker_node.password' in message
+    assert Recorder.last is None
+    assert progress == {'refused': 'heal_start'}
+
+
 def test_the_rollback_of_a_refused_operation_does_nothing():
     """Its request would be refused again: the rollback would never
     end, though the driver changed nothing."""
