@@ -400,17 +400,22 @@ def leftover_wrappers(host):
 
 def busy_processes(host):
     """PIDs of the host's processes other than its PID 1 (sshd) and its
-    API server stand-in (a running Master's): the remains of SSH sessions,
-    e.g. a command still finishing after its connection was cut."""
+    services (a member's kubelet, a running Master's API server
+    stand-in): the remains of SSH sessions, e.g. a command still
+    finishing after its connection was cut."""
     directory = host_root(host) + '/proc'
     return sorted(int(name) for name in os.listdir(directory)
                   if name.isdigit() and name != '1' and
-                  not _is_api_server(os.path.join(directory, name)))
+                  not _is_service(os.path.join(directory, name)))
 
 
-def _is_api_server(process):
+_SERVICES = (standins.API_SERVER.encode(), b'/usr/bin/kubelet\0--kube')
+
+
+def _is_service(process):
     try:
         with open(process + '/cmdline', 'rb') as stream:
-            return standins.API_SERVER.encode() in stream.read()
+            command = stream.read()
     except OSError:  # gone meanwhile
         return False
+    return any(service in command for service in _SERVICES)

@@ -14,6 +14,7 @@ packages=(
     e2fsprogs iproute2 util-linux mount iptables
     haproxy keepalived dpkg-dev shellcheck
     etcd-server etcd-client mariadb-server rabbitmq-server tinyproxy
+    prometheus prometheus-alertmanager prometheus-blackbox-exporter
 )
 
 missing=()

@@ -17,8 +17,12 @@ import tempfile
 import time
 import uuid
 
+from keystoneauth1.identity import v3
+from keystoneauth1 import session as ks_session
+
 from testbed import heat_engine
 from testbed import hosts
+from testbed import monitoring
 from testbed import nfs_fuse
 from testbed import openstack_api
 from testbed import polling
@@ -35,6 +39,8 @@ PRINTED_VNFD_ID = re.compile(r'^VNFD id: (\S+)$', re.M)
 # The "Neutron network" of the testbed bridge, as the request names it.
 TESTBED_NETWORK_ID = 'a0e0c0e0-7e57-4bed-8000-000000000001'
 OP_TIMEOUT = 1800
+AUTO_HEAL_FOR = '2s'  # the sample rule's "for" (2m)
+AUTO_HEAL_TIMER = 2  # Tacker's [prometheus_plugin] timer_interval (20 s)
 # The testbed guests' passwords, by login of the requests.
 PASSWORDS = {'master_node': hosts.Testbed.password,
              'worker_node': hosts.Testbed.password,
@@ -69,7 +75,7 @@ class TackerLab(object):
     """
 
     def __init__(self, workdir=None, driver_options=None, log=None,
-                 conductor_count=1, stock_image=False):
+                 conductor_count=1, stock_image=False, auto_heal=True):
         self.log = log or (lambda message: None)
         # stock_image: the VMs lack the NFS packages, as the user guide's
         # image does (the driver installs them); by default they come
@@ -93,6 +99,16 @@ class TackerLab(object):
                 # NFS, which took over 60 s while every env of `make
                 # test` shared the cores.
                 'v2_vnfm': {'kubernetes_vim_rsc_wait_timeout': 300}})
+        # Auto-heal as the operator guide sets it up, with shorter waits:
+        # Prometheus fires after AUTO_HEAL_FOR, Tacker heals
+        # timer_interval later.
+        self.monitoring = None
+        if auto_heal:
+            self.monitoring = monitoring.MonitoringStack(
+                None, alert_for=AUTO_HEAL_FOR)
+            self.service.extra_conf['prometheus_plugin'] = {
+                'auto_healing': True, 'timer_interval': AUTO_HEAL_TIMER}
+            self.service.driver_options['auto_heal_startup_grace'] = 10
         self.client = None
         self.timings = {}
 
@@ -119,6 +135,12 @@ class TackerLab(object):
                 self.cloud.add_keypair(name, testbed.client_public_key())
             self.service.extra_conf['keystone_authtoken'] = \
                 self.service_user()
+            if self.monitoring is not None:
+                self.service.api_port = processes.free_port()
+                self.monitoring.tacker_url = self.service.api_url
+                self.monitoring.start()
+                self.service.driver_options['auto_heal_targets_dir'] = \
+                    self.monitoring.targets_dir
             self.service.start()
         except BaseException:
             self.stop()
@@ -140,7 +162,10 @@ class TackerLab(object):
 
     def stop(self):
         errors = []
-        for step in (self.service.stop, self.cloud.stop, self.engine.stop):
+        steps = [self.service.stop, self.cloud.stop, self.engine.stop]
+        if self.monitoring is not None:
+            steps.insert(1, self.monitoring.stop)
+        for step in steps:
             try:
                 step()
             except Exception as error:  # noqa: BLE001 - stop the others
@@ -298,6 +323,20 @@ class TackerLab(object):
             '' if occ['operationState'] == 'COMPLETED' else ' (%s)' % (
                 (occ.get('error') or {}).get('detail'))))
         return occ
+
+    def stop_server(self, server_id):
+        """openstack server stop, through Nova's API."""
+        # python-novaclient comes with Tacker (its env runs the lab).
+        from novaclient import client as nova_client
+        access = self.cloud.access_info()
+        auth = v3.Password(
+            auth_url=access['auth_url'], username=access['username'],
+            password=access['password'], project_name=access['project_name'],
+            user_domain_name=access['user_domain_name'],
+            project_domain_name=access['project_domain_name'])
+        nova = nova_client.Client('2.1',
+                                  session=ks_session.Session(auth=auth))
+        nova.servers.stop(server_id)
 
     def op_action(self, op_id, action, final=('FAILED', 'ROLLED_BACK',
                                               'COMPLETED', 'FAILED_TEMP'),

@@ -201,6 +201,35 @@ class V2Api(object):
             content_type='application/merge-patch+json', expect=202))
         return self._finished('modify', response, started, timeout)
 
+    def op_ids(self, instance_id):
+        """Ids of every operation of the instance so far."""
+        return {occ['id'] for occ in self.client.get(
+            '/vnflcm/v2/vnf_lcm_op_occs')
+            if occ['vnfInstanceId'] == instance_id}
+
+    def automatic_heal(self, instance_id, known, timeout=300):
+        """Wait for the HEAL Tacker starts by itself (an op occ of the
+        instance not in ``known``, isAutomaticInvocation), then for its
+        final state or FAILED_TEMP; the occurrence, with 'seconds' from
+        this call."""
+        started = time.monotonic()
+
+        def started_by_tacker():
+            return [occ for occ in self.client.get(
+                '/vnflcm/v2/vnf_lcm_op_occs')
+                if occ['vnfInstanceId'] == instance_id and
+                occ['id'] not in known]
+        new, = polling.wait_until(
+            started_by_tacker, 'an automatic heal of %s' % instance_id,
+            timeout, first_delay=0.2, max_delay=1.0)
+        assert new['operation'] == 'HEAL' and \
+            new['isAutomaticInvocation'] is True, new
+        occ = self.wait_op(new['id'], timeout)
+        occ['seconds'] = round(time.monotonic() - started, 1)
+        self.log('v2 automatic heal: %s in %ss'
+                 % (occ['operationState'], occ['seconds']))
+        return occ
+
     def _finished(self, operation, response, started, timeout):
         occ = self.wait_op(self.client.op_occ_id(response), timeout)
         occ['seconds'] = round(time.monotonic() - started, 1)

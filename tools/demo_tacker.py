@@ -27,6 +27,12 @@ Scripts/kubernetes_mgmt_v2.py, the request's vimConnectionInfo naming the
 OpenStack VIM). The v2 request's ``offline`` object names the testbed's apt
 repository (an internal mirror of pkgs.k8s.io serving two minors;
 testbed.lab_upgrade), and before its terminate the v2 cluster is upgraded to
+the next Kubernetes minor through ChangeCurrentVnfPackage; before that, a
+v2 Worker is powered off (``openstack server stop``) and Tacker heals it by
+itself: Prometheus's probe of its kubelet fails, the alert reaches Tacker's
+Prometheus plugin through Alertmanager, and Tacker runs a HEAL with
+``isAutomaticInvocation`` true (the lab's testbed.monitoring, as the
+operator guide's "Auto-heal" sets it up). Then the upgrade to
 the next Kubernetes minor through ChangeCurrentVnfPackage (``POST
 .../change_vnfpkg`` to a package whose install script installs it, its packages
 from that repository); kubectl get nodes then shows the new version. The
@@ -60,7 +66,9 @@ from testbed import cnf_package
 from testbed import cnf_sample
 from testbed import hosts
 from testbed import lab_upgrade
+from testbed import monitoring
 from testbed import nfs
+from testbed import polling
 from testbed import pv_manifest
 from testbed import tacker_lab
 from testbed import tacker_service
@@ -136,6 +144,7 @@ class V1Door(object):
     api = 'v1'
     requests = 'samples/requests'  # the sample bodies it sends
     upgrades = False  # ChangeCurrentVnfPackage is v2's
+    auto_heals = False  # Tacker v1 has no auto-heal
     storage_classes = False  # only samples/requests-v2 has one
 
     def __init__(self, lab):
@@ -186,6 +195,7 @@ class V2Door(V1Door):
     api = 'v2'
     requests = 'samples/requests-v2'
     upgrades = True
+    auto_heals = True
     storage_classes = True
 
     def __init__(self, lab, repository):
@@ -408,6 +418,30 @@ class Lifecycle(object):
         self.lcm('heal_worker', 'heal', worker)
         self.checks()
 
+    def auto_heal(self):
+        """v2: a Worker powered off, which Tacker heals by itself."""
+        lab, v2, instance_id = self.lab, self.door.v2, self.instance_id
+        vnfc = tacker_v2.vnfcs(v2.instance(instance_id), 'workerNode')[0]
+        server = vnfc['computeResource']['resourceId']
+        banner('%s: openstack server stop %s (Worker %s): no request from '
+               'here on' % (self.name, server, lab.engine.hosts[server]))
+        known = v2.op_ids(instance_id)
+        lab.stop_server(server)
+        firing, = polling.wait_until(lambda: [
+            alert for alert in lab.monitoring.firing()
+            if alert['vnfc_info_id'] == vnfc['vnfcInfoId']],
+            'the alert of %s' % vnfc['vnfcInfoId'], 300, first_delay=0.2,
+            max_delay=1.0)
+        section('Prometheus: alert %s firing' % firing['alertname'],
+                '\n'.join('%s=%s' % item for item in sorted(firing.items())))
+        occ = v2.automatic_heal(instance_id, known)
+        show_op(self.door.api, occ)
+        print('isAutomaticInvocation: %s, operationParams: %s' % (
+            occ['isAutomaticInvocation'], occ['operationParams']))
+        self.timings['auto_heal_worker'] = occ['seconds']
+        expect(occ)
+        self.checks()
+
     def heal_storage(self):
         """Refused while nfs-pv1 is Bound; done once the claim is gone."""
         lab, door = self.lab, self.door
@@ -462,6 +496,8 @@ def run(lab, workdir, door, vim):
     steps.cnf()
     steps.scale()
     steps.heal_worker()
+    if door.auto_heals:
+        steps.auto_heal()
     steps.heal_storage()
     steps.heal_entire()
     if door.upgrades:
@@ -475,7 +511,7 @@ def main(argv=None):
     parser.add_argument('--keep', metavar='DIR',
                         help='work directory to keep (conf and logs)')
     args = parser.parse_args(argv)
-    reason = (hosts.require_testbed()
+    reason = (hosts.require_testbed() or monitoring.available()
               or tacker_service.TackerService.available())
     if reason:
         print('demo_tacker: cannot run here: %s' % reason, file=sys.stderr)

@@ -50,6 +50,9 @@ KUBEADM_NODE = '/usr/lib/testbed/kubeadm_node.py'
 KUBEADM_PKI = '/usr/lib/testbed/kubeadm_pki.py'
 # Its `kubeadm upgrade` and the kubeadm-config ConfigMap.
 KUBEADM_UPGRADE = '/usr/lib/testbed/kubeadm_upgrade.py'
+# The kubelet "service" kubeadm starts and reset stops.
+KUBELET_SERVICE = '/usr/lib/testbed/kubelet_service.py'
+KUBELET_PID = '/run/kubelet.pid'
 # The kubelet package's postinst: a member's kubelet "restarts" at the
 # package's version (kubelet.py).
 KUBELET_POSTINST = '''#!/bin/sh
@@ -114,6 +117,7 @@ def packages(k8s_version=None, containerd_version=CONTAINERD_VERSION):
           ('kubeadm_node.py', KUBEADM_NODE),
           ('kubeadm_pki.py', KUBEADM_PKI),
           ('kubeadm_upgrade.py', KUBEADM_UPGRADE),
+          ('kubelet_service.py', KUBELET_SERVICE),
           ('kube_apiserver_standin.py', API_SERVER),
           ('crictl.py', '/usr/bin/crictl')]),
         ('kubelet', k8s_version, 'kubelet stand-in for the testbed',

@@ -74,6 +74,7 @@ import kubeadm_etcd as etcd  # noqa: E402
 import kubeadm_node as node  # noqa: E402
 import kubeadm_pki as pki  # noqa: E402
 import kubeadm_upgrade as upgrade  # noqa: E402
+import kubelet_service  # noqa: E402
 
 
 CALL_LOG = '/var/log/kubeadm-standin.log'
@@ -255,6 +256,7 @@ def cmd_init(options, positional):
         print(f'[upload-certs] Using certificate key:\n{key}')
     upgrade.upload_config(api, cluster_config)
     node.register_node(api, address, control_plane=True)
+    kubelet_service.start()
     print('[mark-control-plane] Marking the node as control-plane')
     token = node.create_bootstrap_token(
         api, 24 * 3600,
@@ -505,6 +507,7 @@ def cmd_join(options, positional):
             server, ca_pem, config['token'], 'kubernetes-admin'))
         node.start_api_server(address, deadline)
     node.register_node(api, address, control_plane)
+    kubelet_service.start()
     if control_plane:
         etcd.join(name, address, node.control_plane_addresses(api), deadline)
     print('\nThis node has joined the cluster'
@@ -581,6 +584,7 @@ def cmd_reset(options, positional):
                   ', please manually remove this etcd member using etcdctl',
                   file=sys.stderr)
     print('[reset] Stopping the kubelet service')
+    kubelet_service.stop()
     if node.stop_api_server():
         print('[reset] Stopped the kube-apiserver static Pod')
     if etcd.stop():

@@ -3,9 +3,11 @@
 
 The test hosts cannot run a kubelet (no containers, no systemd); the
 kubeadm stand-in registers the Node instead. This answers what the
-install script and the driver ask a node's kubelet, its version, and
+install script and the driver ask a node's kubelet, its version;
 ``--testbed-restart`` does what a kubelet's restart shows the cluster:
-the Node's status names this kubelet's version. The kubelet package's
+the Node's status names this kubelet's version; and with systemd's
+command line (``--config=...``) it holds the kubelet's port open
+(kubelet_service.py). The kubelet package's
 postinst runs it on a node that is a member, as a real kubelet package's
 upgrade ends with the service restarted (the hosts have no systemd).
 """
@@ -43,6 +45,10 @@ def main(args):
     if args == ['--testbed-restart']:
         post_status()
         return 0
+    if any(arg.startswith('--config=') for arg in args):
+        sys.path[:0] = ['/usr/lib/testbed']
+        import kubelet_service
+        kubelet_service.serve()
     print('kubelet (testbed stand-in): cannot run a kubelet here; only '
           '--version is supported', file=sys.stderr)
     return 1

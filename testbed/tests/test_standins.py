@@ -434,6 +434,8 @@ def test_worker_joins_with_token_and_hash(cluster):
                       check=False).returncode == 1
     assert not forwarder_processes(worker)
     assert not port_open(worker.ip, 6443)
+    # Its kubelet runs (as systemd would start it): its port answers.
+    assert port_open(worker.ip, 10250) and port_open(master.ip, 10250)
     assert node_summary(api_get(kube, '/api/v1/nodes/worker1')) == {
         'ip': [worker.ip], 'ready': ['True'], 'control_plane': False,
         'kubelet': standins.kubernetes_version()}
@@ -653,7 +655,7 @@ def test_reset_removes_the_node_setup_but_not_the_node(cluster):
     assert joiner.run('ls -A /var/lib/etcd').stdout == ''
     assert not forwarder_processes(joiner)
     assert not etcd_processes(joiner)
-    for port in (6443, 2379, 2380):
+    for port in (6443, 2379, 2380, 10250):
         assert not port_open(joiner.ip, port)
     assert api_get(kube, '/api/v1/nodes/master2') is not None
     # The other masters are untouched, and the node can join again.

@@ -141,6 +141,17 @@ def heal_the_pods_worker(lab, instance_id, heal):
     must be the one the CNF's instantiate started. Returns the new pod
     and the file's path on the Storage server."""
     kube = lab.engine.kubes[lab.stack(instance_id).id]
+    pod, stored, host, others = the_pods_worker(lab, instance_id)
+    _completed(heal(host), 'HEAL')
+    assert ('POST', '/api/v1/namespaces/default/pods/%s/eviction'
+            % pod['metadata']['name']) in kube.request_log
+    return pod_back_with_its_file(lab, instance_id, pod, stored, others)
+
+
+def the_pods_worker(lab, instance_id):
+    """(the CNF's pod, its file on the Storage server, the test host of
+    its Worker, the other Workers it may move to)."""
+    kube = lab.engine.kubes[lab.stack(instance_id).id]
     storage = lab.host_at(lab.cp_address(instance_id))
     workers = cnf_sample.workers(lab.engine.testbed.hosts.values(), kube)
     pod = cnf_sample.running_pod(kube)
@@ -150,9 +161,14 @@ def heal_the_pods_worker(lab, instance_id, heal):
     others = {name for name in workers if name != healed
               and _schedulable(kube.get('node', name))}
     assert others, kube.objects('node')  # somewhere for the pod to go
-    _completed(heal(workers[healed]), 'HEAL')
-    assert ('POST', '/api/v1/namespaces/default/pods/%s/eviction'
-            % pod['metadata']['name']) in kube.request_log
+    return pod, stored, workers[healed], others
+
+
+def pod_back_with_its_file(lab, instance_id, pod, stored, others):
+    """The pod's replacement Running on one of ``others``, nfs-pv1
+    mounted there, the file read through it and on the Storage server,
+    the claim Bound; returns the new pod and the file's path."""
+    kube = lab.engine.kubes[lab.stack(instance_id).id]
     old_uid = pod['metadata']['uid']
     assert kube.wait_for(lambda: [
         (p['metadata']['uid'] != old_uid, p['status']['phase'])

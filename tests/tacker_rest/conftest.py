@@ -23,6 +23,7 @@ import tempfile
 import pytest
 
 from testbed import hosts
+from testbed import monitoring
 from testbed import security_groups
 from testbed import tacker_lab
 from testbed import tacker_service
@@ -33,7 +34,7 @@ LAB_KEY = pytest.StashKey()
 def _skip_reason():
     return hosts.require_testbed() or \
         security_groups.BridgeFilter.unavailable() or \
-        tacker_service.TackerService.available()
+        tacker_service.TackerService.available() or monitoring.available()
 
 
 @pytest.fixture(scope='session')

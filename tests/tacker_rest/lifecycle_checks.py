@@ -12,7 +12,9 @@ import pytest
 
 from testbed import faults
 from testbed import tacker_lab
+from testbed import tacker_v2
 
+STATE_KEY = 'kubernetesMgmtPv'  # the driver's state in v2 metadata
 PV_NAMES = ('nfs-pv1', 'nfs-pv2', 'nfs-pv3')
 EXPORTS = ('/volume/nfs/pv1', '/volume/nfs/pv2', '/volume/nfs/pv3')
 
@@ -21,6 +23,22 @@ def k8s_vim_name(instance_id):
     """The name of the cluster's Kubernetes VIM: the sample requests give
     no vim_name (a second VNF would collide), so it is the instance's."""
     return 'kubernetes_vim_%s' % instance_id
+
+
+def check_v2_vims(lab, v2, s):
+    """vimConnectionInfo: only the OpenStack VIM; the Kubernetes VIM in
+    the registry, its id in metadata."""
+    instance = v2.instance(s.instance_id)
+    vims = instance['vimConnectionInfo']
+    assert list(vims) == [tacker_v2.VIM_KEY]
+    assert vims[tacker_v2.VIM_KEY]['vimId'] == s.vim_id
+    assert vims[tacker_v2.VIM_KEY]['vimType'] == tacker_v2.VIM_TYPE
+    registered = k8s_vims(lab)
+    assert [v['name'] for v in registered] == [k8s_vim_name(s.instance_id)]
+    saved = instance['metadata'][STATE_KEY]
+    assert saved['vim']['id'] == registered[0]['id']
+    assert 'password' not in repr(saved)
+    return registered[0]
 
 
 class Session(object):

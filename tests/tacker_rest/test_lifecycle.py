@@ -39,9 +39,6 @@ import contextlib
 import ipaddress
 import json
 
-from keystoneauth1.identity import v3
-from keystoneauth1 import session as ks_session
-from novaclient import client as nova_client
 import pytest
 
 from testbed import cnf_package
@@ -259,18 +256,6 @@ def test_change_ext_conn_of_a_cluster_cp_is_refused(lab, s):
     assert lab.vnfcs(s.instance_id) == before
 
 
-def stop_server(lab, server_id):
-    """openstack server stop, through Nova's API."""
-    access = lab.cloud.access_info()
-    auth = v3.Password(
-        auth_url=access['auth_url'], username=access['username'],
-        password=access['password'], project_name=access['project_name'],
-        user_domain_name=access['user_domain_name'],
-        project_domain_name=access['project_domain_name'])
-    nova = nova_client.Client('2.1', session=ks_session.Session(auth=auth))
-    nova.servers.stop(server_id)
-
-
 def test_heal_a_powered_off_worker(lab, s):
     s.need('heal_worker', 'scale_in')
     # The Worker the scale-out added: Tacker found its CPs through Heat's
@@ -293,7 +278,7 @@ def test_heal_a_powered_off_worker(lab, s):
                                   {'name': 'main', 'image': 'nginx'}]}}}})
     kube.create(kubeapi.pod_manifest('web-1', node, owner=web,
                                      labels={'app': 'web'}))
-    stop_server(lab, old_server)
+    lab.stop_server(old_server)
     polling.wait_until(
         lambda: node_lifecycle.kubelet_gone(lab.nodes()[node]),
         'Node %s unreachable' % node, 60, first_delay=0.05, max_delay=1.0)

@@ -2,32 +2,33 @@
 
 The same operator session as test_lifecycle.py, through ``/vnflcm/v2``
 (``Version: 2.0.0``): the sample built with ``kubernetes-mgmt-pv package
---api v2`` (its VNFD runs the package script Scripts/kubernetes_mgmt_v2.py,
-the driver's v2 door), the requests of samples/requests-v2 (their
-vimConnectionInfo names the registered OpenStack VIM, the fake Keystone),
-then create, an instantiate that fails
+--api v2`` (its VNFD runs the package script
+Scripts/kubernetes_mgmt_v2.py, the driver's v2 door), the requests of
+samples/requests-v2 (their vimConnectionInfo names the registered
+OpenStack VIM, the fake Keystone), then create, an instantiate that fails
 after the cluster's VIM is registered and is rolled back, instantiate, a
 scale-out that fails after the new Worker joined and is rolled back, scale
-out (renewing the Master's certificates, set to expire in 10 days) and
-in, heal of a Worker, a change to a package two Kubernetes minors ahead
-refused before any change and rolled back, a PATCH removing the
-driver's state and a
-change of a cluster CP's external connectivity refused (a PATCH of
-another metadata key done), a heal of the Storage server refused while a
-PersistentVolume is Bound and done once the claim is gone, heal of the
-whole VNF; then a v2 CNF on the cluster (given by VIM id): a terminate
-refused while it runs, a heal of the Worker running its pod (the pod and
-its file move to the other Worker), a Storage heal re-creating the volume
-refused and one keeping it done (the CNF's claim stays Bound, its file
-stays); the CNF terminated; the CNF's flavour "dynamic" (a StatefulSet
-whose claim the sample request's default StorageClass provisions in a
-directory of its own; tests/tacker_rest/db_on_the_cluster.py), scaled
-out to a second pod with a directory of its own, terminated with both
-directories kept; an entire heal refused while a CNF given the cluster
-inline runs, terminate and delete. After
-each, the checks of the user guide
-(tests/tacker_rest/lifecycle_checks.py) and the VIMs: the OpenStack one
-stays the instance's only vimConnectionInfo entry, the cluster's
+out (renewing the Master's certificates, set to expire in 10 days) and in,
+heal of a Worker, a change to a package two Kubernetes minors ahead
+refused before any change and rolled back, a PATCH removing the driver's
+state and a change of a cluster CP's external connectivity refused (a
+PATCH of another metadata key done), a heal of the Storage server refused
+while a PersistentVolume is Bound and done once the claim is gone, heal of
+the whole VNF; then a v2 CNF on the cluster (given by VIM id): a terminate
+refused while it runs, the Worker running its pod (the pod and its file
+move to the other Worker) powered off and healed by Tacker itself (auto-
+heal: tests/tacker_rest/auto_heal_checks.py), a Storage heal re-creating
+the volume refused and one keeping it done (the CNF's claim stays Bound,
+its file stays); the CNF terminated; the CNF's flavour "dynamic" (a
+StatefulSet whose claim the sample request's default StorageClass
+provisions in a directory of its own;
+tests/tacker_rest/db_on_the_cluster.py), scaled out to a second pod with a
+directory of its own, terminated with both directories kept; an entire
+heal refused while a CNF given the cluster inline runs; two Workers
+powered off, whose automatic heal the driver refuses as an outage, and
+auto-heal paused; terminate and delete. After each, the checks of the user
+guide (tests/tacker_rest/lifecycle_checks.py) and the VIMs: the OpenStack
+one stays the instance's only vimConnectionInfo entry, the cluster's
 Kubernetes VIM is in Tacker's registry with its id in the instance's
 metadata.
 
@@ -56,11 +57,12 @@ from testbed import pv_manifest
 from testbed import standins
 from testbed import tacker_lab
 from testbed import tacker_v2
+from tests.tacker_rest import auto_heal_checks as auto_heal
 from tests.tacker_rest import cnf_on_the_cluster as cnf
 from tests.tacker_rest import db_on_the_cluster as db
 from tests.tacker_rest import lifecycle_checks as checks
 
-STATE_KEY = 'kubernetesMgmtPv'
+STATE_KEY = checks.STATE_KEY
 
 
 @pytest.fixture(scope='module')
@@ -93,27 +95,6 @@ def _vnfcs(v2, s, vdu_id=None):
     return tacker_v2.vnfcs(v2.instance(s.instance_id), vdu_id)
 
 
-def _vim_name(s):
-    """The v2 samples give no vim_name: the per-instance default."""
-    return 'kubernetes_vim_%s' % s.instance_id
-
-
-def _check_vims(lab, v2, s):
-    """vimConnectionInfo: only the OpenStack VIM; the Kubernetes VIM in
-    the registry, its id in metadata."""
-    instance = v2.instance(s.instance_id)
-    vims = instance['vimConnectionInfo']
-    assert list(vims) == [tacker_v2.VIM_KEY]
-    assert vims[tacker_v2.VIM_KEY]['vimId'] == s.vim_id
-    assert vims[tacker_v2.VIM_KEY]['vimType'] == tacker_v2.VIM_TYPE
-    registered = checks.k8s_vims(lab)
-    assert [v['name'] for v in registered] == [_vim_name(s)]
-    saved = instance['metadata'][STATE_KEY]
-    assert saved['vim']['id'] == registered[0]['id']
-    assert 'password' not in repr(saved)
-    return registered[0]
-
-
 # -- the steps ------------------------------------------------------------
 
 def test_openstack_vim_and_package(lab, s, tmp_path_factory):
@@ -138,7 +119,8 @@ def test_failed_instantiate_is_rolled_back(lab, v2, s):
                                                  request)
     stack_id = lab.stack(s.instance_id).id
     registered = checks.k8s_vims(lab)
-    assert [v['name'] for v in registered] == [_vim_name(s)]
+    assert [v['name'] for v in registered] == [
+        checks.k8s_vim_name(s.instance_id)]
     # Tacker keeps only userScriptErrHandlingData of a failed hook.
     handed = occ['error']['userScriptErrHandlingData'][STATE_KEY]
     assert handed['registeredVim']['id'] == registered[0]['id']
@@ -168,9 +150,10 @@ def test_instantiate(lab, v2, s):
     assert sorted(v['vduId'] for v in _vnfcs(v2, s)) == [
         'masterNode', 'storage_server', 'workerNode', 'workerNode']
     checks.check_storage_and_pvs(lab, s.instance_id)
-    _check_vims(lab, v2, s)
+    checks.check_v2_vims(lab, v2, s)
     nodes = checks.record_nodes(lab, s, 'instantiate')
     assert len(nodes) == 3 and all(nodes.values()), nodes
+    auto_heal.check_monitored(lab, v2.instance(s.instance_id))
     s.done.add('instantiate')
 
 
@@ -321,7 +304,7 @@ def test_a_package_two_minors_ahead_is_refused_and_rolled_back(
     assert occ['operationState'] == 'ROLLED_BACK', occ.get('error')
     assert v2.instance(s.instance_id)['vnfdId'] == vnfd_before
     assert _versions(lab, v2, s) == before
-    _check_vims(lab, v2, s)
+    checks.check_v2_vims(lab, v2, s)
     nodes = checks.record_nodes(lab, s, 'package_change_refused')
     assert len(nodes) == 3 and all(nodes.values()), nodes
 
@@ -456,7 +439,7 @@ def test_heal_entire_vnf(lab, v2, s):
     assert not old_servers & {v['computeResource']['resourceId']
                               for v in _vnfcs(v2, s)}
     checks.check_storage_and_pvs(lab, s.instance_id)
-    _check_vims(lab, v2, s)
+    checks.check_v2_vims(lab, v2, s)
     nodes = checks.record_nodes(lab, s, 'heal_entire')
     assert len(nodes) == 3 and all(nodes.values()), nodes
     s.done.add('heal_entire')
@@ -465,7 +448,7 @@ def test_heal_entire_vnf(lab, v2, s):
 def _refused_while_the_cnf_runs(lab, v2, s, cnf_id, operation, body):
     """``operation`` of the cluster VNF fails (FAILED_TEMP) naming the CNF
     and its VIM, before anything is deleted; the operator fails it."""
-    k8s_vim = _check_vims(lab, v2, s)
+    k8s_vim = checks.check_v2_vims(lab, v2, s)
     stack_id = lab.stack(s.instance_id).id
     servers = {v['computeResource']['resourceId'] for v in _vnfcs(v2, s)}
     hosts = {lab.engine.hosts[server] for server in servers}
@@ -478,7 +461,7 @@ def _refused_while_the_cnf_runs(lab, v2, s, cnf_id, operation, body):
     assert servers == {v['computeResource']['resourceId']
                        for v in _vnfcs(v2, s)}
     assert hosts <= set(lab.engine.testbed.hosts)
-    assert _check_vims(lab, v2, s)['id'] == k8s_vim['id']
+    assert checks.check_v2_vims(lab, v2, s)['id'] == k8s_vim['id']
     assert set(lab.persistent_volumes()) == volumes
     deployment = lab.engine.kubes[stack_id].get('deployment', cnf.DEPLOYMENT)
     assert deployment['status']['readyReplicas'] == 1, deployment
@@ -492,7 +475,7 @@ def test_a_cnf_on_the_registered_vim(lab, v2, s, cnf_vnfd_id):
     (by vimId): Tacker's Kubernetes infra driver completes it on the
     cluster. It runs until test_terminate_the_cnf."""
     s.need('instantiate')
-    vim = cnf_package.registered_vim(_check_vims(lab, v2, s)['id'])
+    vim = cnf_package.registered_vim(checks.check_v2_vims(lab, v2, s)['id'])
     s.cnf = contextlib.ExitStack()
     s.cnf_id = s.cnf.enter_context(cnf.on_the_cluster(
         lab, v2, s.instance_id, cnf_vnfd_id, vim))
@@ -507,21 +490,28 @@ def test_terminate_refused_while_the_cnf_runs(lab, v2, s):
                                 {'terminationType': 'FORCEFUL'})
 
 
-def test_heal_the_worker_running_the_cnfs_pod(lab, v2, s):
-    """heal_start drains the Worker: the pod is evicted and recreated on
-    the other Worker with its file; the healed Worker joins again."""
+def test_the_powered_off_worker_of_the_cnfs_pod_heals_itself(lab, v2, s):
+    """Nova powers the Worker running the CNF's pod off: the probe of its
+    kubelet fails, Prometheus fires, Alertmanager posts to Tacker, and
+    Tacker heals the VNFC by itself (no additionalParams). The pod comes
+    back on the other Worker with its file, the claim Bound; the new VM
+    is probed under its new VNFC id."""
     s.need('cnf')
-
-    def heal(host):
-        vnfc, = [v for v in _vnfcs(v2, s, 'workerNode') if lab.engine.hosts[
-            v['computeResource']['resourceId']] == host.name]
-        return v2.lcm(s.instance_id, 'heal', {
-            'vnfcInstanceId': [vnfc['vnfcInfoId']],
-            'cause': 'Heal the Worker running the CNF'})
-    _, kept = cnf.heal_the_pods_worker(lab, s.instance_id, heal)
+    pod, stored, host, others = cnf.the_pods_worker(lab, s.instance_id)
+    vnfc, = [v for v in _vnfcs(v2, s, 'workerNode') if lab.engine.hosts[
+        v['computeResource']['resourceId']] == host.name]
+    occ = s.ops['auto_heal_worker'] = auto_heal.power_off_until_healed(
+        lab, v2, s.instance_id, [vnfc])
+    _completed(occ, 'HEAL')
+    assert occ['operationParams'] == {
+        'vnfcInstanceId': [vnfc['vnfcInfoId']]}, occ['operationParams']
+    _, kept = cnf.pod_back_with_its_file(lab, s.instance_id, pod, stored,
+                                         others)
     assert kept == s.cnf_file
     nodes = checks.record_nodes(lab, s, 'heal_cnf_worker')
     assert len(nodes) == 3 and all(nodes.values()), nodes
+    assert vnfc['vnfcInfoId'] not in {v['vnfcInfoId'] for v in _vnfcs(v2, s)}
+    auto_heal.check_monitored(lab, v2.instance(s.instance_id))
     s.done.add('cnf_worker_healed')
 
 
@@ -613,7 +603,7 @@ def test_a_statefulset_claims_a_volume_of_the_default_class(
     /volume/nfs/dynamic/default/data-db-0. It runs until
     test_terminate_the_statefulset_keeps_its_directories."""
     s.need('instantiate')
-    vim = cnf_package.registered_vim(_check_vims(lab, v2, s)['id'])
+    vim = cnf_package.registered_vim(checks.check_v2_vims(lab, v2, s)['id'])
     s.db = contextlib.ExitStack()
     s.db_cnf = s.db.enter_context(db.on_the_cluster(
         lab, v2, s.instance_id, cnf_vnfd_id))
@@ -656,7 +646,7 @@ def test_entire_heal_refused_while_a_cnf_is_on_the_cluster_inline(
     vimId) keeps the VIM too: the entire-VNF heal is refused."""
     s.need('instantiate')
     kube = _kube(lab, s)
-    vim = cnf_package.inline_vim(_check_vims(lab, v2, s)['auth_url'],
+    vim = cnf_package.inline_vim(checks.check_v2_vims(lab, v2, s)['auth_url'],
                                  kube.token, kube.ca_pem)
     body = _sample(lab, 'heal_entire_cluster.json')
     body['additionalParams']['all'] = True
@@ -674,6 +664,17 @@ def test_no_password_shown_by_the_api(lab, v2, s):
                                    [occ['id'] for occ in s.ops.values()])
 
 
+def test_two_workers_down_is_an_outage_not_healed(lab, v2, s):
+    """Both Workers powered off: Tacker starts a heal of them by itself,
+    which the driver refuses before any change (more Nodes down than
+    auto_heal_max_unhealthy); the operator fails it and pauses auto-heal
+    for the instance, whose VMs are no longer probed."""
+    s.need('instantiate')
+    auto_heal.check_outage_refused_then_paused(
+        lab, v2, s.instance_id, _vnfcs(v2, s, 'workerNode'),
+        '2 of 3 Nodes are not Ready')
+
+
 def test_terminate_and_delete(lab, v2, s):
     s.need('instantiate')
     stack_id = lab.stack(s.instance_id).id
@@ -689,6 +690,7 @@ def test_terminate_and_delete(lab, v2, s):
     assert not hosts & set(lab.engine.testbed.hosts)
     assert stack_id not in lab.engine.kubes
     assert checks.k8s_vims(lab) == []
+    assert auto_heal.instance_files(lab, s.instance_id) == []
     checks.check_no_password_shown(v2.client, '/vnflcm/v2', s.instance_id,
                                    [occ['id'] for occ in s.ops.values()])
     v2.delete(s.instance_id)

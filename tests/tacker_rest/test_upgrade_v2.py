@@ -21,7 +21,8 @@ COMPLETED, a probe through the VIP answering every second from before
 the change until the retry completed. Then the patch release, both
 Workers in one wave held by a PodDisruptionBudget until a replacement
 pod runs, a package
-that keeps the version (nothing fetched, nothing upgraded), and LAST.
+that keeps the version (nothing fetched, nothing upgraded), and LAST;
+then a Master powered off, which Tacker heals by itself (auto-heal).
 After each, every Node's kubelet is at the package's version, the
 instance is on that package with its saved state, the PVs are still
 Bound, the file is intact and the Kubernetes VIM still registered; then
@@ -43,6 +44,7 @@ from testbed import standins
 from testbed import tacker_lab
 from testbed import tacker_v2
 from testbed import vip_probe
+from tests.tacker_rest import auto_heal_checks as auto_heal
 from tests.tacker_rest import lifecycle_checks as checks
 from tests.tacker_rest import test_lifecycle_ha as ha_checks
 
@@ -365,6 +367,29 @@ def test_the_next_minor_after_the_patch(lab, v2, s, repository):
     _on_package(lab, v2, s, s.last_vnfd_id, LAST)
     assert set(_apt_sources(s).values()) == {
         repository.repository.url_for(LAST)}
+
+
+def test_a_powered_off_master_of_three_heals_itself(lab, v2, s):
+    """Nova powers a Master off; Tacker heals it by itself (the other
+    two keep etcd's quorum): the new Master joins at the package's
+    version, every Node is Ready, the PV Bound, the file intact, and the
+    new VM is probed under its new VNFC id."""
+    s.need('instantiate')
+    before = _nodes(lab, s)
+    vnfc = [v for v in tacker_v2.vnfcs(v2.instance(s.instance_id),
+                                       'masterNode')
+            if lab.engine.hosts[v['computeResource']['resourceId']]
+            != s.masters[0].name][0]
+    occ = s.ops['auto_heal_master'] = auto_heal.power_off_until_healed(
+        lab, v2, s.instance_id, [vnfc])
+    _completed(occ, 'HEAL')
+    assert occ['operationParams'] == {'vnfcInstanceId': [vnfc['vnfcInfoId']]}
+    nodes = _nodes(lab, s)
+    assert len(nodes) == 5 and set(nodes.values()) == set(
+        before.values()) and all(ready for _, ready in nodes.values()), nodes
+    assert _phases(lab, s)['nfs-pv1'] == 'Bound'
+    assert s.storage.read_file(s.kept) == KEPT
+    auto_heal.check_monitored(lab, v2.instance(s.instance_id))
 
 
 def test_terminate_and_delete(lab, v2, s):
