@@ -281,6 +281,8 @@ class ServersMixin(object):
                                          hold_sshd=True)
         self._check_address(host.ip)
         self._prepare_host(host, stack, first_boot)
+        for hook in list(self.boot_hooks):
+            hook(host)
         new_id = str(uuid.uuid4())
         with self._lock:
             server.physical_resource_id = new_id

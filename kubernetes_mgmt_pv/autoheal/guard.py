@@ -60,8 +60,8 @@ def node_health(listing):
         raise ValueError('no "items" list')
     nodes = []
     for item in items:
-        metadata, status = item.get('metadata') or {}, item.get('status') \
-            or {}
+        metadata, status = (_mapping(item, 'metadata'),
+                            _mapping(item, 'status'))
         name = metadata.get('name')
         if not isinstance(name, str) or not node_names.is_valid(name):
             continue
@@ -71,9 +71,14 @@ def node_health(listing):
                     if isinstance(condition, dict))
         nodes.append(NodeHealth(
             name, _internal_ip(status),
-            CONTROL_PLANE in (metadata.get('labels') or {}), ready,
+            CONTROL_PLANE in _mapping(metadata, 'labels'), ready,
             _registered(metadata)))
     return nodes
+
+
+def _mapping(item, key):
+    value = item.get(key) if isinstance(item, dict) else None
+    return value if isinstance(value, dict) else {}
 
 
 def max_unhealthy(setting, workers):

@@ -18,19 +18,19 @@ the whole VNF; then a v2 CNF on the cluster (given by VIM id): a terminate
 refused while it runs, the Worker running its pod (the pod and its file
 move to the other Worker) powered off and healed by Tacker itself (auto-
 heal: tests/tacker_rest/auto_heal_checks.py), a Storage heal re-creating
-the volume refused and one keeping it done (the CNF's claim stays Bound,
-its file stays); the CNF terminated; the CNF's flavour "dynamic" (a
-StatefulSet whose claim the sample request's default StorageClass
-provisions in a directory of its own;
-tests/tacker_rest/db_on_the_cluster.py), scaled out to a second pod with a
-directory of its own, terminated with both directories kept; an entire
-heal refused while a CNF given the cluster inline runs; two Workers
-powered off, whose automatic heal the driver refuses as an outage, and
-auto-heal paused; terminate and delete. After each, the checks of the user
-guide (tests/tacker_rest/lifecycle_checks.py) and the VIMs: the OpenStack
-one stays the instance's only vimConnectionInfo entry, the cluster's
-Kubernetes VIM is in Tacker's registry with its id in the instance's
-metadata.
+the volume refused, and the Storage server powered off and healed by
+Tacker itself keeping its volume (the CNF's claim stays Bound, its file
+stays); the CNF terminated; the CNF's flavour "dynamic" (a StatefulSet
+whose claim the sample request's default StorageClass provisions in a
+directory of its own; tests/tacker_rest/db_on_the_cluster.py), scaled out
+to a second pod with a directory of its own, terminated with both
+directories kept; an entire heal refused while a CNF given the cluster
+inline runs; two Workers powered off, whose automatic heal the driver
+refuses as an outage, and auto-heal paused; terminate and delete. After
+each, the checks of the user guide (tests/tacker_rest/lifecycle_checks.py)
+and the VIMs: the OpenStack one stays the instance's only
+vimConnectionInfo entry, the cluster's Kubernetes VIM is in Tacker's
+registry with its id in the instance's metadata.
 
 The requests log in with key files only (``ssh_key``: the lab placed the
 testbed's client key in the conductor's ssh_key_dir). v2 keeps no password
@@ -213,7 +213,7 @@ def test_scale_out_renews_certificates_expiring_in_10_days_and_in(
     nodes = checks.record_nodes(lab, s, 'scale_out')
     assert nodes.get(host.ip) is True and len(nodes) == 4, nodes
     checks.node_plugin_waited_for(lab, _kube(lab, s), host.ip, since)
-
+    auto_heal.check_monitored(lab, v2.instance(s.instance_id))
     occ = s.ops['scale_in'] = v2.lcm(
         s.instance_id, 'scale', _sample(lab, 'scale_in_worker.json'))
     _completed(occ, 'SCALE')
@@ -223,8 +223,8 @@ def test_scale_out_renews_certificates_expiring_in_10_days_and_in(
     assert added[0]['id'] not in {v['id'] for v in after}
     checks.check_storage_and_pvs(lab, s.instance_id)
     nodes = checks.record_nodes(lab, s, 'scale_in')
-    assert host.ip not in nodes and len(nodes) == 3, nodes
-    assert all(nodes.values()), nodes
+    assert host.ip not in nodes and list(nodes.values()) == [True] * 3, nodes
+    auto_heal.check_monitored(lab, v2.instance(s.instance_id))
     s.done.add('scale')
 
 
@@ -542,10 +542,11 @@ def test_heal_storage_recreating_its_volume_refused_while_the_cnf_runs(
 
 def test_heal_storage_server_keeping_its_volume_while_the_cnf_runs(
         lab, v2, s):
-    """Without additionalParams.all Tacker v2 replaces only the Storage
-    server; its Cinder volume and port stay, attached to the new VM. The
-    heal goes ahead while the CNF's claim is Bound: the claim stays Bound,
-    the pod's file stays, the export is served and writable again."""
+    """The Storage server powered off is healed by Tacker itself, with
+    no additionalParams: v2 replaces only the VM, its Cinder volume and
+    port stay, attached to the new VM. The heal goes ahead while the
+    CNF's claim is Bound: the claim stays Bound, the pod's file stays,
+    the export is served and writable again."""
     s.need('cnf_worker_healed')
     kube = _kube(lab, s)
     assert kube.get('pvc', cnf_sample.CLAIM)['status']['phase'] == \
@@ -556,10 +557,11 @@ def test_heal_storage_server_keeping_its_volume_while_the_cnf_runs(
     old_host.write_file('/root-fs-probe', 'old VM')
     versions = {name: pv['metadata']['resourceVersion']
                 for name, pv in lab.persistent_volumes().items()}
-    request = _sample(lab, 'heal_storage_server.json')
-    request['vnfcInstanceId'] = [storage['vnfcInfoId']]
-    occ = s.ops['heal_storage_kept'] = v2.lcm(s.instance_id, 'heal', request)
+    occ = s.ops['heal_storage_kept'] = auto_heal.power_off_until_healed(
+        lab, v2, s.instance_id, [storage])
     _completed(occ, 'HEAL')
+    assert occ['operationParams'] == {
+        'vnfcInstanceId': [storage['vnfcInfoId']]}
     healed, = _vnfcs(v2, s, 'storage_server')
     assert healed['computeResource']['resourceId'] != \
         storage['computeResource']['resourceId']

@@ -13,7 +13,8 @@ the package carries its key). The
 repository serves OLD's minor, FIRST (the next minor's first patch),
 PATCH (the sample's version, a later patch of that minor) and LAST (the
 minor after). In file order: a claim is Bound to nfs-pv1 and a file
-written to its export on the Storage server; a package at LAST, two
+written to its export on the Storage server; a Master powered off,
+which Tacker heals by itself (auto-heal); a package at LAST, two
 minors ahead, is refused before any change and rolled back; the change
 to FIRST, with ``kubeadm upgrade node`` failing on the second Master,
 ends FAILED_TEMP naming that Master and the step; its retry converges to
@@ -21,8 +22,7 @@ COMPLETED, a probe through the VIP answering every second from before
 the change until the retry completed. Then the patch release, both
 Workers in one wave held by a PodDisruptionBudget until a replacement
 pod runs, a package
-that keeps the version (nothing fetched, nothing upgraded), and LAST;
-then a Master powered off, which Tacker heals by itself (auto-heal).
+that keeps the version (nothing fetched, nothing upgraded), and LAST.
 After each, every Node's kubelet is at the package's version, the
 instance is on that package with its saved state, the PVs are still
 Bound, the file is intact and the Kubernetes VIM still registered; then
@@ -218,6 +218,32 @@ def test_a_claim_bound_and_a_file_on_the_storage_server(lab, s):
     s.done.add('bound')
 
 
+def test_a_powered_off_master_of_three_heals_itself(lab, v2, s):
+    """Nova powers a Master off; Tacker heals it by itself (the other
+    two keep etcd's quorum): the new Master joins at the package's
+    version, every Node is Ready, the PV Bound, the file intact, and the
+    new VM is probed under its new VNFC id."""
+    s.need('bound')
+    before = _nodes(lab, s)
+    vnfc = [v for v in tacker_v2.vnfcs(v2.instance(s.instance_id),
+                                       'masterNode')
+            if lab.engine.hosts[v['computeResource']['resourceId']]
+            != s.masters[0].name][0]
+    occ = s.ops['auto_heal_master'] = auto_heal.power_off_until_healed(
+        lab, v2, s.instance_id, [vnfc])
+    _completed(occ, 'HEAL')
+    assert occ['operationParams'] == {'vnfcInstanceId': [vnfc['vnfcInfoId']]}
+    nodes = _nodes(lab, s)
+    assert len(nodes) == 5 and set(nodes.values()) == set(
+        before.values()) and all(ready for _, ready in nodes.values()), nodes
+    assert _phases(lab, s)['nfs-pv1'] == 'Bound'
+    assert s.storage.read_file(s.kept) == KEPT
+    auto_heal.check_monitored(lab, v2.instance(s.instance_id))
+    s.masters = sorted(_hosts(lab, v2, s, 'masterNode'),
+                       key=lambda host: host.ip)
+    s.nodes = _hosts(lab, v2, s, 'masterNode', 'workerNode')
+
+
 def test_a_package_two_minors_ahead_is_refused_before_any_change(
         lab, v2, s, repository, tmp_path_factory):
     """1.35 to 1.37: change_current_package_start refuses it, naming
@@ -367,29 +393,6 @@ def test_the_next_minor_after_the_patch(lab, v2, s, repository):
     _on_package(lab, v2, s, s.last_vnfd_id, LAST)
     assert set(_apt_sources(s).values()) == {
         repository.repository.url_for(LAST)}
-
-
-def test_a_powered_off_master_of_three_heals_itself(lab, v2, s):
-    """Nova powers a Master off; Tacker heals it by itself (the other
-    two keep etcd's quorum): the new Master joins at the package's
-    version, every Node is Ready, the PV Bound, the file intact, and the
-    new VM is probed under its new VNFC id."""
-    s.need('instantiate')
-    before = _nodes(lab, s)
-    vnfc = [v for v in tacker_v2.vnfcs(v2.instance(s.instance_id),
-                                       'masterNode')
-            if lab.engine.hosts[v['computeResource']['resourceId']]
-            != s.masters[0].name][0]
-    occ = s.ops['auto_heal_master'] = auto_heal.power_off_until_healed(
-        lab, v2, s.instance_id, [vnfc])
-    _completed(occ, 'HEAL')
-    assert occ['operationParams'] == {'vnfcInstanceId': [vnfc['vnfcInfoId']]}
-    nodes = _nodes(lab, s)
-    assert len(nodes) == 5 and set(nodes.values()) == set(
-        before.values()) and all(ready for _, ready in nodes.values()), nodes
-    assert _phases(lab, s)['nfs-pv1'] == 'Bound'
-    assert s.storage.read_file(s.kept) == KEPT
-    auto_heal.check_monitored(lab, v2.instance(s.instance_id))
 
 
 def test_terminate_and_delete(lab, v2, s):

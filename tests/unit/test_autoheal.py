@@ -9,6 +9,7 @@ import os
 import pytest
 
 from kubernetes_mgmt_pv.autoheal import guard
+from kubernetes_mgmt_pv.autoheal import heal_check
 from kubernetes_mgmt_pv.autoheal import monitoring
 from kubernetes_mgmt_pv.autoheal import probes
 from kubernetes_mgmt_pv.autoheal import targets_file
@@ -197,7 +198,8 @@ def test_node_health_reads_the_node_list_and_skips_what_is_not_a_node():
         {'metadata': {'name': 'worker-0'},
          'status': {'conditions': [{'type': 'Ready',
                                     'status': 'Unknown'}]}},
-        {'metadata': {'name': 'Bad name;rm'}},
+        {'metadata': {'name': 'Bad name;rm'}}, 3, {'metadata': []},
+        {'metadata': {'name': 'x', 'labels': 'y'}, 'status': 'z'},
         {'metadata': {'name': 'w'}, 'status': {'addresses': [
             {'type': 'InternalIP', 'address': '1.2.3.4; x'}]}},
     ]})
@@ -206,6 +208,7 @@ def test_node_health_reads_the_node_list_and_skips_what_is_not_a_node():
                          datetime.datetime(2026, 11, 29, 11, 0, tzinfo=(
                              datetime.timezone.utc))),
         guard.NodeHealth('worker-0', None, False, False, None),
+        guard.NodeHealth('x', None, False, False, None),
         guard.NodeHealth('w', None, False, False, None)]
     with pytest.raises(ValueError):
         guard.node_health('{"kind": "Status"}')
@@ -253,3 +256,93 @@ def test_an_automatic_heal_that_needs_parameters_says_which_in_one_line():
     assert message.startswith('automatic heal refused: ')
     assert 'additionalParams.x.worker_node.password' in message
     assert 'ssh_key' in message
+
+
+class Conf(object):
+    def __init__(self, directory):
+        self.auto_heal_targets_dir = directory
+
+
+class Feature(object):
+    """A cluster feature whose topology is FakeTopology (None: off)."""
+
+    def __init__(self, topology):
+        self.topology = topology
+
+    def node_topology(self, context, vnf_instance):
+        return self.topology
+
+
+class Instance(object):
+    id = INSTANCE
+
+
+def test_refresh_switch_and_forget_keep_one_file_per_instance(tmp_path):
+    conf = Conf(str(tmp_path))
+    feature = Feature(FakeTopology([Node('worker', '10.0.0.21')]))
+    vnfcs = [monitoring.Vnfc('w-1', 'workerNode', 'server-10.0.0.21')]
+    assert monitoring.refresh(feature, None, Instance, vnfcs, True,
+                              conf) == ['wrote ' + A]
+    assert monitoring.refresh(feature, None, Instance, vnfcs, True,
+                              conf) == []
+    assert json.loads((tmp_path / A).read_text())[0]['targets'] == [
+        '10.0.0.21:10250']
+    assert monitoring.switch(INSTANCE, False, conf) == [
+        'wrote ' + P, 'removed ' + A]
+    assert monitoring.switch(INSTANCE, True, conf) == [
+        'wrote ' + A, 'removed ' + P]
+    assert monitoring.forget(INSTANCE, conf) == ['removed ' + A]
+    assert monitoring.switch(INSTANCE, True, conf) == []
+    assert monitoring.forget(INSTANCE, conf) == []
+
+
+def test_without_a_directory_or_the_cluster_feature_nothing_is_written(
+        tmp_path):
+    vnfcs = [monitoring.Vnfc('w-1', 'workerNode', 'server-10.0.0.21')]
+    feature = Feature(FakeTopology([Node('worker', '10.0.0.21')]))
+    for conf, feature in ((Conf(None), feature),
+                          (Conf(str(tmp_path)), Feature(None))):
+        assert monitoring.refresh(feature, None, Instance, vnfcs, True,
+                                  conf) == []
+        assert monitoring.switch(INSTANCE, False, conf) == []
+        assert monitoring.forget(INSTANCE, conf) == []
+    assert os.listdir(tmp_path) == []
+
+
+class HealthFacts(object):
+    def __init__(self, facts):
+        self.facts = facts
+
+    def heal_health_facts(self, context, vnf_instance, heal_vnf_request):
+        return self.facts
+
+
+class GuardConf(object):
+    auto_heal_max_unhealthy = '40%'
+    auto_heal_startup_grace = 600.0
+
+
+def _listing(*ready):
+    return json.dumps({'items': [
+        {'metadata': {'name': 'w%d' % index,
+                      'creationTimestamp': '2026-11-29T10:00:00Z'},
+         'status': {'addresses': [{'type': 'InternalIP',
+                                   'address': '192.168.0.%d' % index}],
+                    'conditions': [{'type': 'Ready',
+                                    'status': str(up)}]}}
+        for index, up in enumerate(ready)]})
+
+
+def test_heal_check_refuses_with_the_guards_reason():
+    check = heal_check.check
+    check(HealthFacts(None), None, None, None, GuardConf(), NOW)
+    check(HealthFacts((_listing(False, True), {'192.168.0.0'})), None, None,
+          None, GuardConf(), NOW)
+    with pytest.raises(exceptions.MgmtDriverError) as raised:
+        check(HealthFacts((_listing(False, False, True), {'192.168.0.0'})),
+              None, None, None, GuardConf(), NOW)
+    assert '2 of 3 Nodes are not Ready' in str(raised.value)
+    with pytest.raises(exceptions.MgmtDriverError) as raised:
+        check(HealthFacts(('{"items": 3}', set())), None, None, None,
+              GuardConf(), NOW)
+    assert 'Node list' in str(raised.value)

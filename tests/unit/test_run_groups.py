@@ -13,9 +13,9 @@ from testbed import run_groups
      'tests/functional/test_faults.py'),
     ('tests/tacker_rest/test_lifecycle.py::test_instantiate', 'tacker-lab'),
     ('tests/tacker_rest/test_lifecycle_ha.py::test_x', 'tacker-lab'),
-    ('tests/tacker_rest/test_two_conductors.py::test_x', 'tacker-lab'),
-    # v2, but on v1's lab: v1's modules are the shorter chain.
+    # v2, but on v1's lab, and v1 on v2's: two chains about as long.
     ('tests/tacker_rest/test_upgrade_v2.py::test_x', 'tacker-lab'),
+    ('tests/tacker_rest/test_two_conductors.py::test_x', 'tacker-lab-v2'),
     ('tests/tacker_rest/test_v2_hooks.py::test_hooks', 'tacker-lab-v2'),
     ('tests/tacker_rest/test_lifecycle_v2.py::test_x', 'tacker-lab-v2'),
     ('tests/tacker_rest/test_heat_engine.py::test_x',
@@ -93,7 +93,7 @@ def test_the_groups_expected_to_take_longest_come_first():
     alone = ['tests/functional/test_cluster.py::test_%s' % name
              for name in ('slow', 'quick', 'new')]
     lab = ['tests/tacker_rest/test_lifecycle.py::test_x',
-           'tests/tacker_rest/test_two_conductors.py::test_y']
+           'tests/tacker_rest/test_lifecycle_ha.py::test_y']
     durations = {ha[0]: 10, ha[1]: 10, ha[2]: 10, alone[0]: 100,
                  alone[1]: 1, lab[0]: 20, lab[1]: 20}
     order = run_groups.longest_groups_first(
