@@ -40,7 +40,10 @@ def plan(present, instance_id, content, enabled):
 
 def sync(directory, instance_id, content, enabled=True):
     """Bring the instance's file in ``directory`` to ``content`` (None:
-    remove it); the changes made, e.g. ["wrote x.json"], [] if none."""
+    remove it); the changes made, e.g. ["wrote x.json"], [] if none. A
+    directory that does not exist holds nothing to remove."""
+    if content is None and not os.path.lexists(directory):
+        return []
     _check_directory(directory)
     probes.check_id(instance_id, 'VNF instance id')
     present = {}

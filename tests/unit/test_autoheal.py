@@ -98,6 +98,8 @@ def test_sync_refuses_a_missing_directory_or_a_link_naming_the_option(
         assert targets_file.OPTION in str(raised.value)
     with pytest.raises(ValueError):
         targets_file.sync(str(tmp_path / 'real'), '../etc/x', b'[]')
+    # Nothing to remove where there is no directory (terminate).
+    assert targets_file.sync(str(tmp_path / 'missing'), INSTANCE, None) == []
 
 
 class FakeTopology(object):
