@@ -48,12 +48,14 @@ def power_off_until_healed(lab, v2, instance_id, vnfcs):
     return v2.automatic_heal(instance_id, known)
 
 
-def check_outage_refused_then_paused(lab, v2, instance_id, vnfcs, words):
+def check_outage_refused_then_recovered(lab, v2, instance_id, vnfcs,
+                                        words):
     """Power the VMs of ``vnfcs`` off: the heal Tacker starts by itself
     ends FAILED_TEMP with the driver's refusal (``words``, the option to
     change), its VMs unchanged. The operator fails it and pauses
-    auto-heal (isAutohealEnabled false): the targets are set aside and no
-    longer probed."""
+    auto-heal (isAutohealEnabled false): the targets are set aside and
+    no longer probed. Then the operator heals the VMs (a request with
+    only their ids) and resumes auto-heal: every VM probed again."""
     occ = power_off_until_healed(lab, v2, instance_id, vnfcs)
     assert occ['operationState'] == 'FAILED_TEMP', occ
     detail = occ['error']['detail']
@@ -65,10 +67,20 @@ def check_outage_refused_then_paused(lab, v2, instance_id, vnfcs, words):
             for vnfc in info['vnfcResourceInfo']
             if vnfc['id'] in servers} == servers
     assert v2.op_action(occ['id'], 'fail')['operationState'] == 'FAILED'
-    paused = v2.modify(instance_id, {'vnfConfigurableProperties': {
-        'isAutohealEnabled': False}})
-    assert paused['operationState'] == 'COMPLETED', paused.get('error')
+    _switch(v2, instance_id, False)
     check_monitored(lab, v2.instance(instance_id), enabled=False)
     polling.wait_until(lambda: not lab.monitoring.probed(instance_id),
                        'the probes of a paused instance to stop', 30,
                        first_delay=0.2, max_delay=1.0)
+    healed = v2.lcm(instance_id, 'heal', {'vnfcInstanceId': [
+        vnfc['vnfcInfoId'] for vnfc in vnfcs]})
+    assert healed['operationState'] == 'COMPLETED', healed.get('error')
+    _switch(v2, instance_id, True)
+    check_monitored(lab, v2.instance(instance_id))
+
+
+def _switch(v2, instance_id, enabled):
+    """PATCH the instance's isAutohealEnabled."""
+    occ = v2.modify(instance_id, {'vnfConfigurableProperties': {
+        'isAutohealEnabled': enabled}})
+    assert occ['operationState'] == 'COMPLETED', occ.get('error')

@@ -41,6 +41,19 @@ def check_v2_vims(lab, v2, s):
     return registered[0]
 
 
+def check_volume_mounted_and_exported(lab, instance_id):
+    """On the Storage server, ``df -h``: the Cinder volume (/dev/vdb) is
+    mounted on /volume; ``sudo exportfs -v``: every export_dir of the
+    request. Returns what they printed."""
+    found = lab.storage_checks(instance_id)
+    assert re.search(r'^/dev/vdb\s.*\s/volume$', found['df'], re.M), \
+        found['df']
+    for path in EXPORTS:
+        assert re.search(r'^%s\s' % re.escape(path), found['exportfs'],
+                         re.M), found['exportfs']
+    return found
+
+
 class Session(object):
     """What the steps learned, and which of them passed."""
 
@@ -90,14 +103,7 @@ def nodes_at(s, step):
 
 def check_storage_and_pvs(lab, instance_id):
     """The user guide's checks after instantiate and after each heal."""
-    checks = lab.storage_checks(instance_id)
-    # df -h: the Cinder volume (/dev/vdb) is mounted on /volume.
-    assert re.search(r'^/dev/vdb\s.*\s/volume$', checks['df'], re.M), \
-        checks['df']
-    # sudo exportfs -v: every export_dir of the request.
-    for export in EXPORTS:
-        assert re.search(r'^%s\s' % re.escape(export), checks['exportfs'],
-                         re.M), checks['exportfs']
+    checks = check_volume_mounted_and_exported(lab, instance_id)
     # kubectl get pv: every PV Available, at the Storage server's address.
     listing = lab.kubectl('get', 'pv')
     volumes = lab.persistent_volumes()

@@ -2,48 +2,46 @@
 
 The same operator session as test_lifecycle.py, through ``/vnflcm/v2``
 (``Version: 2.0.0``): the sample built with ``kubernetes-mgmt-pv package
---api v2`` (its VNFD runs the package script
-Scripts/kubernetes_mgmt_v2.py, the driver's v2 door), the requests of
-samples/requests-v2 (their vimConnectionInfo names the registered
-OpenStack VIM, the fake Keystone), then create, an instantiate that fails
-after the cluster's VIM is registered and is rolled back, instantiate, a
-scale-out that fails after the new Worker joined and is rolled back, scale
-out (renewing the Master's certificates, set to expire in 10 days) and in,
-heal of a Worker, a change to a package two Kubernetes minors ahead
-refused before any change and rolled back, a PATCH removing the driver's
-state and a change of a cluster CP's external connectivity refused (a
-PATCH of another metadata key done), a heal of the Storage server refused
-while a PersistentVolume is Bound and done once the claim is gone, heal of
-the whole VNF; then a v2 CNF on the cluster (given by VIM id): a terminate
+--api v2`` (its VNFD runs the package script Scripts/kubernetes_mgmt_v2.py,
+the driver's v2 door), the requests of samples/requests-v2 (their
+vimConnectionInfo names the registered OpenStack VIM, the fake Keystone),
+then create, an instantiate that fails after the cluster's VIM is
+registered and is rolled back, instantiate, a scale-out that fails after
+the new Worker joined and is rolled back, scale out (renewing the Master's
+certificates, set to expire in 10 days), two Workers of three powered off
+whose automatic heal the driver refuses as an outage (auto-heal paused,
+the Workers healed by the operator, auto-heal resumed), scale in, heal of
+a Worker, a change to a package two Kubernetes minors ahead refused before
+any change and rolled back, a PATCH removing the driver's state and a
+change of a cluster CP's external connectivity refused (a PATCH of another
+metadata key done), a heal of the Storage server refused while a
+PersistentVolume is Bound and done once the claim is gone, heal of the
+whole VNF; then a v2 CNF on the cluster (given by VIM id): a terminate
 refused while it runs, the Worker running its pod (the pod and its file
-move to the other Worker) powered off and healed by Tacker itself (auto-
-heal: tests/tacker_rest/auto_heal_checks.py), a Storage heal re-creating
-the volume refused, and the Storage server powered off and healed by
-Tacker itself keeping its volume (the CNF's claim stays Bound, its file
-stays); the CNF terminated; the CNF's flavour "dynamic" (a StatefulSet
-whose claim the sample request's default StorageClass provisions in a
-directory of its own; tests/tacker_rest/db_on_the_cluster.py), scaled out
-to a second pod with a directory of its own, terminated with both
-directories kept; an entire heal refused while a CNF given the cluster
-inline runs; two Workers powered off, whose automatic heal the driver
-refuses as an outage, and auto-heal paused; terminate and delete. After
-each, the checks of the user guide (tests/tacker_rest/lifecycle_checks.py)
-and the VIMs: the OpenStack one stays the instance's only
-vimConnectionInfo entry, the cluster's Kubernetes VIM is in Tacker's
-registry with its id in the instance's metadata.
+move to the other Worker) powered off and healed by Tacker itself
+(auto-heal: tests/tacker_rest/auto_heal_checks.py), a Storage heal
+re-creating the volume refused, and the Storage server powered off and
+healed by Tacker itself keeping its volume (the CNF's claim stays Bound,
+its file stays); the CNF terminated; the CNF's flavour "dynamic" (a
+StatefulSet whose claim the sample request's default StorageClass
+provisions in a directory of its own; tests/tacker_rest/db_on_the_cluster.py),
+scaled out to a second pod with a directory of its own, terminated with
+both directories kept; an entire heal refused while a CNF given the cluster
+inline runs; terminate and delete. After each, the checks of the user
+guide (tests/tacker_rest/lifecycle_checks.py) and the VIMs: the OpenStack
+one stays the instance's only vimConnectionInfo entry, the cluster's
+Kubernetes VIM is in Tacker's registry with its id in the instance's
+metadata.
 
 The requests log in with key files only (``ssh_key``: the lab placed the
-testbed's client key in the conductor's ssh_key_dir). v2 keeps no password
-between operations, but it keeps the key file names (the driver's
-metadata): the sample scale and heal requests name them again, the heal of
-a Worker gives no login at all. No GET of the VNF instance or of its LCM
-operation occurrences shows a node password.
+testbed's client key in the conductor's ssh_key_dir): v2 keeps their names
+(the driver's metadata), not passwords; the heals of a Worker give no
+login at all. No GET of the instance or of its op occs shows a password.
 """
 
 import contextlib
 import datetime
 import os
-import re
 import stat
 
 import pytest
@@ -185,11 +183,9 @@ def _kube(lab, s):
     return lab.engine.kubes[lab.stack(s.instance_id).id]
 
 
-def test_scale_out_renews_certificates_expiring_in_10_days_and_in(
-        lab, v2, s):
+def test_scale_out_renews_certificates_expiring_in_10_days(lab, v2, s):
     """The Master's kubeadm certificates, signed again to expire in 10
-    days, are renewed by the scale-out (cert_renewal_days: 60); then a
-    scale-in."""
+    days, are renewed by the scale-out (cert_renewal_days: 60)."""
     s.need('instantiate')
     master = _master_host(lab, v2, s)
     standins.expire_certificates(master, 10)
@@ -214,16 +210,36 @@ def test_scale_out_renews_certificates_expiring_in_10_days_and_in(
     assert nodes.get(host.ip) is True and len(nodes) == 4, nodes
     checks.node_plugin_waited_for(lab, _kube(lab, s), host.ip, since)
     auto_heal.check_monitored(lab, v2.instance(s.instance_id))
+    s.added = added[0]
+    s.done.add('scale_out')
+
+
+def test_two_workers_of_three_down_is_an_outage_not_healed(lab, v2, s):
+    """Two of three Workers powered off: the driver refuses Tacker's own
+    heal before any change (more Nodes down than auto_heal_max_unhealthy,
+    40 % of 3); the operator fails it, pauses auto-heal for the instance
+    (its VMs no longer probed), heals both and resumes it."""
+    s.need('scale_out')
+    auto_heal.check_outage_refused_then_recovered(
+        lab, v2, s.instance_id, [s.added] + [v for v in _vnfcs(
+            v2, s, 'workerNode') if v['id'] != s.added['id']][:1],
+        '2 of 4 Nodes are not Ready')
+
+
+def test_scale_in(lab, v2, s):
+    s.need('scale_out')
+    addresses = {v['id']: lab.engine.testbed.hosts[lab.engine.hosts[
+        v['computeResource']['resourceId']]].ip
+        for v in _vnfcs(v2, s, 'workerNode')}
     occ = s.ops['scale_in'] = v2.lcm(
         s.instance_id, 'scale', _sample(lab, 'scale_in_worker.json'))
     _completed(occ, 'SCALE')
-    after = _vnfcs(v2, s, 'workerNode')
-    assert len(after) == 2
-    # Tacker picked the newest Worker; Heat removed exactly that one.
-    assert added[0]['id'] not in {v['id'] for v in after}
+    # Tacker picked one Worker; Heat removed exactly that one.
+    gone, = set(addresses) - {v['id'] for v in _vnfcs(v2, s, 'workerNode')}
     checks.check_storage_and_pvs(lab, s.instance_id)
     nodes = checks.record_nodes(lab, s, 'scale_in')
-    assert host.ip not in nodes and list(nodes.values()) == [True] * 3, nodes
+    assert addresses[gone] not in nodes and \
+        list(nodes.values()) == [True] * 3, nodes
     auto_heal.check_monitored(lab, v2.instance(s.instance_id))
     s.done.add('scale')
 
@@ -569,12 +585,7 @@ def test_heal_storage_server_keeping_its_volume_while_the_cnf_runs(
     assert host.ip == old_host.ip  # the port stayed
     assert host.run('cat /root-fs-probe', check=False).returncode != 0
     assert host.read_file(s.cnf_file) == cnf.KEPT
-    found = lab.storage_checks(s.instance_id)
-    assert re.search(r'^/dev/vdb\s.*\s/volume$', found['df'], re.M), \
-        found['df']
-    for path in checks.EXPORTS:
-        assert re.search(r'^%s\s' % re.escape(path), found['exportfs'],
-                         re.M), found['exportfs']
+    checks.check_volume_mounted_and_exported(lab, s.instance_id)
     volumes = lab.persistent_volumes()
     assert volumes['nfs-pv1']['status']['phase'] == 'Bound'
     assert {name: pv['metadata']['resourceVersion']
@@ -664,17 +675,6 @@ def test_no_password_shown_by_the_api(lab, v2, s):
     s.need('instantiate')
     checks.check_no_password_shown(v2.client, '/vnflcm/v2', s.instance_id,
                                    [occ['id'] for occ in s.ops.values()])
-
-
-def test_two_workers_down_is_an_outage_not_healed(lab, v2, s):
-    """Both Workers powered off: Tacker starts a heal of them by itself,
-    which the driver refuses before any change (more Nodes down than
-    auto_heal_max_unhealthy); the operator fails it and pauses auto-heal
-    for the instance, whose VMs are no longer probed."""
-    s.need('instantiate')
-    auto_heal.check_outage_refused_then_paused(
-        lab, v2, s.instance_id, _vnfcs(v2, s, 'workerNode'),
-        '2 of 3 Nodes are not Ready')
 
 
 def test_terminate_and_delete(lab, v2, s):
