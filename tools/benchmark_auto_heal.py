@@ -18,9 +18,10 @@ Nova's API and the phases are timed:
 
 Each phase is printed with the machine's CPU load over it (the test
 hosts and Tacker share the cores: near 100 % a phase is CPU-bound). The
-driver adds no waits of its own: the total is ``for`` + the intervals +
-``timer_interval`` + the heal, which the last line checks (the heal's
-share is what an operator's heal of that Worker takes).
+driver adds no waits of its own: the total is ``for`` + the scrape and
+evaluation intervals + ``timer_interval`` + the heal (what an operator's
+heal of that Worker takes); the last lines set the configured waits
+beside the measured time to Tacker's HEAL.
 
 Usage (as root, after ``tox -e tacker``)::
 
@@ -101,7 +102,19 @@ def measure(lab, v2, instance_id):
         not node_lifecycle.kubelet_gone(node)], 'the new Node', 60)
     marks.mark('heal COMPLETED, Node Ready')
     marks.report()
+    waits = _seconds(tacker_lab.AUTO_HEAL_FOR) + tacker_lab.AUTO_HEAL_TIMER
+    print('configured waits: "for" %s + timer_interval %d s = %.0f s, plus '
+          'the scrape and evaluation intervals (%s each); measured to the '
+          'HEAL: %.1f s' % (tacker_lab.AUTO_HEAL_FOR,
+                            tacker_lab.AUTO_HEAL_TIMER, waits,
+                            lab.monitoring.interval,
+                            marks.marks[2][1] - marks.marks[0][1]))
     return occ
+
+
+def _seconds(duration):
+    """Seconds of a Prometheus duration in seconds ("2s")."""
+    return float(duration.rstrip('s'))
 
 
 def main():
