@@ -55,7 +55,7 @@ class MonitoringStack(object):
         self.interval = interval
         self.directory = None
         self.ports = {}
-        self._processes = []
+        self._processes = {}  # service -> Popen, in start order
 
     @property
     def targets_dir(self):
@@ -98,7 +98,7 @@ class MonitoringStack(object):
         return self
 
     def stop(self):
-        for process in reversed(self._processes):
+        for process in reversed(list(self._processes.values())):
             if process.poll() is None:
                 process.terminate()
                 try:
@@ -106,7 +106,7 @@ class MonitoringStack(object):
                 except subprocess.TimeoutExpired:
                     process.kill()
                     process.wait()
-        self._processes = []
+        self._processes = {}
         if self.directory:
             shutil.rmtree(self.directory, ignore_errors=True)
             self.directory = None
@@ -184,12 +184,12 @@ class MonitoringStack(object):
 
     def _spawn(self, service, argv):
         with open(self._path(service + '.log'), 'ab') as log:
-            self._processes.append(subprocess.Popen(
+            self._processes[service] = subprocess.Popen(
                 argv, stdin=subprocess.DEVNULL, stdout=log, stderr=log,
-                cwd=self.directory))
+                cwd=self.directory)
 
     def _answers(self, service, path):
-        if self._processes and self._processes[-1].poll() is not None:
+        if self._processes[service].poll() is not None:
             raise processes.ServiceError(
                 '%s exited, see %s' % (service, self._path(service + '.log')))
         try:

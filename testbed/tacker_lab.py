@@ -75,7 +75,7 @@ class TackerLab(object):
     """
 
     def __init__(self, workdir=None, driver_options=None, log=None,
-                 conductor_count=1, stock_image=False, auto_heal=True):
+                 conductor_count=1, stock_image=False):
         self.log = log or (lambda message: None)
         # stock_image: the VMs lack the NFS packages, as the user guide's
         # image does (the driver installs them); by default they come
@@ -102,13 +102,11 @@ class TackerLab(object):
         # Auto-heal as the operator guide sets it up, with shorter waits:
         # Prometheus fires after AUTO_HEAL_FOR, Tacker heals
         # timer_interval later.
-        self.monitoring = None
-        if auto_heal:
-            self.monitoring = monitoring.MonitoringStack(
-                None, alert_for=AUTO_HEAL_FOR)
-            self.service.extra_conf['prometheus_plugin'] = {
-                'auto_healing': True, 'timer_interval': AUTO_HEAL_TIMER}
-            self.service.driver_options['auto_heal_startup_grace'] = 10
+        self.monitoring = monitoring.MonitoringStack(
+            None, alert_for=AUTO_HEAL_FOR)
+        self.service.extra_conf['prometheus_plugin'] = {
+            'auto_healing': True, 'timer_interval': AUTO_HEAL_TIMER}
+        self.service.driver_options['auto_heal_startup_grace'] = 10
         self.client = None
         self.timings = {}
 
@@ -135,12 +133,11 @@ class TackerLab(object):
                 self.cloud.add_keypair(name, testbed.client_public_key())
             self.service.extra_conf['keystone_authtoken'] = \
                 self.service_user()
-            if self.monitoring is not None:
-                self.service.api_port = processes.free_port()
-                self.monitoring.tacker_url = self.service.api_url
-                self.monitoring.start()
-                self.service.driver_options['auto_heal_targets_dir'] = \
-                    self.monitoring.targets_dir
+            self.service.api_port = processes.free_port()
+            self.monitoring.tacker_url = self.service.api_url
+            self.monitoring.start()
+            self.service.driver_options['auto_heal_targets_dir'] = \
+                self.monitoring.targets_dir
             self.service.start()
         except BaseException:
             self.stop()
@@ -162,10 +159,8 @@ class TackerLab(object):
 
     def stop(self):
         errors = []
-        steps = [self.service.stop, self.cloud.stop, self.engine.stop]
-        if self.monitoring is not None:
-            steps.insert(1, self.monitoring.stop)
-        for step in steps:
+        for step in (self.service.stop, self.monitoring.stop,
+                     self.cloud.stop, self.engine.stop):
             try:
                 step()
             except Exception as error:  # noqa: BLE001 - stop the others

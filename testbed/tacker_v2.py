@@ -156,12 +156,15 @@ class V2Api(object):
         return polling.wait_until(done, 'v2 LCM operation %s' % op_id,
                                   timeout, first_delay=0.5, max_delay=3)
 
+    def ops(self, instance_id):
+        """The instance's operation occurrences."""
+        return [occ for occ in self.client.get('/vnflcm/v2/vnf_lcm_op_occs')
+                if occ['vnfInstanceId'] == instance_id]
+
     def unfinished_ops(self, instance_id):
         """Ids of the instance's operations that keep another out."""
-        occs = self.client.get('/vnflcm/v2/vnf_lcm_op_occs')
-        return {occ['id'] for occ in occs
-                if occ['vnfInstanceId'] == instance_id and
-                occ['operationState'] in UNFINISHED_STATES}
+        return {occ['id'] for occ in self.ops(instance_id)
+                if occ['operationState'] in UNFINISHED_STATES}
 
     def past_the_lock(self, instance_id, send, acting_on=None):
         """``send()`` an LCM request of the instance, again while Tacker
@@ -203,9 +206,7 @@ class V2Api(object):
 
     def op_ids(self, instance_id):
         """Ids of every operation of the instance so far."""
-        return {occ['id'] for occ in self.client.get(
-            '/vnflcm/v2/vnf_lcm_op_occs')
-            if occ['vnfInstanceId'] == instance_id}
+        return {occ['id'] for occ in self.ops(instance_id)}
 
     def automatic_heal(self, instance_id, known, timeout=300):
         """Wait for the HEAL Tacker starts by itself (an op occ of the
@@ -215,10 +216,8 @@ class V2Api(object):
         started = time.monotonic()
 
         def started_by_tacker():
-            return [occ for occ in self.client.get(
-                '/vnflcm/v2/vnf_lcm_op_occs')
-                if occ['vnfInstanceId'] == instance_id and
-                occ['id'] not in known]
+            return [occ for occ in self.ops(instance_id)
+                    if occ['id'] not in known]
         new, = polling.wait_until(
             started_by_tacker, 'an automatic heal of %s' % instance_id,
             timeout, first_delay=0.2, max_delay=1.0)

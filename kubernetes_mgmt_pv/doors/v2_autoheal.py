@@ -8,8 +8,6 @@ from kubernetes_mgmt_pv.autoheal import probes
 from kubernetes_mgmt_pv import config
 from kubernetes_mgmt_pv import exceptions
 
-# The hooks after which the instance's VMs may have changed.
-REFRESH_HOOKS = ('instantiate_end', 'scale_end', 'heal_end')
 # The hooks after which the instance has no VMs of the driver's.
 FORGET_HOOKS = ('terminate_end', 'instantiate_rollback_start')
 

@@ -69,7 +69,7 @@ def saved_params(root):
     proxy = saved.get('proxy')
     if isinstance(proxy, dict):
         for key in PROXY_URLS:
-            if _has_user_info(proxy.get(key)):
+            if param_model.has_user_info(proxy.get(key)):
                 proxy[key] = None
     return saved
 
@@ -101,14 +101,6 @@ def _withheld(saved, role, key):
     """Whether saved_params withheld the proxy URL ``key``."""
     return (role == 'proxy' and isinstance(saved.get(role), dict) and
             key in saved[role] and saved[role][key] is None)
-
-
-def _has_user_info(url):
-    try:
-        return bool(isinstance(url, str) and
-                    urllib.parse.urlsplit(url).username is not None)
-    except ValueError:
-        return True  # unparseable: kept out, the request gives it again
 
 
 def _secret_paths(root):

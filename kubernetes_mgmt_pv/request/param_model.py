@@ -16,6 +16,7 @@ string of the model can be sent to a host as it is.
 """
 
 import dataclasses
+import urllib.parse
 
 from kubernetes_mgmt_pv import exceptions
 from kubernetes_mgmt_pv.request import offline_params
@@ -265,6 +266,16 @@ def _login(check, value, path):
                                       'private key in ssh_key_dir of the '
                                       'conductor host (or a password)')
     return {'password': password, 'ssh_key': ssh_key}
+
+
+def has_user_info(url):
+    """Whether a proxy URL carries credentials (user info), which Tacker
+    v2 keeps nowhere between operations; an unparseable one counts."""
+    try:
+        return bool(isinstance(url, str) and
+                    urllib.parse.urlsplit(url).username is not None)
+    except ValueError:
+        return True
 
 
 def password_logins(params):

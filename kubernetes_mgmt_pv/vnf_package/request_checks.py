@@ -10,7 +10,6 @@ JSON path.
 import collections
 import ipaddress
 import os
-import urllib.parse
 
 from kubernetes_mgmt_pv.openstack import vnf_topology
 from kubernetes_mgmt_pv.remote import ssh_keys
@@ -160,8 +159,7 @@ def auto_heal(params, api, found):
     paths = param_model.password_logins(params)
     paths += ['%s.%s' % (param_model.PROXY_PATH, key)
               for key in ('http_proxy', 'https_proxy')
-              if '@' in urllib.parse.urlsplit(
-                  getattr(params.proxy, key, None) or '').netloc]
+              if param_model.has_user_info(getattr(params.proxy, key))]
     for path in paths:
         found.warning('auto-heal-impossible', path,
                       'Tacker v2 heals by itself (Prometheus plugin) with '

@@ -52,7 +52,6 @@ KUBEADM_PKI = '/usr/lib/testbed/kubeadm_pki.py'
 KUBEADM_UPGRADE = '/usr/lib/testbed/kubeadm_upgrade.py'
 # The kubelet "service" kubeadm starts and reset stops.
 KUBELET_SERVICE = '/usr/lib/testbed/kubelet_service.py'
-KUBELET_PID = '/run/kubelet.pid'
 # The kubelet package's postinst: a member's kubelet "restarts" at the
 # package's version (kubelet.py).
 KUBELET_POSTINST = '''#!/bin/sh
